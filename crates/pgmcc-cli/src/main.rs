@@ -1,0 +1,48 @@
+//! The `pgmcc` command line.
+//!
+//! Today it has one subcommand, `decode`, which dissects PGM packets given as hex, as a raw
+//! datagram file or inside a pcap capture. `send`, `recv`, `sim` and `emu` arrive with the
+//! runtime and simulator issues.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod decode;
+
+/// pgmcc: TCP-friendly reliable multicast (PGM, RFC 3208, with pgmcc congestion control).
+#[derive(Debug, Parser)]
+#[command(name = "pgmcc", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Decode PGM packets and print every field, one per line, or say what is wrong.
+    ///
+    /// Each INPUT is either a path or a hex string. A path to a pcap capture (Ethernet,
+    /// Linux cooked, raw IP or loopback link types) decodes every PGM packet in it: IP
+    /// protocol 113, or UDP on the encapsulation ports (3055, 3056 and any --udp-port).
+    /// A path to any other file is read as hex text if it looks like hex, otherwise as one
+    /// raw PGM datagram. Anything else is parsed as hex; spaces, colons and `0x` are allowed
+    /// and `#` starts a comment that runs to the end of the line.
+    ///
+    /// Exit status: 0 if every packet decoded, 1 if any was malformed, 2 on usage errors.
+    Decode(decode::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Decode(args) => decode::run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("pgmcc: error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
