@@ -8,6 +8,8 @@
 //!   error, never a panic, on any input, including valid packets with bytes flipped,
 //!   inserted or cut off.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use pgm_wire::*;

@@ -3,6 +3,8 @@
 //! computed independently by `scripts/pgm-vector.py`. Each must parse to the Repr written
 //! here, and that Repr must emit exactly the same bytes.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use pgm_wire::*;

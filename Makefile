@@ -1,0 +1,41 @@
+# pgmcc: the two commands a newcomer needs are `make demo` and `make test`.
+# Both install what they need first (scripts/install-deps; cargo fetches crates).
+
+CARGO ?= cargo
+FUZZ_SECONDS ?= 60
+
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors clean
+
+help:
+	@echo "make demo    build and run the demo (no root, no real network needed)"
+	@echo "make test    everything CI checks: rustfmt, clippy -D warnings, all tests"
+	@echo "make fuzz    run every cargo-fuzz target for FUZZ_SECONDS (default $(FUZZ_SECONDS)) each"
+	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
+
+deps:
+	@scripts/install-deps
+	@$(CARGO) fetch --locked
+
+demo: deps
+	$(CARGO) build --release --locked -p pgmcc-cli
+	@scripts/demo
+
+test: deps fmt-check clippy unit
+
+fmt-check:
+	$(CARGO) fmt --all -- --check
+
+clippy:
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+unit:
+	@scripts/test-summary
+
+fuzz: deps
+	FUZZ_SECONDS=$(FUZZ_SECONDS) scripts/fuzz
+
+vectors:
+	python3 scripts/pgm-vector.py
+
+clean:
+	$(CARGO) clean
