@@ -246,8 +246,9 @@ pub struct PgmccData {
 pub struct PgmccFeedback {
     /// Timestamp of the latest data packet, plus the receiver's hold time (ms).
     pub tstamp: u32,
-    /// Loss rate, 0 = none, 65535 = 100% (pgmcc draft §2.1.3; OpenPGM sends its 16.16
-    /// fixed-point estimate truncated to 16 bits, the same scale).
+    /// Loss rate, 0 = none, 65535 = 100% (pgmcc draft §2.1.3). OpenPGM sends the low 16 bits
+    /// of a 16.16 fixed-point moving average whose input is scaled by its `ack_c_p` knob, so
+    /// its values are comparable only between OpenPGM receivers, and 100% wraps to 0.
     pub loss_rate: u16,
     /// The reporting receiver's address (its identity for acker election).
     pub rx: IpAddr,
@@ -293,7 +294,8 @@ pub struct Options<'a> {
     pub nbr_unreach: bool,
     /// OPT_PATH_NLA (network-significant).
     pub path_nla: Option<IpAddr>,
-    /// OPT_FRAGMENT.
+    /// OPT_FRAGMENT. On a parity packet (header [`OPT_PARITY`](crate::OPT_PARITY)) this is
+    /// FEC-encoded data, not real values: check the header flag before using it.
     pub fragment: Option<Fragment>,
     /// OPT_JOIN: minimum sequence number a late joiner may request.
     pub join: Option<u32>,

@@ -285,6 +285,15 @@ impl<'a> Repr<'a> {
     pub fn emit(&self, buf: &mut [u8]) -> Result<usize> {
         let tsdu = u16::try_from(self.payload.len())
             .map_err(|_| Error::Unencodable("payload longer than 65535 bytes"))?;
+        if let Body::Nak(n) | Body::Nnak(n) | Body::Ncf(n) = &self.body {
+            // RFC 3208 allows a source NLA and group NLA of different families, but OpenPGM
+            // locates the options from the source NLA's family alone and would misread them.
+            if n.source.is_ipv4() != n.group.is_ipv4() && !self.options.is_empty() {
+                return Err(Error::Unencodable(
+                    "NAK/NNAK/NCF with options needs source and group NLAs of one family",
+                ));
+            }
+        }
         let len = self.buffer_len();
         if buf.len() < len {
             return Err(Error::BufferTooSmall {
