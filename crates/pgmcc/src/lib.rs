@@ -1,10 +1,21 @@
 //! `pgmcc`: the sans-IO protocol core.
 //!
-//! What will live here (see `docs/architecture.md` in the repository and issues 4 and 5):
-//! the PGM source (transmit window, SPM heartbeat, NAK to NCF to RDATA, rate limiter), the
-//! PGM receiver (receive window, NAK back-off and suppression, loss filter, acker role), the
-//! network element (NAK forwarding and elimination), and the pgmcc congestion controller
-//! behind one `CongestionControl` trait. It never reads a clock, a socket or a random source
-//! it was not handed: drivers feed `(now, from, datagram)` and drain `poll_*` outputs.
+//! A PGM source ([`Sender`]) and receiver ([`Receiver`]) as pure state machines (RFC 3208
+//! reliability): they take `(now, from, datagram)` and give datagrams, deadlines and events.
+//! Nothing here reads a clock, a socket or a random source it was not handed (receivers take
+//! a seed). The same code runs over real UDP (`pgmcc-net`), in the simulator (`netsim`) and
+//! in tests.
 //!
-//! Nothing is implemented yet; the crate exists so the workspace has its final shape.
+//! Still to come (issues 4 and 5): the network element and the pgmcc congestion controller.
+
+pub mod receiver;
+pub mod rng;
+pub mod sender;
+pub mod sqn;
+pub mod time;
+pub mod transmit;
+
+pub use receiver::{JoinPolicy, Receiver, ReceiverConfig, ReceiverEvent, ReceiverStats};
+pub use sender::{RateLimit, SendError, Sender, SenderConfig, SenderStats};
+pub use time::{Duration, Instant};
+pub use transmit::{Destination, Transmit};

@@ -70,7 +70,10 @@ mod tests {
         let t = Instant::from_nanos(5);
         assert_eq!(t - Instant::from_nanos(9), Duration::ZERO);
         assert_eq!((t + Duration::from_millis(3)).as_nanos(), 3_000_005);
-        assert_eq!(Instant::from_nanos(u64::MAX) + Duration::from_secs(1), Instant::from_nanos(u64::MAX));
+        assert_eq!(
+            Instant::from_nanos(u64::MAX) + Duration::from_secs(1),
+            Instant::from_nanos(u64::MAX)
+        );
         assert_eq!(Instant::from_nanos(2_500_000_000).as_millis_u32(), 2500);
     }
 }

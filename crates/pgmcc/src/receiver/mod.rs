@@ -1,0 +1,605 @@
+//! The PGM receiver (RFC 3208 §5), sans-IO.
+//!
+//! One `Receiver` serves every session (TSI) arriving on its group and port, each with its
+//! own receive window. Its methods follow the [`Sender`](crate::Sender)'s pattern:
+//! [`Receiver::handle`] and [`Receiver::handle_timeout`] take input, [`Receiver::poll_transmit`]
+//! and [`Receiver::poll_timeout`] give output, [`Receiver::poll_event`] hands data and session
+//! events to the application. `now` must never go backwards.
+//!
+//! What it guarantees the application: APDUs are delivered complete and in sequence order,
+//! once. A sequence number that cannot be recovered (retries exhausted, or the source's
+//! window moved past it) produces [`ReceiverEvent::Unrecoverable`] at its place in the
+//! sequence: there is never a silent gap.
+//!
+//! Timers (RFC 3208 §5.3, defaults from OpenPGM's shipped examples, as the RFC gives none):
+//! * NAK_BO_IVL ([`ReceiverConfig::nak_bo_ivl`], 50 ms): a gap waits a random time in
+//!   `[0, NAK_BO_IVL]` before its NAK, so that one receiver's NAK (confirmed by a multicast
+//!   NCF) suppresses the others'.
+//! * NAK_RPT_IVL ([`ReceiverConfig::nak_rpt_ivl`], 200 ms): how long to wait for an NCF
+//!   after sending a NAK before trying again, at most NAK_NCF_RETRIES times (default 5).
+//! * NAK_RDATA_IVL ([`ReceiverConfig::nak_rdata_ivl`], 200 ms): how long to wait for RDATA
+//!   after an NCF before NAKing again, at most NAK_DATA_RETRIES times (default 5); every
+//!   further NCF restarts it.
+
+mod rxw;
+
+use std::collections::{HashMap, VecDeque};
+use std::net::IpAddr;
+
+use pgm_wire::{Body, NakRepr, Options, Repr, SqnList, Tsi, OPT_PARITY};
+use serde::Serialize;
+use tracing::trace;
+
+use crate::rng::Rng;
+use crate::sqn;
+use crate::time::{Duration, Instant};
+use crate::transmit::{Destination, Transmit};
+use rxw::{Insert, NakTimers, Output, ReceiveWindow};
+
+/// Where a receiver's window starts when it first hears a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum JoinPolicy {
+    /// From the first data packet heard (or after the lead of the first SPM heard).
+    #[default]
+    FromFirstPacket,
+    /// Back to the minimum the source allows in OPT_JOIN (RFC 3208 §9.4), NAKing for the
+    /// packets in between; like `FromFirstPacket` when the source sends no OPT_JOIN.
+    FromJoinMin,
+}
+
+/// Receiver configuration.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    /// This receiver's unicast NLA (its identity in pgmcc reports).
+    pub nla: IpAddr,
+    /// The multicast group joined.
+    pub group: IpAddr,
+    /// Data-destination port listened on (OpenPGM default 7500).
+    pub dport: u16,
+    /// NAK_BO_IVL: upper bound of the random NAK back-off. Default 50 ms.
+    pub nak_bo_ivl: Duration,
+    /// NAK_RPT_IVL: wait for an NCF after a NAK. Default 200 ms.
+    pub nak_rpt_ivl: Duration,
+    /// NAK_RDATA_IVL: wait for RDATA after an NCF. Default 200 ms.
+    pub nak_rdata_ivl: Duration,
+    /// NAK_NCF_RETRIES: NAKs sent without an NCF before giving up. Default 5.
+    pub nak_ncf_retries: u32,
+    /// NAK_DATA_RETRIES: NCF-confirmed waits for data before giving up. Default 5.
+    pub nak_data_retries: u32,
+    /// Receive window span in sequence numbers (memory bound per session). Default 8192.
+    pub rxw_sqns: u32,
+    /// Largest APDU accepted for reassembly. Default 65535 (OpenPGM's PGM_MAX_APDU).
+    pub max_apdu: usize,
+    /// Where a late joiner starts.
+    pub join: JoinPolicy,
+    /// Most sessions tracked at once; packets of further sessions are dropped and counted.
+    /// Default 64.
+    pub max_sessions: usize,
+    /// Seed of this receiver's random source (NAK back-off).
+    pub seed: u64,
+}
+
+impl ReceiverConfig {
+    /// Defaults as documented on each field.
+    pub fn new(nla: IpAddr, group: IpAddr, seed: u64) -> ReceiverConfig {
+        ReceiverConfig {
+            nla,
+            group,
+            dport: 7500,
+            nak_bo_ivl: Duration::from_millis(50),
+            nak_rpt_ivl: Duration::from_millis(200),
+            nak_rdata_ivl: Duration::from_millis(200),
+            nak_ncf_retries: 5,
+            nak_data_retries: 5,
+            rxw_sqns: 8192,
+            max_apdu: 65535,
+            join: JoinPolicy::default(),
+            max_sessions: 64,
+            seed,
+        }
+    }
+
+    fn timers(&self) -> NakTimers {
+        NakTimers {
+            bo_ivl: self.nak_bo_ivl,
+            rpt_ivl: self.nak_rpt_ivl,
+            rdata_ivl: self.nak_rdata_ivl,
+            ncf_retries: self.nak_ncf_retries,
+            data_retries: self.nak_data_retries,
+        }
+    }
+}
+
+/// What the receiver tells the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReceiverEvent {
+    /// A new session was heard.
+    SessionStarted {
+        /// The session.
+        tsi: Tsi,
+        /// First sequence number the window wants.
+        first_sqn: u32,
+    },
+    /// One complete APDU, in order.
+    Data {
+        /// The session.
+        tsi: Tsi,
+        /// Sequence number of its first packet.
+        sqn: u32,
+        /// The APDU.
+        data: Vec<u8>,
+    },
+    /// Sequence numbers `first..=last` of `tsi` cannot be recovered; the application's
+    /// stream has a gap here.
+    Unrecoverable {
+        /// The session.
+        tsi: Tsi,
+        /// First lost sequence number.
+        first: u32,
+        /// Last lost sequence number.
+        last: u32,
+    },
+    /// The source ended the session (OPT_FIN) and everything up to its last packet has been
+    /// delivered or reported unrecoverable.
+    SessionEnded {
+        /// The session.
+        tsi: Tsi,
+    },
+}
+
+/// Counters of a receiver.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReceiverStats {
+    /// ODATA packets received (new or not).
+    pub odata_packets: u64,
+    /// RDATA packets received.
+    pub rdata_packets: u64,
+    /// Packets that filled a gap (RDATA, or ODATA arriving out of order).
+    pub gaps_filled: u64,
+    /// Data packets already held or behind the window.
+    pub duplicates: u64,
+    /// SPMs received.
+    pub spm_packets: u64,
+    /// NCFs received.
+    pub ncf_packets: u64,
+    /// NAK packets sent.
+    pub naks_sent: u64,
+    /// Sequence numbers NAKed (a NAK with a list counts each).
+    pub nak_sqns_sent: u64,
+    /// NAKs not sent because an NCF or another receiver's NAK was heard first.
+    pub naks_suppressed: u64,
+    /// SPMRs sent.
+    pub spmrs_sent: u64,
+    /// APDUs delivered.
+    pub apdus_delivered: u64,
+    /// Bytes delivered.
+    pub bytes_delivered: u64,
+    /// Sequence numbers reported unrecoverable.
+    pub unrecoverable_sqns: u64,
+    /// Datagrams that failed to parse or were inconsistent (bad fragment, ...).
+    pub malformed: u64,
+    /// Datagrams for another group or port, or of a type a receiver ignores.
+    pub ignored: u64,
+    /// Packets of new sessions dropped because `max_sessions` were tracked.
+    pub sessions_rejected: u64,
+}
+
+#[derive(Debug)]
+struct Peer {
+    tsi: Tsi,
+    /// Source path NLA from the latest SPM: where NAKs go.
+    path: Option<IpAddr>,
+    /// IP address data came from (for SPMR before any SPM).
+    data_from: Option<IpAddr>,
+    spm_sqn: Option<u32>,
+    rxw: Option<ReceiveWindow>,
+    /// Lead of the FIN SPM once heard.
+    fin_lead: Option<u32>,
+    ended: bool,
+    next_spmr: Instant,
+}
+
+/// A PGM receiver.
+#[derive(Debug)]
+pub struct Receiver {
+    config: ReceiverConfig,
+    timers: NakTimers,
+    rng: Rng,
+    peers: HashMap<Tsi, Peer>,
+    /// Order peers were created in, for deterministic iteration.
+    order: Vec<Tsi>,
+    transmits: VecDeque<(Tsi, Pending)>,
+    events: VecDeque<ReceiverEvent>,
+    stats: ReceiverStats,
+}
+
+#[derive(Debug)]
+enum Pending {
+    /// Sequence numbers for one NAK packet (at most 63: one in the header, 62 listed).
+    Nak(Vec<u32>),
+    Spmr(IpAddr),
+}
+
+impl Receiver {
+    /// A receiver with no sessions yet.
+    pub fn new(config: ReceiverConfig, now: Instant) -> Receiver {
+        let _ = now;
+        Receiver {
+            timers: config.timers(),
+            rng: Rng::new(config.seed),
+            peers: HashMap::new(),
+            order: Vec::new(),
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: ReceiverStats::default(),
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &ReceiverConfig {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ReceiverStats {
+        &self.stats
+    }
+
+    /// Sequence numbers of `tsi` currently waiting for repair.
+    pub fn missing(&self, tsi: &Tsi) -> usize {
+        self.peers
+            .get(tsi)
+            .and_then(|p| p.rxw.as_ref())
+            .map_or(0, |w| w.missing())
+    }
+
+    /// The next event for the application.
+    pub fn poll_event(&mut self) -> Option<ReceiverEvent> {
+        self.events.pop_front()
+    }
+
+    /// Takes one datagram. `from` is the IP address it came from.
+    pub fn handle(&mut self, now: Instant, from: IpAddr, datagram: &[u8]) {
+        let repr = match Repr::parse(datagram) {
+            Ok(r) => r,
+            Err(e) => {
+                self.stats.malformed += 1;
+                trace!(%from, error = %e, "receiver: malformed datagram dropped");
+                return;
+            }
+        };
+        if repr.header_flags & OPT_PARITY != 0 {
+            // FEC is not supported: parity packets carry encoded options.
+            self.stats.ignored += 1;
+            return;
+        }
+        match repr.body {
+            Body::Odata(d) | Body::Rdata(d) if repr.dport == self.config.dport => {
+                let rdata = matches!(repr.body, Body::Rdata(_));
+                self.on_data(now, from, &repr, d.sqn, d.trail, rdata);
+            }
+            Body::Spm(spm) if repr.dport == self.config.dport => {
+                self.stats.spm_packets += 1;
+                self.on_spm(now, &repr, spm);
+            }
+            Body::Ncf(n) if repr.dport == self.config.dport && n.group == self.config.group => {
+                self.stats.ncf_packets += 1;
+                self.on_ncf(now, &repr, &n, false);
+            }
+            Body::Nak(n) if repr.sport == self.config.dport && n.group == self.config.group => {
+                // Another receiver's NAK, heard on a shared segment.
+                self.on_ncf(now, &repr, &n, true);
+            }
+            _ => self.stats.ignored += 1,
+        }
+        self.drain_all();
+    }
+
+    /// Makes sure `tsi` has a peer entry; false when the session table is full.
+    fn ensure_peer(&mut self, tsi: Tsi, now: Instant) -> bool {
+        if !self.peers.contains_key(&tsi) {
+            if self.peers.len() >= self.config.max_sessions {
+                self.stats.sessions_rejected += 1;
+                return false;
+            }
+            self.order.push(tsi);
+            self.peers.insert(
+                tsi,
+                Peer {
+                    tsi,
+                    path: None,
+                    data_from: None,
+                    spm_sqn: None,
+                    rxw: None,
+                    fin_lead: None,
+                    ended: false,
+                    next_spmr: now,
+                },
+            );
+        }
+        true
+    }
+
+    fn on_data(
+        &mut self,
+        now: Instant,
+        from: IpAddr,
+        repr: &Repr<'_>,
+        s: u32,
+        trail: u32,
+        rdata: bool,
+    ) {
+        if rdata {
+            self.stats.rdata_packets += 1;
+        } else {
+            self.stats.odata_packets += 1;
+        }
+        if let Some(f) = &repr.options.fragment {
+            let len = repr.payload.len() as u64;
+            let bad = f.apdu_len as usize > self.config.max_apdu
+                || u64::from(f.offset) + len > u64::from(f.apdu_len)
+                || sqn::gt(f.first_sqn, s)
+                || (len == 0 && f.apdu_len > 0);
+            if bad {
+                self.stats.malformed += 1;
+                return;
+            }
+        }
+        let tsi = repr.tsi();
+        let (timers, rxw_sqns, max_apdu, join) = (
+            self.timers,
+            self.config.rxw_sqns,
+            self.config.max_apdu,
+            self.config.join,
+        );
+        if !self.ensure_peer(tsi, now) {
+            return;
+        }
+        let Some(peer) = self.peers.get_mut(&tsi) else {
+            return;
+        };
+        if peer.ended {
+            return;
+        }
+        peer.data_from = Some(from);
+        let mut started = None;
+        if peer.rxw.is_none() {
+            let mut base = s;
+            if let (JoinPolicy::FromJoinMin, Some(min)) = (join, repr.options.join) {
+                if sqn::le(min, s) && sqn::distance(min, s) < rxw_sqns {
+                    base = sqn::max(min, trail);
+                }
+            }
+            // Joined mid-APDU: reach back for its head if the source still has it.
+            if let Some(f) = &repr.options.fragment {
+                if sqn::lt(f.first_sqn, base) && sqn::le(trail, f.first_sqn) {
+                    base = f.first_sqn;
+                }
+            }
+            peer.rxw = Some(ReceiveWindow::new(base, trail, rxw_sqns, max_apdu));
+            started = Some(base);
+        }
+        let need_spmr = peer.path.is_none() && now >= peer.next_spmr;
+        if need_spmr {
+            peer.next_spmr = now + timers.rpt_ivl;
+        }
+        let Some(w) = peer.rxw.as_mut() else {
+            return;
+        };
+        w.extend_to(s, now, &timers, &mut self.rng);
+        w.set_trail(trail);
+        let ins = w.insert(s, repr.payload, repr.options.fragment);
+        if let Some(first_sqn) = started {
+            self.events
+                .push_back(ReceiverEvent::SessionStarted { tsi, first_sqn });
+        }
+        match ins {
+            Insert::New => {
+                // Anything but the packet that extended the lead filled a gap.
+                if rdata
+                    || self
+                        .peers
+                        .get(&tsi)
+                        .and_then(|p| p.rxw.as_ref())
+                        .is_some_and(|w| w.lead() != s)
+                {
+                    self.stats.gaps_filled += 1;
+                }
+            }
+            Insert::Duplicate => self.stats.duplicates += 1,
+        }
+        if need_spmr {
+            self.transmits.push_back((tsi, Pending::Spmr(from)));
+        }
+    }
+
+    fn on_spm(&mut self, now: Instant, repr: &Repr<'_>, spm: pgm_wire::SpmRepr) {
+        let tsi = repr.tsi();
+        let (timers, rxw_sqns, max_apdu) =
+            (self.timers, self.config.rxw_sqns, self.config.max_apdu);
+        if !self.ensure_peer(tsi, now) {
+            return;
+        }
+        let Some(peer) = self.peers.get_mut(&tsi) else {
+            return;
+        };
+        if peer.spm_sqn.is_some_and(|old| !sqn::gt(spm.sqn, old)) {
+            return; // old or duplicate SPM
+        }
+        peer.spm_sqn = Some(spm.sqn);
+        peer.path = Some(spm.path_nla);
+        let mut started = None;
+        if peer.rxw.is_none() {
+            // Heard the session first by SPM: want only data after its lead.
+            let base = spm.lead.wrapping_add(1);
+            peer.rxw = Some(ReceiveWindow::new(base, spm.trail, rxw_sqns, max_apdu));
+            started = Some(base);
+        }
+        if repr.options.fin {
+            peer.fin_lead = Some(spm.lead);
+        }
+        if let Some(w) = peer.rxw.as_mut() {
+            // The SPM lead reveals losses at the tail of a burst (§5.2).
+            w.extend_to(spm.lead, now, &timers, &mut self.rng);
+            w.set_trail(spm.trail);
+        }
+        if let Some(first_sqn) = started {
+            self.events
+                .push_back(ReceiverEvent::SessionStarted { tsi, first_sqn });
+        }
+    }
+
+    fn on_ncf(&mut self, now: Instant, repr: &Repr<'_>, n: &NakRepr, peer_nak: bool) {
+        let tsi = repr.tsi();
+        let timers = self.timers;
+        let Some(w) = self.peers.get_mut(&tsi).and_then(|p| p.rxw.as_mut()) else {
+            return;
+        };
+        let list = repr.options.nak_list.unwrap_or_default();
+        for &s in core::iter::once(&n.sqn).chain(list.as_slice()) {
+            let suppressed = if peer_nak {
+                w.on_peer_nak(s, now, &timers)
+            } else {
+                w.on_ncf(s, now, &timers)
+            };
+            if suppressed {
+                self.stats.naks_suppressed += 1;
+            }
+        }
+    }
+
+    /// Runs expired NAK timers (queues NAKs, gives up on exhausted retries).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let timers = self.timers;
+        for tsi in &self.order {
+            let Some(peer) = self.peers.get_mut(tsi) else {
+                continue;
+            };
+            let can_nak = peer.path.is_some();
+            let Some(w) = peer.rxw.as_mut() else {
+                continue;
+            };
+            if w.next_deadline().is_none_or(|d| d > now) {
+                continue;
+            }
+            let mut due = Vec::new();
+            w.on_timeout(now, &timers, &mut self.rng, can_nak, &mut due);
+            for chunk in due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
+                self.transmits
+                    .push_back((*tsi, Pending::Nak(chunk.to_vec())));
+            }
+            if !can_nak && now >= peer.next_spmr {
+                if let Some(from) = peer.data_from {
+                    peer.next_spmr = now + timers.rpt_ivl;
+                    self.transmits.push_back((*tsi, Pending::Spmr(from)));
+                }
+            }
+        }
+        self.drain_all();
+    }
+
+    /// When `handle_timeout` next has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.transmits.is_empty() {
+            return Some(Instant::ZERO);
+        }
+        self.peers
+            .values()
+            .filter_map(|p| p.rxw.as_ref().and_then(|w| w.next_deadline()))
+            .min()
+    }
+
+    /// Writes the next datagram (NAK or SPMR) into `buf`; `None` when nothing is queued.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let _ = now;
+        while let Some((tsi, pending)) = self.transmits.pop_front() {
+            let Some(peer) = self.peers.get(&tsi) else {
+                continue;
+            };
+            let (repr, dst) = match &pending {
+                Pending::Nak(list) => {
+                    let Some(path) = peer.path else {
+                        continue;
+                    };
+                    let Some((&first, rest)) = list.split_first() else {
+                        continue;
+                    };
+                    let body = Body::Nak(NakRepr {
+                        sqn: first,
+                        source: path,
+                        group: self.config.group,
+                    });
+                    let mut repr = Repr::upstream(tsi, self.config.dport, body);
+                    if !rest.is_empty() {
+                        repr = repr.with_options(Options {
+                            nak_list: SqnList::from_slice(rest).ok(),
+                            ..Options::default()
+                        });
+                    }
+                    (repr, Destination::Unicast(path))
+                }
+                Pending::Spmr(to) => (
+                    Repr::upstream(tsi, self.config.dport, Body::Spmr),
+                    Destination::Unicast(*to),
+                ),
+            };
+            match repr.emit(buf) {
+                Ok(len) => {
+                    match pending {
+                        Pending::Nak(list) => {
+                            self.stats.naks_sent += 1;
+                            self.stats.nak_sqns_sent += list.len() as u64;
+                        }
+                        Pending::Spmr(_) => self.stats.spmrs_sent += 1,
+                    }
+                    return Some(Transmit { dst, len });
+                }
+                Err(e) => trace!(error = %e, "receiver: cannot emit"),
+            }
+        }
+        None
+    }
+
+    fn drain_all(&mut self) {
+        let mut out = Vec::new();
+        for tsi in &self.order {
+            let Some(peer) = self.peers.get_mut(tsi) else {
+                continue;
+            };
+            let Some(w) = peer.rxw.as_mut() else {
+                continue;
+            };
+            out.clear();
+            w.drain(&mut out);
+            for o in out.drain(..) {
+                match o {
+                    Output::Apdu { first_sqn, data } => {
+                        self.stats.apdus_delivered += 1;
+                        self.stats.bytes_delivered += data.len() as u64;
+                        self.events.push_back(ReceiverEvent::Data {
+                            tsi: *tsi,
+                            sqn: first_sqn,
+                            data,
+                        });
+                    }
+                    Output::Lost { first, last } => {
+                        self.stats.unrecoverable_sqns += u64::from(sqn::distance(first, last)) + 1;
+                        self.events.push_back(ReceiverEvent::Unrecoverable {
+                            tsi: *tsi,
+                            first,
+                            last,
+                        });
+                    }
+                }
+            }
+            if let Some(fin) = peer.fin_lead {
+                if !peer.ended && sqn::gt(w.base(), fin) {
+                    peer.ended = true;
+                    self.events
+                        .push_back(ReceiverEvent::SessionEnded { tsi: peer.tsi });
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,449 @@
+//! The receive window of one session (RFC 3208 §3 "RXW") and the per-sequence-number NAK
+//! state machine of §5.3:
+//!
+//! ```text
+//!  gap found ──► BACK-OFF ──(NAK_RB_IVL expires: send NAK)──► WAIT-NCF ──(NCF)──► WAIT-DATA
+//!                   ▲  │ NCF or matching NAK heard (suppress)     │ NAK_RPT_IVL      │ NAK_RDATA_IVL
+//!                   │  └──────────────────────────────────────────┼──────────────────►│
+//!                   └──────── retry (counted) ◄────────────────────┴──────────────────┘
+//!  any state ──(data arrives)──► received;  retries exhausted or trail passes ──► lost
+//! ```
+
+use std::collections::VecDeque;
+
+use pgm_wire::Fragment;
+
+use crate::rng::Rng;
+use crate::sqn;
+use crate::time::{Duration, Instant};
+
+/// NAK timers and retry limits (see [`ReceiverConfig`](super::ReceiverConfig)).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct NakTimers {
+    pub(crate) bo_ivl: Duration,
+    pub(crate) rpt_ivl: Duration,
+    pub(crate) rdata_ivl: Duration,
+    pub(crate) ncf_retries: u32,
+    pub(crate) data_retries: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Phase {
+    BackOff,
+    WaitNcf,
+    WaitData,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct NakState {
+    pub(crate) phase: Phase,
+    pub(crate) deadline: Instant,
+    ncf_retries: u32,
+    data_retries: u32,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Slot {
+    Missing(NakState),
+    Have {
+        data: Vec<u8>,
+        fragment: Option<Fragment>,
+    },
+    Lost,
+}
+
+/// What the window hands up after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// A complete APDU, with the sequence number of its first packet.
+    Apdu { first_sqn: u32, data: Vec<u8> },
+    /// Sequence numbers `first..=last` will never be delivered.
+    Lost { first: u32, last: u32 },
+}
+
+/// Outcome of inserting a data packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Insert {
+    /// Filled a slot that was waiting for data (or had been given up).
+    New,
+    /// Already had it, or it is behind the window.
+    Duplicate,
+}
+
+/// The receive window: slot `i` holds sequence number `base + i`.
+#[derive(Debug)]
+pub(crate) struct ReceiveWindow {
+    base: u32,
+    slots: VecDeque<Slot>,
+    /// Sender's advertised trailing edge: nothing before it can be repaired.
+    trail: u32,
+    max_sqns: u32,
+    max_apdu: usize,
+}
+
+impl ReceiveWindow {
+    /// A window whose first wanted sequence number is `base`.
+    pub(crate) fn new(base: u32, trail: u32, max_sqns: u32, max_apdu: usize) -> ReceiveWindow {
+        ReceiveWindow {
+            base,
+            slots: VecDeque::new(),
+            trail,
+            max_sqns: max_sqns.max(1),
+            max_apdu,
+        }
+    }
+
+    /// The next sequence number to deliver.
+    pub(crate) fn base(&self) -> u32 {
+        self.base
+    }
+
+    /// The highest sequence number known to exist (`base - 1` when empty).
+    pub(crate) fn lead(&self) -> u32 {
+        self.base
+            .wrapping_add(self.slots.len() as u32)
+            .wrapping_sub(1)
+    }
+
+    fn index(&self, s: u32) -> Option<usize> {
+        if sqn::lt(s, self.base) {
+            return None;
+        }
+        let i = sqn::distance(self.base, s) as usize;
+        (i < self.slots.len()).then_some(i)
+    }
+
+    fn backoff(now: Instant, t: &NakTimers, rng: &mut Rng) -> NakState {
+        NakState {
+            phase: Phase::BackOff,
+            deadline: now + rng.duration_up_to(t.bo_ivl),
+            ncf_retries: 0,
+            data_retries: 0,
+        }
+    }
+
+    /// Extends the window so that `up_to` exists; new slots start NAK back-off. A jump past
+    /// the window size gives up the oldest slots (they become lost).
+    pub(crate) fn extend_to(&mut self, up_to: u32, now: Instant, t: &NakTimers, rng: &mut Rng) {
+        if !sqn::gt(up_to, self.lead()) {
+            return;
+        }
+        let span = u64::from(sqn::distance(self.base, up_to)) + 1;
+        if span > u64::from(self.max_sqns) {
+            // Keep only the newest max_sqns sequence numbers' worth of slots.
+            let drop = (span - u64::from(self.max_sqns)) as u32;
+            let new_base = self.base.wrapping_add(drop);
+            self.give_up_before(new_base);
+        }
+        while sqn::lt(self.lead(), up_to) {
+            self.slots
+                .push_back(Slot::Missing(Self::backoff(now, t, rng)));
+        }
+    }
+
+    /// Marks every slot before `s` lost, extending the window if `s` is beyond it.
+    fn give_up_before(&mut self, s: u32) {
+        let mut cur = self.base;
+        let mut i = 0usize;
+        while sqn::lt(cur, s) {
+            match self.slots.get_mut(i) {
+                Some(slot) => {
+                    if !matches!(slot, Slot::Have { .. }) {
+                        *slot = Slot::Lost;
+                    }
+                }
+                None => self.slots.push_back(Slot::Lost),
+            }
+            cur = cur.wrapping_add(1);
+            i += 1;
+        }
+        // Data already held before `s` stays: `drain` delivers it, or discards it with its
+        // APDU, in order.
+    }
+
+    /// Records the sender's trailing edge: missing data before it is lost.
+    pub(crate) fn set_trail(&mut self, trail: u32) {
+        if sqn::gt(trail, self.trail) {
+            self.trail = trail;
+        }
+        let mut cur = self.base;
+        for slot in self.slots.iter_mut() {
+            if !sqn::lt(cur, self.trail) {
+                break;
+            }
+            if matches!(slot, Slot::Missing(_)) {
+                *slot = Slot::Lost;
+            }
+            cur = cur.wrapping_add(1);
+        }
+        // A trail beyond the whole window means everything up to it is gone.
+        if sqn::gt(self.trail, self.lead().wrapping_add(1)) && sqn::gt(self.trail, self.base) {
+            let lead = self.trail.wrapping_sub(1);
+            while sqn::lt(self.lead(), lead) {
+                self.slots.push_back(Slot::Lost);
+            }
+        }
+    }
+
+    /// Inserts a data packet (caller extended the window to `s` first).
+    pub(crate) fn insert(&mut self, s: u32, data: &[u8], fragment: Option<Fragment>) -> Insert {
+        let Some(i) = self.index(s) else {
+            return Insert::Duplicate;
+        };
+        match &self.slots[i] {
+            Slot::Have { .. } => Insert::Duplicate,
+            Slot::Missing(_) | Slot::Lost => {
+                self.slots[i] = Slot::Have {
+                    data: data.to_vec(),
+                    fragment,
+                };
+                Insert::New
+            }
+        }
+    }
+
+    /// An NCF or another receiver's NAK for `s` was heard.
+    pub(crate) fn on_ncf(&mut self, s: u32, now: Instant, t: &NakTimers) -> bool {
+        let Some(i) = self.index(s) else {
+            return false;
+        };
+        if let Slot::Missing(st) = &mut self.slots[i] {
+            let suppressed = st.phase == Phase::BackOff;
+            st.phase = Phase::WaitData;
+            st.deadline = now + t.rdata_ivl;
+            return suppressed;
+        }
+        false
+    }
+
+    /// Another receiver's NAK was heard: suppress our own if still backing off (§5.3).
+    pub(crate) fn on_peer_nak(&mut self, s: u32, now: Instant, t: &NakTimers) -> bool {
+        let Some(i) = self.index(s) else {
+            return false;
+        };
+        if let Slot::Missing(st) = &mut self.slots[i] {
+            if st.phase == Phase::BackOff {
+                st.phase = Phase::WaitData;
+                st.deadline = now + t.rdata_ivl;
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Runs expired NAK timers. Sequence numbers whose NAK is due are appended to `nak`.
+    /// With `can_nak` false (no source path known yet), due NAKs back off again uncounted.
+    pub(crate) fn on_timeout(
+        &mut self,
+        now: Instant,
+        t: &NakTimers,
+        rng: &mut Rng,
+        can_nak: bool,
+        nak: &mut Vec<u32>,
+    ) {
+        let mut cur = self.base;
+        for slot in self.slots.iter_mut() {
+            let s = cur;
+            cur = cur.wrapping_add(1);
+            let Slot::Missing(st) = slot else {
+                continue;
+            };
+            if st.deadline > now {
+                continue;
+            }
+            match st.phase {
+                Phase::BackOff => {
+                    if can_nak {
+                        nak.push(s);
+                        st.phase = Phase::WaitNcf;
+                        st.deadline = now + t.rpt_ivl;
+                    } else {
+                        st.deadline = now + rng.duration_up_to(t.bo_ivl).max(t.bo_ivl / 2);
+                    }
+                }
+                Phase::WaitNcf => {
+                    st.ncf_retries += 1;
+                    if st.ncf_retries > t.ncf_retries {
+                        *slot = Slot::Lost;
+                    } else {
+                        st.phase = Phase::BackOff;
+                        st.deadline = now + rng.duration_up_to(t.bo_ivl);
+                    }
+                }
+                Phase::WaitData => {
+                    st.data_retries += 1;
+                    if st.data_retries > t.data_retries {
+                        *slot = Slot::Lost;
+                    } else {
+                        st.phase = Phase::BackOff;
+                        st.deadline = now + rng.duration_up_to(t.bo_ivl);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The earliest NAK deadline.
+    pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        self.slots
+            .iter()
+            .filter_map(|s| match s {
+                Slot::Missing(st) => Some(st.deadline),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Number of slots waiting for data.
+    pub(crate) fn missing(&self) -> usize {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s, Slot::Missing(_)))
+            .count()
+    }
+
+    /// Delivers what can be delivered in order: complete APDUs and runs of lost sequence
+    /// numbers (a lost fragment takes its whole APDU with it).
+    pub(crate) fn drain(&mut self, out: &mut Vec<Output>) {
+        loop {
+            let Some(front) = self.slots.front() else {
+                return;
+            };
+            match front {
+                Slot::Missing(_) => return,
+                Slot::Lost => {
+                    let first = self.base;
+                    let mut n = 0u32;
+                    while let Some(Slot::Lost) = self.slots.front() {
+                        self.slots.pop_front();
+                        n += 1;
+                    }
+                    // Fragments of an APDU that began in the lost run are lost with it.
+                    n += self.pop_orphan_fragments(first.wrapping_add(n));
+                    self.base = self.base.wrapping_add(n);
+                    push_lost(out, first, first.wrapping_add(n - 1));
+                }
+                Slot::Have { fragment: None, .. } => {
+                    if let Some(Slot::Have { data, .. }) = self.slots.pop_front() {
+                        out.push(Output::Apdu {
+                            first_sqn: self.base,
+                            data,
+                        });
+                    }
+                    self.base = self.base.wrapping_add(1);
+                }
+                Slot::Have {
+                    fragment: Some(f), ..
+                } => {
+                    let f = *f;
+                    match self.assemble(f) {
+                        Assembly::Incomplete => return,
+                        Assembly::Done(n, data) => {
+                            out.push(Output::Apdu {
+                                first_sqn: self.base,
+                                data,
+                            });
+                            self.base = self.base.wrapping_add(n);
+                        }
+                        Assembly::Broken(n) => {
+                            let first = self.base;
+                            for _ in 0..n {
+                                self.slots.pop_front();
+                            }
+                            self.base = self.base.wrapping_add(n);
+                            push_lost(out, first, first.wrapping_add(n - 1));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Pops packets at the front that are non-first fragments of an APDU starting before
+    /// `from` (its head is gone). Returns how many.
+    fn pop_orphan_fragments(&mut self, from: u32) -> u32 {
+        let mut n = 0;
+        while let Some(Slot::Have {
+            fragment: Some(f), ..
+        }) = self.slots.front()
+        {
+            if sqn::lt(f.first_sqn, from) {
+                self.slots.pop_front();
+                n += 1;
+            } else {
+                break;
+            }
+        }
+        n
+    }
+
+    /// Tries to assemble the APDU whose first fragment is at the front.
+    fn assemble(&mut self, head: Fragment) -> Assembly {
+        let apdu_len = head.apdu_len as usize;
+        if head.first_sqn != self.base || head.offset != 0 || apdu_len > self.max_apdu {
+            // The head of this APDU is not here (joined mid-APDU) or it is malformed.
+            let n = 1 + self.count_following_fragments(head.first_sqn);
+            return Assembly::Broken(n);
+        }
+        let mut have = 0usize;
+        let mut n = 0u32;
+        for slot in self.slots.iter() {
+            match slot {
+                Slot::Missing(_) => return Assembly::Incomplete,
+                Slot::Lost => {
+                    // Lost fragment: the APDU is lost, up to and including this run.
+                    return Assembly::Broken(n.max(1));
+                }
+                Slot::Have { data, fragment } => match fragment {
+                    Some(f) if f.first_sqn == head.first_sqn && f.offset as usize == have => {
+                        have += data.len();
+                        n += 1;
+                        if have >= apdu_len {
+                            break;
+                        }
+                    }
+                    _ => return Assembly::Broken(n.max(1)),
+                },
+            }
+        }
+        if have < apdu_len {
+            return Assembly::Incomplete;
+        }
+        if have != apdu_len {
+            return Assembly::Broken(n);
+        }
+        let mut data = Vec::with_capacity(apdu_len);
+        for _ in 0..n {
+            if let Some(Slot::Have { data: d, .. }) = self.slots.pop_front() {
+                data.extend_from_slice(&d);
+            }
+        }
+        Assembly::Done(n, data)
+    }
+
+    fn count_following_fragments(&self, first_sqn: u32) -> u32 {
+        self.slots
+            .iter()
+            .skip(1)
+            .take_while(
+                |s| matches!(s, Slot::Have { fragment: Some(f), .. } if f.first_sqn == first_sqn),
+            )
+            .count() as u32
+    }
+}
+
+enum Assembly {
+    Incomplete,
+    Done(u32, Vec<u8>),
+    Broken(u32),
+}
+
+fn push_lost(out: &mut Vec<Output>, first: u32, last: u32) {
+    if let Some(Output::Lost { last: prev, .. }) = out.last_mut() {
+        if prev.wrapping_add(1) == first {
+            *prev = last;
+            return;
+        }
+    }
+    out.push(Output::Lost { first, last });
+}

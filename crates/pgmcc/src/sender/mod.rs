@@ -1,0 +1,597 @@
+//! The PGM source (RFC 3208 §6), sans-IO.
+//!
+//! # Using a `Sender`
+//!
+//! Methods come in four kinds, as in quinn-proto's `Connection`:
+//!
+//! * application commands: [`Sender::send`] queues an APDU, [`Sender::close`] ends the session;
+//! * inputs: [`Sender::handle`] takes a datagram from the network (NAK, SPMR, ...);
+//!   [`Sender::handle_timeout`] tells the sender its deadline passed;
+//! * outputs: [`Sender::poll_transmit`] writes the next datagram to send, [`Sender::poll_timeout`]
+//!   says when to call `handle_timeout`;
+//! * getters: [`Sender::stats`], window edges.
+//!
+//! After every input, drain `poll_transmit` until it returns `None`, then wait until
+//! `poll_timeout` (or the next datagram). `now` must never go backwards between calls.
+//!
+//! # What it does
+//!
+//! * Keeps the transmit window (TXW) bounded in packets, bytes and seconds
+//!   ([`SenderConfig::txw_sqns`], [`SenderConfig::txw_max_bytes`], [`SenderConfig::txw_secs`]).
+//! * Splits APDUs larger than one TPDU into fragments carrying OPT_FRAGMENT (§9.2).
+//! * Sends SPMs on the ambient schedule and, after data, heartbeat SPMs from IHB_MIN doubling
+//!   to IHB_MAX (§6.1), and at once on an SPMR (§13.6).
+//! * Answers each NAK for data in the window with a multicast NCF, then RDATA (§6.2-6.3);
+//!   NAKs for data already out of the window get neither (receivers learn from the SPM
+//!   trail that it is gone) and are counted.
+//! * Paces everything through a token bucket (TXW_MAX_RTE, [`SenderConfig::rate_limit`]),
+//!   repairs before new data.
+//! * Marks the first ODATA with OPT_SYN, sends OPT_JOIN on ODATA when
+//!   [`SenderConfig::join_window`] is set, and OPT_FIN on SPMs after [`Sender::close`].
+
+mod rate;
+mod txw;
+
+use std::collections::{HashSet, VecDeque};
+use std::net::IpAddr;
+
+use pgm_wire::{
+    Body, DataRepr, Fragment, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi, OPT_PARITY,
+};
+use serde::Serialize;
+use thiserror::Error;
+use tracing::{debug, trace};
+
+use crate::time::{Duration, Instant};
+use crate::transmit::{Destination, Transmit};
+use rate::RateLimiter;
+use txw::{Bounds, TransmitWindow, TxPacket};
+
+/// Bytes of the common header, the data header and the largest option set a data packet of
+/// ours carries (OPT_LENGTH 4, OPT_FRAGMENT 16, OPT_JOIN 8, OPT_SYN 4, OPT_PGMCC_DATA 28).
+const DATA_OVERHEAD: usize = 16 + 8 + 4 + 16 + 8 + 4 + 28;
+
+/// A rate ceiling for the whole session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RateLimit {
+    /// Bytes per second (PGM bytes: header, options and payload).
+    pub bytes_per_sec: u64,
+    /// Largest burst in bytes.
+    pub burst: u64,
+}
+
+/// Configuration of a PGM source. Defaults follow RFC 3208 where it gives values and
+/// OpenPGM's shipped examples where it does not.
+#[derive(Debug, Clone)]
+pub struct SenderConfig {
+    /// Transport session identifier (GSI + data-source port).
+    pub tsi: Tsi,
+    /// Data-destination port (OpenPGM default 7500).
+    pub dport: u16,
+    /// This source's unicast NLA: SPM path NLA, where NAKs are sent.
+    pub source_nla: IpAddr,
+    /// The session's multicast group NLA.
+    pub group: IpAddr,
+    /// Largest PGM packet (TPDU) in bytes. Default 1472: an Ethernet MTU of 1500 minus
+    /// IPv4 and UDP headers (UDP encapsulation).
+    pub max_tpdu: usize,
+    /// Largest APDU [`Sender::send`] accepts. Default 65535, OpenPGM's `PGM_MAX_APDU`
+    /// (its receivers reject larger ones).
+    pub max_apdu: usize,
+    /// TXW_SQNS: packets kept for repair. Default 4096.
+    pub txw_sqns: u32,
+    /// Bytes of payload kept for repair (optional second bound).
+    pub txw_max_bytes: Option<usize>,
+    /// TXW_SECS: seconds kept for repair (optional third bound).
+    pub txw_secs: Option<Duration>,
+    /// TXW_MAX_RTE: ceiling on the total transmit rate. Default none.
+    pub rate_limit: Option<RateLimit>,
+    /// Ambient SPM interval (§6.1). Default 30 s (OpenPGM examples).
+    pub spm_ambient: Duration,
+    /// IHB_MIN: first heartbeat SPM after data (§6.1). Default 100 ms.
+    pub ihb_min: Duration,
+    /// IHB_MAX: heartbeat interval ceiling, reached by doubling from IHB_MIN. Default 8 s.
+    pub ihb_max: Duration,
+    /// First ODATA sequence number. Default 0.
+    pub initial_sqn: u32,
+    /// When set, ODATA carries OPT_JOIN allowing late joiners to ask for this many packets
+    /// before the current one (bounded by the window trail). Default none.
+    pub join_window: Option<u32>,
+    /// Packets that may wait in the send queue before [`Sender::send`] says `WouldBlock`.
+    /// Default 1024.
+    pub send_queue: usize,
+}
+
+impl SenderConfig {
+    /// A configuration with the defaults above for the given session and addresses.
+    pub fn new(tsi: Tsi, source_nla: IpAddr, group: IpAddr) -> SenderConfig {
+        SenderConfig {
+            tsi,
+            dport: 7500,
+            source_nla,
+            group,
+            max_tpdu: 1472,
+            max_apdu: 65535,
+            txw_sqns: 4096,
+            txw_max_bytes: None,
+            txw_secs: None,
+            rate_limit: None,
+            spm_ambient: Duration::from_secs(30),
+            ihb_min: Duration::from_millis(100),
+            ihb_max: Duration::from_secs(8),
+            initial_sqn: 0,
+            join_window: None,
+            send_queue: 1024,
+        }
+    }
+
+    /// Payload bytes per ODATA packet.
+    pub fn max_tsdu(&self) -> usize {
+        self.max_tpdu.saturating_sub(DATA_OVERHEAD).max(1)
+    }
+}
+
+/// Why [`Sender::send`] refused an APDU. Nothing was queued.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum SendError {
+    /// The send queue is full; try again after `poll_transmit` drained some.
+    #[error("send queue full")]
+    WouldBlock,
+    /// The APDU is larger than [`SenderConfig::max_apdu`].
+    #[error("APDU of {len} bytes exceeds the {max}-byte maximum")]
+    TooLarge {
+        /// APDU length.
+        len: usize,
+        /// Configured maximum.
+        max: usize,
+    },
+    /// [`Sender::close`] was called.
+    #[error("session closed")]
+    Closed,
+}
+
+/// Counters of a source. Plain data, serialisable, the same in every driver.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SenderStats {
+    /// ODATA packets sent.
+    pub odata_packets: u64,
+    /// ODATA payload bytes sent.
+    pub odata_bytes: u64,
+    /// RDATA packets sent.
+    pub rdata_packets: u64,
+    /// RDATA payload bytes sent.
+    pub rdata_bytes: u64,
+    /// SPMs sent.
+    pub spm_packets: u64,
+    /// NCFs sent.
+    pub ncf_packets: u64,
+    /// Total bytes of all datagrams sent.
+    pub bytes_sent: u64,
+    /// NAKs received (each NAK packet once).
+    pub naks_received: u64,
+    /// Sequence numbers NAKed (a NAK with a list counts each).
+    pub nak_sqns_received: u64,
+    /// NAKed sequence numbers already repaired or queued (no second RDATA queued).
+    pub naks_duplicate: u64,
+    /// NAKed sequence numbers outside the transmit window (no RDATA possible).
+    pub naks_outside_window: u64,
+    /// NAKs for another session, source or group.
+    pub naks_foreign: u64,
+    /// SPMRs received.
+    pub spmrs_received: u64,
+    /// Datagrams that failed to parse.
+    pub malformed: u64,
+    /// Well-formed datagrams a source does not act on (ODATA from others, ...).
+    pub ignored: u64,
+    /// APDUs accepted by `send`.
+    pub apdus_sent: u64,
+}
+
+/// A PGM source for one transport session.
+#[derive(Debug)]
+pub struct Sender {
+    config: SenderConfig,
+    txw: TransmitWindow,
+    limiter: Option<RateLimiter>,
+    /// Sequence numbers waiting for RDATA, in NAK arrival order, and their set.
+    repairs: VecDeque<u32>,
+    repair_set: HashSet<u32>,
+    /// NCF lists waiting to go out (each at most 63 sequence numbers).
+    ncfs: VecDeque<SqnList>,
+    spm_sqn: u32,
+    next_ambient: Instant,
+    next_heartbeat: Option<Instant>,
+    heartbeat_ivl: Duration,
+    spm_now: bool,
+    syn_sent: bool,
+    closing: bool,
+    stats: SenderStats,
+}
+
+impl Sender {
+    /// A new source. The first SPM goes out immediately.
+    pub fn new(config: SenderConfig, now: Instant) -> Sender {
+        let bounds = Bounds {
+            sqns: config.txw_sqns.max(1),
+            bytes: config.txw_max_bytes,
+            age: config.txw_secs,
+        };
+        let limiter = config
+            .rate_limit
+            .map(|r| RateLimiter::new(r.bytes_per_sec, r.burst.max(config.max_tpdu as u64), now));
+        Sender {
+            txw: TransmitWindow::new(config.initial_sqn, bounds),
+            limiter,
+            repairs: VecDeque::new(),
+            repair_set: HashSet::new(),
+            ncfs: VecDeque::new(),
+            spm_sqn: 0,
+            next_ambient: now + config.spm_ambient,
+            next_heartbeat: None,
+            heartbeat_ivl: config.ihb_min,
+            spm_now: true,
+            syn_sent: false,
+            closing: false,
+            stats: SenderStats::default(),
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &SenderConfig {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SenderStats {
+        &self.stats
+    }
+
+    /// Trailing edge of the transmit window.
+    pub fn trail(&self) -> u32 {
+        self.txw.trail()
+    }
+
+    /// Leading edge: the last ODATA sequence number sent.
+    pub fn lead(&self) -> u32 {
+        self.txw.lead()
+    }
+
+    /// Packets queued by `send` and not yet transmitted.
+    pub fn queued_packets(&self) -> usize {
+        self.txw.queued()
+    }
+
+    /// True when nothing is queued: no new data, no repairs, no NCFs.
+    pub fn is_idle(&self) -> bool {
+        self.txw.queued() == 0 && self.repairs.is_empty() && self.ncfs.is_empty()
+    }
+
+    /// Queues one APDU (a message). It is split into fragments if larger than one TPDU.
+    pub fn send(&mut self, apdu: &[u8]) -> Result<(), SendError> {
+        if self.closing {
+            return Err(SendError::Closed);
+        }
+        if apdu.len() > self.config.max_apdu {
+            return Err(SendError::TooLarge {
+                len: apdu.len(),
+                max: self.config.max_apdu,
+            });
+        }
+        let tsdu = self.config.max_tsdu();
+        let n = apdu.len().div_ceil(tsdu).max(1);
+        if self.txw.queued() + n > self.config.send_queue.max(n) {
+            return Err(SendError::WouldBlock);
+        }
+        let first_sqn = self.txw.next_sqn();
+        let apdu_len = apdu.len() as u32;
+        for i in 0..n {
+            let start = i * tsdu;
+            let end = (start + tsdu).min(apdu.len());
+            let fragment = (n > 1).then_some(Fragment {
+                first_sqn,
+                offset: start as u32,
+                apdu_len,
+            });
+            let sqn = self.txw.next_sqn();
+            self.txw.push(TxPacket {
+                sqn,
+                data: apdu[start..end].to_vec(),
+                fragment,
+                sent_at: None,
+            });
+        }
+        self.stats.apdus_sent += 1;
+        Ok(())
+    }
+
+    /// Ends the session: queued data still goes out, then SPMs carry OPT_FIN. Repairs
+    /// continue for as long as the driver keeps the sender.
+    pub fn close(&mut self) {
+        if !self.closing {
+            self.closing = true;
+            self.spm_now = true;
+        }
+    }
+
+    /// Takes one datagram from the network. `from` is the sender's IP address as the driver
+    /// saw it. Malformed datagrams are counted and dropped.
+    pub fn handle(&mut self, now: Instant, from: IpAddr, datagram: &[u8]) {
+        let _ = now;
+        let repr = match Repr::parse(datagram) {
+            Ok(r) => r,
+            Err(e) => {
+                self.stats.malformed += 1;
+                trace!(%from, error = %e, "sender: malformed datagram dropped");
+                return;
+            }
+        };
+        match repr.body {
+            Body::Nak(nak) => self.on_nak(&repr, &nak),
+            Body::Spmr if repr.tsi() == self.config.tsi => {
+                self.stats.spmrs_received += 1;
+                self.spm_now = true;
+            }
+            _ => self.stats.ignored += 1,
+        }
+    }
+
+    fn on_nak(&mut self, repr: &Repr<'_>, nak: &NakRepr) {
+        if repr.tsi() != self.config.tsi
+            || repr.sport != self.config.dport
+            || nak.source != self.config.source_nla
+            || nak.group != self.config.group
+            || repr.header_flags & OPT_PARITY != 0
+        {
+            self.stats.naks_foreign += 1;
+            return;
+        }
+        self.stats.naks_received += 1;
+        let list = repr.options.nak_list.unwrap_or_default();
+        let mut ncf = SqnList::new();
+        for &sqn in core::iter::once(&nak.sqn).chain(list.as_slice()) {
+            self.stats.nak_sqns_received += 1;
+            if !self.txw.contains_sent(sqn) {
+                self.stats.naks_outside_window += 1;
+                continue;
+            }
+            if ncf.push(sqn).is_err() {
+                self.ncfs.push_back(ncf);
+                ncf = SqnList::new();
+                let _ = ncf.push(sqn);
+            }
+            if self.repair_set.insert(sqn) {
+                self.repairs.push_back(sqn);
+            } else {
+                self.stats.naks_duplicate += 1;
+            }
+        }
+        if !ncf.is_empty() {
+            self.ncfs.push_back(ncf);
+        }
+    }
+
+    /// Processes expired timers. Calling it early is harmless.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let (first, n) = self.txw.evict(now);
+        self.forget_repairs(first, n);
+    }
+
+    fn forget_repairs(&mut self, first: u32, n: u32) {
+        if n == 0 || self.repair_set.is_empty() {
+            return;
+        }
+        for i in 0..n {
+            self.repair_set.remove(&first.wrapping_add(i));
+        }
+        let set = &self.repair_set;
+        self.repairs.retain(|s| set.contains(s));
+    }
+
+    /// When `handle_timeout` (or `poll_transmit`) next has something to do.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = self.next_ambient;
+        if let Some(h) = self.next_heartbeat {
+            t = t.min(h);
+        }
+        if self.spm_now || !self.ncfs.is_empty() {
+            return Some(Instant::ZERO);
+        }
+        if let Some(l) = &self.limiter {
+            let next_len = if let Some(&s) = self.repairs.front() {
+                self.txw.get_sent(s).map(|p| p.data.len() + DATA_OVERHEAD)
+            } else {
+                self.txw.peek_unsent().map(|p| p.data.len() + DATA_OVERHEAD)
+            };
+            if let Some(len) = next_len {
+                t = t.min(l.ready_at(len));
+            }
+        } else if !self.repairs.is_empty() || self.txw.queued() > 0 {
+            return Some(Instant::ZERO);
+        }
+        if let Some(at) = self.txw.next_age_eviction() {
+            t = t.min(at);
+        }
+        Some(t)
+    }
+
+    /// Writes the next datagram to send into `buf` (which must hold
+    /// [`SenderConfig::max_tpdu`] bytes) and says where it goes; `None` when nothing is due.
+    pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if let Some(list) = self.ncfs.pop_front() {
+            return self.emit_ncf(now, &list, buf);
+        }
+        let spm_due = self.spm_now
+            || now >= self.next_ambient
+            || self.next_heartbeat.is_some_and(|h| now >= h);
+        if spm_due {
+            return self.emit_spm(now, buf);
+        }
+        while let Some(&sqn) = self.repairs.front() {
+            let Some(len) = self.txw.get_sent(sqn).map(|p| p.data.len() + DATA_OVERHEAD) else {
+                self.repairs.pop_front();
+                self.repair_set.remove(&sqn);
+                continue;
+            };
+            if !self.rate_allows(now, len) {
+                return None;
+            }
+            self.repairs.pop_front();
+            self.repair_set.remove(&sqn);
+            return self.emit_data(now, sqn, true, buf);
+        }
+        let len = self
+            .txw
+            .peek_unsent()
+            .map(|p| p.data.len() + DATA_OVERHEAD)?;
+        if !self.rate_allows(now, len) {
+            return None;
+        }
+        let sqn = self.txw.next_sqn().wrapping_sub(self.txw.queued() as u32);
+        self.emit_data(now, sqn, false, buf)
+    }
+
+    fn rate_allows(&mut self, now: Instant, len: usize) -> bool {
+        self.limiter.as_mut().is_none_or(|l| l.allows(now, len))
+    }
+
+    fn charge(&mut self, now: Instant, len: usize) {
+        self.stats.bytes_sent += len as u64;
+        if let Some(l) = &mut self.limiter {
+            l.charge(now, len);
+        }
+    }
+
+    fn finish(
+        &mut self,
+        now: Instant,
+        repr: &Repr<'_>,
+        dst: Destination,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
+        match repr.emit(buf) {
+            Ok(len) => {
+                self.charge(now, len);
+                Some(Transmit { dst, len })
+            }
+            Err(e) => {
+                // Only a driver passing a buffer smaller than max_tpdu gets here.
+                debug!(error = %e, "sender: cannot emit {}", repr.packet_type());
+                None
+            }
+        }
+    }
+
+    fn emit_ncf(&mut self, now: Instant, list: &SqnList, buf: &mut [u8]) -> Option<Transmit> {
+        let (&first, rest) = list.as_slice().split_first()?;
+        let body = Body::Ncf(NakRepr {
+            sqn: first,
+            source: self.config.source_nla,
+            group: self.config.group,
+        });
+        let mut repr = Repr::downstream(self.config.tsi, self.config.dport, body);
+        if !rest.is_empty() {
+            let opts = Options {
+                nak_list: SqnList::from_slice(rest).ok(),
+                ..Options::default()
+            };
+            repr = repr.with_options(opts);
+        }
+        self.stats.ncf_packets += 1;
+        self.finish(now, &repr, Destination::Group, buf)
+    }
+
+    fn emit_spm(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        let body = Body::Spm(SpmRepr {
+            sqn: self.spm_sqn,
+            trail: self.txw.trail(),
+            lead: self.txw.lead(),
+            path_nla: self.config.source_nla,
+        });
+        let fin = self.closing && self.txw.queued() == 0;
+        let opts = Options {
+            fin,
+            ..Options::default()
+        };
+        let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
+        self.spm_sqn = self.spm_sqn.wrapping_add(1);
+        self.spm_now = false;
+        self.next_ambient = now + self.config.spm_ambient;
+        if self.next_heartbeat.is_some_and(|h| now >= h) {
+            self.heartbeat_ivl = (self.heartbeat_ivl * 2).min(self.config.ihb_max);
+            self.next_heartbeat = Some(now + self.heartbeat_ivl);
+        }
+        self.stats.spm_packets += 1;
+        self.finish(now, &repr, Destination::Group, buf)
+    }
+
+    fn emit_data(
+        &mut self,
+        now: Instant,
+        sqn: u32,
+        repair: bool,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
+        let trail = self.txw.trail();
+        let syn = !repair && !self.syn_sent;
+        let join = self
+            .config
+            .join_window
+            .map(|w| crate::sqn::max(trail, sqn.wrapping_sub(w)));
+        let (data_len, repr_fragment) = {
+            let p = if repair {
+                self.txw.get_sent(sqn)?
+            } else {
+                self.txw.peek_unsent()?
+            };
+            (p.data.len(), p.fragment)
+        };
+        let opts = Options {
+            fragment: repr_fragment,
+            syn: syn || (repair && sqn == self.config.initial_sqn),
+            join,
+            ..Options::default()
+        };
+        let body = if repair {
+            Body::Rdata(DataRepr { sqn, trail })
+        } else {
+            Body::Odata(DataRepr { sqn, trail })
+        };
+        let emitted = {
+            let p = if repair {
+                self.txw.get_sent(sqn)?
+            } else {
+                self.txw.peek_unsent()?
+            };
+            let repr = Repr::downstream(self.config.tsi, self.config.dport, body)
+                .with_options(opts)
+                .with_payload(&p.data);
+            repr.emit(buf)
+        };
+        let len = match emitted {
+            Ok(len) => len,
+            Err(e) => {
+                debug!(error = %e, sqn, "sender: cannot emit data");
+                return None;
+            }
+        };
+        self.charge(now, len);
+        if repair {
+            self.stats.rdata_packets += 1;
+            self.stats.rdata_bytes += data_len as u64;
+        } else {
+            self.syn_sent = true;
+            self.stats.odata_packets += 1;
+            self.stats.odata_bytes += data_len as u64;
+            let (first, n) = self.txw.mark_sent(now);
+            self.forget_repairs(first, n);
+            // Data resets the heartbeat schedule to IHB_MIN (§6.1).
+            self.heartbeat_ivl = self.config.ihb_min;
+            self.next_heartbeat = Some(now + self.heartbeat_ivl);
+        }
+        Some(Transmit {
+            dst: Destination::Group,
+            len,
+        })
+    }
+}

@@ -1,0 +1,214 @@
+//! The transmit window (RFC 3208 §3 "TXW"): every ODATA packet from the trailing edge to the
+//! leading edge, kept for repair, plus the packets queued but not yet sent.
+
+use std::collections::VecDeque;
+
+use pgm_wire::Fragment;
+
+use crate::sqn;
+use crate::time::{Duration, Instant};
+
+/// One TPDU's worth of application data and how it sits in its APDU.
+#[derive(Debug, Clone)]
+pub(crate) struct TxPacket {
+    pub(crate) sqn: u32,
+    pub(crate) data: Vec<u8>,
+    pub(crate) fragment: Option<Fragment>,
+    /// First transmission time; `None` while queued.
+    pub(crate) sent_at: Option<Instant>,
+}
+
+/// Window bounds; whichever is reached first evicts the oldest sent packet.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    pub(crate) sqns: u32,
+    pub(crate) bytes: Option<usize>,
+    pub(crate) age: Option<Duration>,
+}
+
+/// Sent packets `[trail, lead]` followed by queued ones `[lead+1, next_sqn)`.
+#[derive(Debug)]
+pub(crate) struct TransmitWindow {
+    packets: VecDeque<TxPacket>,
+    /// Sequence number of `packets[0]`, or of the next packet when empty.
+    front: u32,
+    /// Number of packets at the front that have been sent.
+    sent: usize,
+    sent_bytes: usize,
+    bounds: Bounds,
+}
+
+impl TransmitWindow {
+    pub(crate) fn new(initial_sqn: u32, bounds: Bounds) -> TransmitWindow {
+        TransmitWindow {
+            packets: VecDeque::new(),
+            front: initial_sqn,
+            sent: 0,
+            sent_bytes: 0,
+            bounds,
+        }
+    }
+
+    /// Sequence number the next queued packet will get.
+    pub(crate) fn next_sqn(&self) -> u32 {
+        self.front.wrapping_add(self.packets.len() as u32)
+    }
+
+    /// Trailing edge: oldest sequence number still available for repair (RFC: TXW_TRAIL).
+    pub(crate) fn trail(&self) -> u32 {
+        self.front
+    }
+
+    /// Leading edge: the last sequence number sent (TXW_LEAD = trail - 1 when empty).
+    pub(crate) fn lead(&self) -> u32 {
+        self.front.wrapping_add(self.sent as u32).wrapping_sub(1)
+    }
+
+    /// Packets queued and not yet sent.
+    pub(crate) fn queued(&self) -> usize {
+        self.packets.len() - self.sent
+    }
+
+    /// Queues a packet (its sequence number must be `next_sqn()`).
+    pub(crate) fn push(&mut self, p: TxPacket) {
+        debug_assert_eq!(p.sqn, self.next_sqn());
+        self.packets.push_back(p);
+    }
+
+    /// The next queued packet, if any.
+    pub(crate) fn peek_unsent(&self) -> Option<&TxPacket> {
+        self.packets.get(self.sent)
+    }
+
+    /// Marks the next queued packet sent at `now`, then evicts what the bounds require.
+    /// Returns the sequence numbers evicted (oldest first) as a range `(first, count)`.
+    pub(crate) fn mark_sent(&mut self, now: Instant) -> (u32, u32) {
+        if let Some(p) = self.packets.get_mut(self.sent) {
+            p.sent_at = Some(now);
+            self.sent_bytes += p.data.len();
+            self.sent += 1;
+        }
+        self.evict(now)
+    }
+
+    /// Evicts sent packets beyond the window bounds. Returns `(first evicted, count)`.
+    pub(crate) fn evict(&mut self, now: Instant) -> (u32, u32) {
+        let first = self.front;
+        let mut n = 0u32;
+        while self.sent > 0 {
+            let Some(oldest) = self.packets.front() else {
+                break;
+            };
+            let over_sqns = self.sent as u64 > u64::from(self.bounds.sqns);
+            let over_bytes = self
+                .bounds
+                .bytes
+                .is_some_and(|b| self.sent_bytes > b && self.sent > 1);
+            let too_old = match (self.bounds.age, oldest.sent_at) {
+                (Some(age), Some(t)) => now.saturating_duration_since(t) > age && self.sent > 1,
+                _ => false,
+            };
+            if !(over_sqns || over_bytes || too_old) {
+                break;
+            }
+            self.sent_bytes -= oldest.data.len();
+            self.packets.pop_front();
+            self.sent -= 1;
+            self.front = self.front.wrapping_add(1);
+            n += 1;
+        }
+        (first, n)
+    }
+
+    /// When the oldest sent packet becomes too old to keep (only while more than one packet
+    /// is held: the newest always stays).
+    pub(crate) fn next_age_eviction(&self) -> Option<Instant> {
+        let age = self.bounds.age?;
+        if self.sent < 2 {
+            return None;
+        }
+        let t = self.packets.front()?.sent_at?;
+        Some(t + age + Duration::from_nanos(1))
+    }
+
+    /// A sent packet still in the window, for repair.
+    pub(crate) fn get_sent(&self, sqn: u32) -> Option<&TxPacket> {
+        if sqn::lt(sqn, self.front) {
+            return None;
+        }
+        let i = sqn::distance(self.front, sqn) as usize;
+        if i < self.sent {
+            self.packets.get(i)
+        } else {
+            None
+        }
+    }
+
+    /// True when `sqn` has been sent and is still in the window.
+    pub(crate) fn contains_sent(&self, sqn: u32) -> bool {
+        self.get_sent(sqn).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pkt(sqn: u32, len: usize) -> TxPacket {
+        TxPacket {
+            sqn,
+            data: vec![0; len],
+            fragment: None,
+            sent_at: None,
+        }
+    }
+
+    #[test]
+    fn window_edges_and_eviction_by_count() {
+        let bounds = Bounds {
+            sqns: 3,
+            bytes: None,
+            age: None,
+        };
+        let mut w = TransmitWindow::new(u32::MAX - 1, bounds);
+        assert_eq!(w.lead(), u32::MAX - 2, "empty window: lead = trail - 1");
+        for _ in 0..5 {
+            let s = w.next_sqn();
+            w.push(pkt(s, 10));
+        }
+        assert_eq!(w.queued(), 5);
+        for _ in 0..4 {
+            w.mark_sent(Instant::ZERO);
+        }
+        // Sent u32::MAX-1, u32::MAX, 0, 1; window of 3 keeps u32::MAX..=1.
+        assert_eq!(w.trail(), u32::MAX);
+        assert_eq!(w.lead(), 1);
+        assert!(!w.contains_sent(u32::MAX - 1));
+        assert!(w.contains_sent(0));
+        assert!(!w.contains_sent(2), "queued, not sent");
+        assert_eq!(w.queued(), 1);
+    }
+
+    #[test]
+    fn eviction_by_bytes_and_age() {
+        let bounds = Bounds {
+            sqns: 100,
+            bytes: Some(25),
+            age: Some(Duration::from_secs(1)),
+        };
+        let mut w = TransmitWindow::new(0, bounds);
+        for i in 0..3 {
+            w.push(pkt(i, 10));
+        }
+        w.mark_sent(Instant::ZERO);
+        w.mark_sent(Instant::ZERO);
+        assert_eq!(
+            w.mark_sent(Instant::ZERO),
+            (0, 1),
+            "30 bytes > 25: oldest goes"
+        );
+        let (_, n) = w.evict(Instant::ZERO + Duration::from_secs(2));
+        assert_eq!(n, 1, "older than 1 s, but the newest packet always stays");
+        assert_eq!(w.trail(), 2);
+    }
+}
