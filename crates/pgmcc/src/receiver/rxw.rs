@@ -113,17 +113,9 @@ impl ReceiveWindow {
         (i < self.slots.len()).then_some(i)
     }
 
-    fn backoff(now: Instant, t: &NakTimers, rng: &mut Rng) -> NakState {
-        NakState {
-            phase: Phase::BackOff,
-            deadline: now + rng.duration_up_to(t.bo_ivl),
-            ncf_retries: 0,
-            data_retries: 0,
-        }
-    }
-
-    /// Extends the window so that `up_to` exists; new slots start NAK back-off. A jump past
-    /// the window size gives up the oldest slots (they become lost).
+    /// Extends the window so that `up_to` exists; new slots start NAK back-off. Gaps found
+    /// together share one random back-off so a burst loss leaves as one NAK carrying
+    /// OPT_NAK_LIST. A jump past the window size gives up the oldest slots (they become lost).
     pub(crate) fn extend_to(&mut self, up_to: u32, now: Instant, t: &NakTimers, rng: &mut Rng) {
         if !sqn::gt(up_to, self.lead()) {
             return;
@@ -135,9 +127,14 @@ impl ReceiveWindow {
             let new_base = self.base.wrapping_add(drop);
             self.give_up_before(new_base);
         }
+        let deadline = now + rng.duration_up_to(t.bo_ivl);
         while sqn::lt(self.lead(), up_to) {
-            self.slots
-                .push_back(Slot::Missing(Self::backoff(now, t, rng)));
+            self.slots.push_back(Slot::Missing(NakState {
+                phase: Phase::BackOff,
+                deadline,
+                ncf_retries: 0,
+                data_retries: 0,
+            }));
         }
     }
 
@@ -241,6 +238,8 @@ impl ReceiveWindow {
         can_nak: bool,
         nak: &mut Vec<u32>,
     ) {
+        // One back-off draw per expiry round, shared, so retries batch like first NAKs do.
+        let retry_at = now + rng.duration_up_to(t.bo_ivl);
         let mut cur = self.base;
         for slot in self.slots.iter_mut() {
             let s = cur;
@@ -258,7 +257,7 @@ impl ReceiveWindow {
                         st.phase = Phase::WaitNcf;
                         st.deadline = now + t.rpt_ivl;
                     } else {
-                        st.deadline = now + rng.duration_up_to(t.bo_ivl).max(t.bo_ivl / 2);
+                        st.deadline = retry_at.max(now + t.bo_ivl / 2);
                     }
                 }
                 Phase::WaitNcf => {
@@ -267,7 +266,7 @@ impl ReceiveWindow {
                         *slot = Slot::Lost;
                     } else {
                         st.phase = Phase::BackOff;
-                        st.deadline = now + rng.duration_up_to(t.bo_ivl);
+                        st.deadline = retry_at;
                     }
                 }
                 Phase::WaitData => {
@@ -276,7 +275,7 @@ impl ReceiveWindow {
                         *slot = Slot::Lost;
                     } else {
                         st.phase = Phase::BackOff;
-                        st.deadline = now + rng.duration_up_to(t.bo_ivl);
+                        st.deadline = retry_at;
                     }
                 }
             }

@@ -1,0 +1,470 @@
+//! Exact behaviour of the sender and receiver state machines, driven packet by packet.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use pgm_wire::*;
+use pgmcc::{
+    Destination, Duration, Instant, RateLimit, Receiver, ReceiverConfig, ReceiverEvent, SendError,
+    Sender, SenderConfig,
+};
+
+const SRC: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+const RX: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 1, 1));
+const GROUP: IpAddr = IpAddr::V4(Ipv4Addr::new(239, 192, 0, 1));
+const TSI: Tsi = Tsi {
+    gsi: Gsi([9, 9, 9, 9, 9, 9]),
+    sport: 1234,
+};
+
+fn ms(n: u64) -> Instant {
+    Instant::ZERO + Duration::from_millis(n)
+}
+
+fn odata(sqn: u32, trail: u32, payload: &[u8], frag: Option<Fragment>) -> Vec<u8> {
+    Repr::downstream(TSI, 7500, Body::Odata(DataRepr { sqn, trail }))
+        .with_options(Options {
+            fragment: frag,
+            ..Options::default()
+        })
+        .with_payload(payload)
+        .to_vec()
+        .unwrap()
+}
+
+fn rdata(sqn: u32, trail: u32, payload: &[u8]) -> Vec<u8> {
+    Repr::downstream(TSI, 7500, Body::Rdata(DataRepr { sqn, trail }))
+        .with_payload(payload)
+        .to_vec()
+        .unwrap()
+}
+
+fn spm(sqn: u32, trail: u32, lead: u32, fin: bool) -> Vec<u8> {
+    Repr::downstream(
+        TSI,
+        7500,
+        Body::Spm(SpmRepr {
+            sqn,
+            trail,
+            lead,
+            path_nla: SRC,
+        }),
+    )
+    .with_options(Options {
+        fin,
+        ..Options::default()
+    })
+    .to_vec()
+    .unwrap()
+}
+
+fn ncf(sqn: u32) -> Vec<u8> {
+    Repr::downstream(
+        TSI,
+        7500,
+        Body::Ncf(NakRepr {
+            sqn,
+            source: SRC,
+            group: GROUP,
+        }),
+    )
+    .to_vec()
+    .unwrap()
+}
+
+fn nak(sqns: &[u32]) -> Vec<u8> {
+    let (first, rest) = sqns.split_first().unwrap();
+    let mut r = Repr::upstream(
+        TSI,
+        7500,
+        Body::Nak(NakRepr {
+            sqn: *first,
+            source: SRC,
+            group: GROUP,
+        }),
+    );
+    if !rest.is_empty() {
+        r = r.with_options(Options {
+            nak_list: Some(SqnList::from_slice(rest).unwrap()),
+            ..Options::default()
+        });
+    }
+    r.to_vec().unwrap()
+}
+
+fn receiver() -> Receiver {
+    Receiver::new(ReceiverConfig::new(RX, GROUP, 1), Instant::ZERO)
+}
+
+/// Drains the receiver's transmits as parsed packets with their destinations.
+fn sent_by(r: &mut Receiver, now: Instant) -> Vec<(Destination, Vec<u8>)> {
+    let mut buf = [0u8; 1500];
+    let mut out = Vec::new();
+    while let Some(t) = r.poll_transmit(now, &mut buf) {
+        out.push((t.dst, buf[..t.len].to_vec()));
+    }
+    out
+}
+
+fn events(r: &mut Receiver) -> Vec<ReceiverEvent> {
+    std::iter::from_fn(|| r.poll_event()).collect()
+}
+
+fn nak_sqns(bytes: &[u8]) -> Vec<u32> {
+    let repr = Repr::parse(bytes).unwrap();
+    let Body::Nak(n) = repr.body else {
+        panic!("not a NAK: {:?}", repr.body)
+    };
+    let mut v = vec![n.sqn];
+    v.extend_from_slice(repr.options.nak_list.unwrap_or_default().as_slice());
+    v
+}
+
+#[test]
+fn gap_is_naked_after_backoff_and_repaired() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &odata(0, 0, b"a", None));
+    r.handle(ms(2), SRC, &odata(2, 0, b"c", None));
+    assert_eq!(r.missing(&TSI), 1);
+    // The NAK waits a random back-off in [0, 50 ms].
+    let due = r.poll_timeout().unwrap();
+    assert!(due >= ms(2) && due <= ms(52), "{due:?}");
+    r.handle_timeout(due);
+    let sent = sent_by(&mut r, due);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].0,
+        Destination::Unicast(SRC),
+        "NAK goes to the SPM path NLA"
+    );
+    assert_eq!(nak_sqns(&sent[0].1), vec![1]);
+    r.handle(due + Duration::from_millis(5), SRC, &rdata(1, 0, b"b"));
+    let ev = events(&mut r);
+    let data: Vec<&[u8]> = ev
+        .iter()
+        .filter_map(|e| match e {
+            ReceiverEvent::Data { data, .. } => Some(data.as_slice()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(data, vec![&b"a"[..], b"b", b"c"]);
+    assert_eq!(r.stats().gaps_filled, 1);
+}
+
+#[test]
+fn ncf_heard_during_backoff_suppresses_the_nak() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &odata(0, 0, b"a", None));
+    r.handle(ms(2), SRC, &odata(3, 0, b"d", None));
+    // Another receiver's NAK was confirmed before our back-off expired.
+    r.handle(ms(2), SRC, &ncf(1));
+    r.handle(ms(2), SRC, &ncf(2));
+    assert_eq!(r.stats().naks_suppressed, 2);
+    // Within NAK_RDATA_IVL (200 ms) nothing is sent.
+    r.handle_timeout(ms(150));
+    assert!(sent_by(&mut r, ms(150)).is_empty());
+    // No RDATA by then: NAK generation recommences with a fresh back-off.
+    r.handle_timeout(ms(203));
+    let t = r.poll_timeout().unwrap();
+    r.handle_timeout(t.max(ms(203)));
+    let sent = sent_by(&mut r, t);
+    assert_eq!(
+        sent.iter().flat_map(|s| nak_sqns(&s.1)).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
+    assert_eq!(
+        r.stats().naks_sent,
+        1,
+        "both sequence numbers in one NAK with OPT_NAK_LIST"
+    );
+}
+
+#[test]
+fn unanswered_naks_end_in_unrecoverable_never_a_silent_gap() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &odata(0, 0, b"a", None));
+    r.handle(ms(2), SRC, &odata(2, 0, b"c", None));
+    let mut naks = 0;
+    let mut now = ms(2);
+    while let Some(t) = r.poll_timeout() {
+        now = now.max(t);
+        r.handle_timeout(now);
+        naks += sent_by(&mut r, now).len();
+        assert!(now < ms(10_000), "gave up too late");
+    }
+    // First NAK plus NAK_NCF_RETRIES (5) repeats, then the loss is declared.
+    assert_eq!(naks, 6);
+    let ev = events(&mut r);
+    assert!(ev.contains(&ReceiverEvent::Unrecoverable {
+        tsi: TSI,
+        first: 1,
+        last: 1
+    }));
+    // "c" is delivered after the gap report, in order.
+    let pos_gap = ev
+        .iter()
+        .position(|e| matches!(e, ReceiverEvent::Unrecoverable { .. }));
+    let pos_c = ev
+        .iter()
+        .position(|e| matches!(e, ReceiverEvent::Data { data, .. } if data == b"c"));
+    assert!(pos_gap < pos_c);
+}
+
+#[test]
+fn trail_moving_past_a_gap_makes_it_unrecoverable_at_once() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &odata(0, 0, b"a", None));
+    // Trail 3: the source can no longer repair 1 and 2.
+    r.handle(ms(2), SRC, &odata(3, 3, b"d", None));
+    let ev = events(&mut r);
+    assert!(ev.contains(&ReceiverEvent::Unrecoverable {
+        tsi: TSI,
+        first: 1,
+        last: 2
+    }));
+}
+
+#[test]
+fn data_before_any_spm_asks_for_one_and_naks_wait_for_the_path() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &odata(5, 0, b"x", None));
+    let sent = sent_by(&mut r, ms(0));
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0, Destination::Unicast(SRC));
+    assert_eq!(
+        Repr::parse(&sent[0].1).unwrap().packet_type(),
+        PacketType::Spmr
+    );
+    r.handle(ms(1), SRC, &odata(7, 0, b"z", None));
+    // No path NLA yet: the NAK for 6 cannot go out.
+    r.handle_timeout(ms(60));
+    assert!(sent_by(&mut r, ms(60))
+        .iter()
+        .all(|(_, b)| Repr::parse(b).unwrap().packet_type() != PacketType::Nak));
+    r.handle(ms(70), SRC, &spm(1, 0, 7, false));
+    let t = r.poll_timeout().unwrap().max(ms(70));
+    r.handle_timeout(t + Duration::from_millis(60));
+    let sent = sent_by(&mut r, t);
+    assert_eq!(
+        sent.iter().flat_map(|s| nak_sqns(&s.1)).collect::<Vec<_>>(),
+        vec![6]
+    );
+}
+
+#[test]
+fn spm_lead_reveals_tail_loss_and_fin_ends_the_session() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &odata(0, 0, b"a", None));
+    // Packets 1 and 2 were the last ones and both were lost; only an SPM says they exist.
+    r.handle(ms(50), SRC, &spm(1, 0, 2, true));
+    assert_eq!(r.missing(&TSI), 2);
+    r.handle(ms(60), SRC, &rdata(1, 0, b"b"));
+    r.handle(ms(61), SRC, &rdata(2, 0, b"c"));
+    let ev = events(&mut r);
+    assert_eq!(ev.last(), Some(&ReceiverEvent::SessionEnded { tsi: TSI }));
+}
+
+#[test]
+fn fragments_reassemble_after_a_repair() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, u32::MAX, false));
+    let f = |off| {
+        Some(Fragment {
+            first_sqn: 0,
+            offset: off,
+            apdu_len: 9,
+        })
+    };
+    r.handle(ms(1), SRC, &odata(0, 0, b"abc", f(0)));
+    r.handle(ms(2), SRC, &odata(2, 0, b"ghi", f(6)));
+    assert!(events(&mut r)
+        .iter()
+        .all(|e| !matches!(e, ReceiverEvent::Data { .. })));
+    let repair = Repr::downstream(TSI, 7500, Body::Rdata(DataRepr { sqn: 1, trail: 0 }))
+        .with_options(Options {
+            fragment: f(3),
+            ..Options::default()
+        })
+        .with_payload(b"def")
+        .to_vec()
+        .unwrap();
+    r.handle(ms(30), SRC, &repair);
+    let ev = events(&mut r);
+    assert_eq!(
+        ev,
+        vec![ReceiverEvent::Data {
+            tsi: TSI,
+            sqn: 0,
+            data: b"abcdefghi".to_vec()
+        }]
+    );
+    // A fragment claiming more bytes than its APDU is malformed, counted and dropped.
+    r.handle(
+        ms(40),
+        SRC,
+        &odata(
+            3,
+            0,
+            b"toolong",
+            Some(Fragment {
+                first_sqn: 3,
+                offset: 0,
+                apdu_len: 2,
+            }),
+        ),
+    );
+    assert_eq!(r.stats().malformed, 1);
+}
+
+fn sender() -> Sender {
+    Sender::new(SenderConfig::new(TSI, SRC, GROUP), Instant::ZERO)
+}
+
+fn drain(s: &mut Sender, now: Instant) -> Vec<Repr<'static>> {
+    let mut buf = vec![0u8; 1472];
+    let mut out = Vec::new();
+    while let Some(t) = s.poll_transmit(now, &mut buf) {
+        assert_eq!(t.dst, Destination::Group);
+        let bytes: &'static [u8] = Box::leak(buf[..t.len].to_vec().into_boxed_slice());
+        out.push(Repr::parse(bytes).unwrap());
+    }
+    out
+}
+
+#[test]
+fn sender_fragments_marks_syn_and_answers_naks_with_ncf_then_rdata() {
+    let mut s = sender();
+    let apdu: Vec<u8> = (0..4000u32).map(|i| i as u8).collect();
+    s.send(&apdu).unwrap();
+    let out = drain(&mut s, ms(0));
+    assert_eq!(out[0].packet_type(), PacketType::Spm, "first SPM at once");
+    let data: Vec<_> = out
+        .iter()
+        .filter(|r| r.packet_type() == PacketType::Odata)
+        .collect();
+    assert_eq!(
+        data.len(),
+        4000usize.div_ceil(SenderConfig::new(TSI, SRC, GROUP).max_tsdu())
+    );
+    assert!(data[0].options.syn && !data[1].options.syn);
+    let joined: Vec<u8> = data.iter().flat_map(|r| r.payload.to_vec()).collect();
+    assert_eq!(joined, apdu);
+    for r in &data {
+        assert!(r.buffer_len() <= 1472);
+        let f = r.options.fragment.unwrap();
+        assert_eq!((f.first_sqn, f.apdu_len), (0, 4000));
+    }
+    // A NAK for 1 and 2 (in the window) and 99 (never sent).
+    s.handle(ms(10), RX, &nak(&[1, 2, 99]));
+    let out = drain(&mut s, ms(10));
+    assert_eq!(out[0].packet_type(), PacketType::Ncf);
+    let Body::Ncf(n) = out[0].body else { panic!() };
+    assert_eq!(n.sqn, 1);
+    assert_eq!(out[0].options.nak_list.unwrap().as_slice(), &[2]);
+    let rdata: Vec<u32> = out
+        .iter()
+        .filter_map(|r| match r.body {
+            Body::Rdata(d) => Some(d.sqn),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rdata, vec![1, 2]);
+    assert_eq!(s.stats().naks_outside_window, 1);
+    // The same NAK again before the repair went out queues no second RDATA.
+    s.handle(ms(11), RX, &nak(&[1]));
+    s.handle(ms(11), RX, &nak(&[1]));
+    let out = drain(&mut s, ms(11));
+    assert_eq!(
+        out.iter()
+            .filter(|r| r.packet_type() == PacketType::Rdata)
+            .count(),
+        1
+    );
+    assert_eq!(s.stats().naks_duplicate, 1);
+    // A NAK for another group is foreign: no NCF, no RDATA.
+    let foreign = Repr::upstream(
+        TSI,
+        7500,
+        Body::Nak(NakRepr {
+            sqn: 0,
+            source: SRC,
+            group: IpAddr::V4(Ipv4Addr::new(239, 1, 1, 1)),
+        }),
+    )
+    .to_vec()
+    .unwrap();
+    s.handle(ms(12), RX, &foreign);
+    assert!(drain(&mut s, ms(12)).is_empty());
+    assert_eq!(s.stats().naks_foreign, 1);
+}
+
+#[test]
+fn sender_heartbeats_back_off_and_spmr_gets_an_spm() {
+    let mut s = sender();
+    drain(&mut s, ms(0));
+    s.send(b"x").unwrap();
+    drain(&mut s, ms(0));
+    // Heartbeat SPMs at IHB_MIN after data, doubling: 100, 200, 400 ms later.
+    let mut times = Vec::new();
+    let mut now = ms(0);
+    while times.len() < 4 {
+        now = s.poll_timeout().unwrap().max(now);
+        s.handle_timeout(now);
+        if drain(&mut s, now)
+            .iter()
+            .any(|r| r.packet_type() == PacketType::Spm)
+        {
+            times.push((now - Instant::ZERO).as_millis());
+        }
+    }
+    assert_eq!(times, vec![100, 300, 700, 1500]);
+    let spmr = Repr::upstream(TSI, 7500, Body::Spmr).to_vec().unwrap();
+    s.handle(now, RX, &spmr);
+    let out = drain(&mut s, now);
+    assert_eq!(out.len(), 1);
+    assert_eq!(out[0].packet_type(), PacketType::Spm);
+}
+
+#[test]
+fn rate_limit_paces_data_and_close_sends_fin() {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.rate_limit = Some(RateLimit {
+        bytes_per_sec: 100_000,
+        burst: 1500,
+    });
+    let mut s = Sender::new(cfg, Instant::ZERO);
+    for _ in 0..20 {
+        s.send(&[7u8; 1000]).unwrap();
+    }
+    let mut now = Instant::ZERO;
+    let mut last_data = now;
+    let mut bytes = 0;
+    while s.queued_packets() > 0 {
+        now = s.poll_timeout().unwrap().max(now);
+        s.handle_timeout(now);
+        for r in drain(&mut s, now) {
+            bytes += r.buffer_len();
+            if r.packet_type() == PacketType::Odata {
+                last_data = now;
+            }
+        }
+    }
+    let secs = (last_data - Instant::ZERO).as_secs_f64();
+    let rate = (bytes - 1500) as f64 / secs;
+    assert!(
+        (90_000.0..=101_000.0).contains(&rate),
+        "{rate} B/s over {secs} s"
+    );
+    s.close();
+    assert_eq!(s.send(b"late"), Err(SendError::Closed));
+    let out = drain(&mut s, now + Duration::from_secs(1));
+    assert!(out
+        .iter()
+        .any(|r| r.packet_type() == PacketType::Spm && r.options.fin));
+}
