@@ -6,8 +6,11 @@
 //! a seed). The same code runs over real UDP (`pgmcc-net`), in the simulator (`netsim`) and
 //! in tests.
 //!
-//! Still to come (issues 4 and 5): the network element and the pgmcc congestion controller.
+//! [`ne::NetworkElement`] is what a PGM router does for a session (RFC 3208 §7).
+//!
+//! Still to come (issue 5): the pgmcc congestion controller.
 
+pub mod ne;
 pub mod receiver;
 pub mod rng;
 pub mod sender;
@@ -15,6 +18,7 @@ pub mod sqn;
 pub mod time;
 pub mod transmit;
 
+pub use ne::{NeConfig, NeDestination, NeStats, NeTransmit, NetworkElement, Verdict};
 pub use receiver::{JoinPolicy, Receiver, ReceiverConfig, ReceiverEvent, ReceiverStats};
 pub use sender::{RateLimit, SendError, Sender, SenderConfig, SenderStats};
 pub use time::{Duration, Instant};

@@ -1,0 +1,518 @@
+//! The PGM network element (RFC 3208 §7), sans-IO: what a PGM-aware router does for each
+//! session passing through it.
+//!
+//! The router's driver hands every PGM packet to [`NetworkElement::handle`] with the
+//! interface it arrived on and the session's downstream interfaces (its multicast routing
+//! state). The NE answers with a [`Verdict`]: either the router forwards the packet as usual
+//! (ODATA, and anything the NE does not handle), or the NE consumed it and queued its own
+//! packets, drained with [`NetworkElement::poll_transmit`]:
+//!
+//! * SPM (§7.1): records the upstream PGM hop (the SPM's path NLA) and the upstream
+//!   interface, then forwards one copy per downstream interface with the path NLA rewritten
+//!   to this NE's address on that interface.
+//! * NAK (§7.2-7.4, 7.7): an NCF goes at once to the interface the NAK came from, which joins
+//!   the repair interface list; the first NAK for a sequence number is forwarded upstream and
+//!   repeated every [`NeConfig::nak_rpt_gap`] until an NCF confirms it (or NAK_RPT_IVL
+//!   passes); duplicates are eliminated while it is pending and for NAK_ELIM_IVL after each
+//!   confirmation.
+//! * NCF from upstream (§7.3, 7.5): confirms a pending NAK (outstanding for NAK_RDATA_IVL),
+//!   or creates anticipated repair state without interfaces.
+//! * RDATA (§7.8): forwarded only on the interfaces that NAKed for it; the repair state is
+//!   torn down. RDATA nobody here asked for is dropped.
+//!
+//! Repair state is bounded ([`NeConfig::max_repair_states`]); NAKs that would exceed it are
+//! confirmed but not forwarded, and counted.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::net::IpAddr;
+
+use pgm_wire::{Body, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi};
+use serde::Serialize;
+use tracing::trace;
+
+use crate::sqn;
+use crate::time::{Duration, Instant};
+
+/// A router interface, numbered by the driver.
+pub type Iface = u32;
+
+/// What the router does with a packet after the NE saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// Forward it as the router normally would (unicast route or multicast tree).
+    Forward,
+    /// The NE handled it; send only what `poll_transmit` gives.
+    Consumed,
+}
+
+/// Where an NE-generated datagram goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeDestination {
+    /// Multicast to the group on one interface (SPM copies, NCFs, constrained RDATA).
+    /// Per RFC 3208 §7.2 an NCF's network-layer source address is the ODATA source's NLA.
+    Multicast(Iface),
+    /// Unicast to an upstream PGM hop or the source (forwarded NAKs).
+    Unicast(IpAddr),
+}
+
+/// One datagram the NE asks the driver to send.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeTransmit {
+    /// Destination.
+    pub dst: NeDestination,
+    /// Bytes written to the caller's buffer.
+    pub len: usize,
+}
+
+/// Network element configuration.
+#[derive(Debug, Clone)]
+pub struct NeConfig {
+    /// This NE's address on each interface (written into the SPMs it forwards there).
+    pub iface_addrs: Vec<(Iface, IpAddr)>,
+    /// NAK_RPT_IVL: how long a forwarded NAK is repeated while no NCF comes. Default 200 ms.
+    pub nak_rpt_ivl: Duration,
+    /// Gap between repeats of a pending NAK (1 / NAK_RPT_RTE). Default 50 ms.
+    pub nak_rpt_gap: Duration,
+    /// NAK_RDATA_IVL: how long confirmed repair state waits for RDATA. Default 400 ms.
+    pub nak_rdata_ivl: Duration,
+    /// NAK_ELIM_IVL: after a confirmation, duplicates are discarded this long. Default 50 ms
+    /// (a small fraction of NAK_RDATA_IVL, as §7.4 requires).
+    pub nak_elim_ivl: Duration,
+    /// Most repair states held at once (all sessions). Default 65536.
+    pub max_repair_states: usize,
+    /// Most sessions tracked. Default 1024.
+    pub max_sessions: usize,
+}
+
+impl NeConfig {
+    /// Defaults as documented on each field.
+    pub fn new(iface_addrs: Vec<(Iface, IpAddr)>) -> NeConfig {
+        NeConfig {
+            iface_addrs,
+            nak_rpt_ivl: Duration::from_millis(200),
+            nak_rpt_gap: Duration::from_millis(50),
+            nak_rdata_ivl: Duration::from_millis(400),
+            nak_elim_ivl: Duration::from_millis(50),
+            max_repair_states: 65536,
+            max_sessions: 1024,
+        }
+    }
+}
+
+/// Counters of a network element.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct NeStats {
+    /// SPMs received from upstream.
+    pub spms: u64,
+    /// NAKed sequence numbers received from downstream.
+    pub nak_sqns_received: u64,
+    /// NAKed sequence numbers forwarded upstream (first sends and repeats).
+    pub nak_sqns_forwarded: u64,
+    /// NAKed sequence numbers eliminated as duplicates.
+    pub nak_sqns_eliminated: u64,
+    /// NCF packets sent downstream.
+    pub ncfs_sent: u64,
+    /// RDATA copies forwarded downstream.
+    pub rdata_forwarded: u64,
+    /// RDATA dropped because no interface asked for it.
+    pub rdata_unrequested: u64,
+    /// Repair states dropped on NAK_RPT_IVL or NAK_RDATA_IVL expiry.
+    pub states_expired: u64,
+    /// NAKs for sessions with no SPM state (upstream unknown), or over the state bound.
+    pub naks_unroutable: u64,
+    /// Datagrams that failed to parse.
+    pub malformed: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum RepairPhase {
+    /// Forwarded upstream, waiting for an NCF; repeat at `next_repeat`.
+    Pending {
+        until: Instant,
+        next_repeat: Instant,
+    },
+    /// Confirmed; duplicates eliminated until `elim_until`, state kept until `rdata_until`.
+    Outstanding {
+        elim_until: Instant,
+        rdata_until: Instant,
+    },
+}
+
+#[derive(Debug, Clone)]
+struct RepairState {
+    phase: RepairPhase,
+    ifaces: BTreeSet<Iface>,
+}
+
+#[derive(Debug)]
+struct Session {
+    upstream: IpAddr,
+    upstream_iface: Iface,
+    source: IpAddr,
+    group: Option<IpAddr>,
+    dport: u16,
+    last_spm: u32,
+    repairs: HashMap<u32, RepairState>,
+}
+
+/// A PGM network element.
+#[derive(Debug)]
+pub struct NetworkElement {
+    config: NeConfig,
+    sessions: HashMap<Tsi, Session>,
+    order: Vec<Tsi>,
+    out: VecDeque<(NeDestination, Vec<u8>)>,
+    repair_count: usize,
+    stats: NeStats,
+}
+
+impl NetworkElement {
+    /// A network element with no sessions.
+    pub fn new(config: NeConfig) -> NetworkElement {
+        NetworkElement {
+            config,
+            sessions: HashMap::new(),
+            order: Vec::new(),
+            out: VecDeque::new(),
+            repair_count: 0,
+            stats: NeStats::default(),
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &NeStats {
+        &self.stats
+    }
+
+    /// Repair states currently held.
+    pub fn repair_states(&self) -> usize {
+        self.repair_count
+    }
+
+    fn addr_of(&self, iface: Iface) -> Option<IpAddr> {
+        self.config
+            .iface_addrs
+            .iter()
+            .find(|(i, _)| *i == iface)
+            .map(|(_, a)| *a)
+    }
+
+    /// Takes one PGM datagram that arrived on `in_iface` from `from`. `downstream` lists the
+    /// session's outgoing multicast interfaces (needed to copy SPMs).
+    pub fn handle(
+        &mut self,
+        now: Instant,
+        in_iface: Iface,
+        from: IpAddr,
+        datagram: &[u8],
+        downstream: &[Iface],
+    ) -> Verdict {
+        let repr = match Repr::parse(datagram) {
+            Ok(r) => r,
+            Err(e) => {
+                self.stats.malformed += 1;
+                trace!(%from, error = %e, "ne: malformed datagram");
+                // Not ours to judge further: let the router treat it as plain traffic.
+                return Verdict::Forward;
+            }
+        };
+        match repr.body {
+            Body::Spm(spm) => self.on_spm(&repr, spm, in_iface, downstream),
+            Body::Nak(n) => self.on_nak(now, &repr, &n, in_iface),
+            Body::Ncf(n) => self.on_ncf(now, &repr, &n, in_iface),
+            Body::Rdata(d) => self.on_rdata(&repr, d.sqn, datagram),
+            _ => Verdict::Forward,
+        }
+    }
+
+    fn on_spm(
+        &mut self,
+        repr: &Repr<'_>,
+        spm: SpmRepr,
+        in_iface: Iface,
+        downstream: &[Iface],
+    ) -> Verdict {
+        self.stats.spms += 1;
+        let tsi = repr.tsi();
+        if !self.sessions.contains_key(&tsi) {
+            if self.sessions.len() >= self.config.max_sessions {
+                return Verdict::Forward;
+            }
+            self.order.push(tsi);
+            self.sessions.insert(
+                tsi,
+                Session {
+                    upstream: spm.path_nla,
+                    upstream_iface: in_iface,
+                    source: spm.path_nla,
+                    group: None,
+                    dport: repr.dport,
+                    last_spm: spm.sqn.wrapping_sub(1),
+                    repairs: HashMap::new(),
+                },
+            );
+        }
+        let Some(s) = self.sessions.get_mut(&tsi) else {
+            return Verdict::Forward;
+        };
+        if !sqn::gt(spm.sqn, s.last_spm) {
+            // Out-of-sequence SPM: RFC 3208 §7.1 acts only on in-sequence ones; pass it on.
+            return Verdict::Forward;
+        }
+        s.last_spm = spm.sqn;
+        s.upstream = spm.path_nla;
+        s.upstream_iface = in_iface;
+        s.dport = repr.dport;
+        for &iface in downstream {
+            let Some(addr) = self.addr_of(iface) else {
+                continue;
+            };
+            let mut copy = repr.clone();
+            copy.body = Body::Spm(SpmRepr {
+                path_nla: addr,
+                ..spm
+            });
+            if let Ok(bytes) = copy.to_vec() {
+                self.out.push_back((NeDestination::Multicast(iface), bytes));
+            }
+        }
+        Verdict::Consumed
+    }
+
+    fn on_nak(&mut self, now: Instant, repr: &Repr<'_>, n: &NakRepr, in_iface: Iface) -> Verdict {
+        let tsi = repr.tsi();
+        let list = repr.options.nak_list.unwrap_or_default();
+        let sqns: Vec<u32> = core::iter::once(n.sqn)
+            .chain(list.as_slice().iter().copied())
+            .collect();
+        self.stats.nak_sqns_received += sqns.len() as u64;
+        let cfg = self.config.clone();
+        let Some(s) = self.sessions.get_mut(&tsi) else {
+            self.stats.naks_unroutable += 1;
+            // Unknown session: the unicast NAK may be addressed beyond us; let it through.
+            return Verdict::Forward;
+        };
+        s.group = Some(n.group);
+        s.source = n.source;
+        let mut forward = Vec::new();
+        for &q in &sqns {
+            match s.repairs.get_mut(&q) {
+                Some(st) => {
+                    st.ifaces.insert(in_iface);
+                    let eliminate = match st.phase {
+                        RepairPhase::Pending { .. } => true,
+                        RepairPhase::Outstanding { elim_until, .. } => now < elim_until,
+                    };
+                    if eliminate {
+                        self.stats.nak_sqns_eliminated += 1;
+                    } else {
+                        st.phase = RepairPhase::Pending {
+                            until: now + cfg.nak_rpt_ivl,
+                            next_repeat: now + cfg.nak_rpt_gap,
+                        };
+                        forward.push(q);
+                    }
+                }
+                None => {
+                    if self.repair_count >= cfg.max_repair_states {
+                        self.stats.naks_unroutable += 1;
+                        continue;
+                    }
+                    self.repair_count += 1;
+                    s.repairs.insert(
+                        q,
+                        RepairState {
+                            phase: RepairPhase::Pending {
+                                until: now + cfg.nak_rpt_ivl,
+                                next_repeat: now + cfg.nak_rpt_gap,
+                            },
+                            ifaces: BTreeSet::from([in_iface]),
+                        },
+                    );
+                    forward.push(q);
+                }
+            }
+        }
+        // §7.2: an NCF for every NAK, at once, on the interface it came from.
+        let ncf_body = NakRepr {
+            sqn: n.sqn,
+            source: n.source,
+            group: n.group,
+        };
+        let mut ncf = Repr::downstream(tsi, s.dport, Body::Ncf(ncf_body));
+        if !list.is_empty() {
+            ncf = ncf.with_options(Options {
+                nak_list: Some(list),
+                ..Options::default()
+            });
+        }
+        if let Ok(bytes) = ncf.to_vec() {
+            self.out
+                .push_back((NeDestination::Multicast(in_iface), bytes));
+            self.stats.ncfs_sent += 1;
+        }
+        let (upstream, dport, source, group) = (s.upstream, s.dport, n.source, n.group);
+        self.forward_nak(tsi, dport, source, group, upstream, &forward);
+        Verdict::Consumed
+    }
+
+    fn forward_nak(
+        &mut self,
+        tsi: Tsi,
+        dport: u16,
+        source: IpAddr,
+        group: IpAddr,
+        upstream: IpAddr,
+        sqns: &[u32],
+    ) {
+        for chunk in sqns.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
+            let Some((&first, rest)) = chunk.split_first() else {
+                continue;
+            };
+            let mut r = Repr::upstream(
+                tsi,
+                dport,
+                Body::Nak(NakRepr {
+                    sqn: first,
+                    source,
+                    group,
+                }),
+            );
+            if !rest.is_empty() {
+                r = r.with_options(Options {
+                    nak_list: SqnList::from_slice(rest).ok(),
+                    ..Options::default()
+                });
+            }
+            if let Ok(bytes) = r.to_vec() {
+                self.out
+                    .push_back((NeDestination::Unicast(upstream), bytes));
+                self.stats.nak_sqns_forwarded += chunk.len() as u64;
+            }
+        }
+    }
+
+    fn on_ncf(&mut self, now: Instant, repr: &Repr<'_>, n: &NakRepr, in_iface: Iface) -> Verdict {
+        let tsi = repr.tsi();
+        let cfg = self.config.clone();
+        let Some(s) = self.sessions.get_mut(&tsi) else {
+            return Verdict::Forward;
+        };
+        if in_iface != s.upstream_iface {
+            // §7.5: an NCF from downstream creates no state; discard it.
+            return Verdict::Consumed;
+        }
+        let list = repr.options.nak_list.unwrap_or_default();
+        let confirmed = RepairPhase::Outstanding {
+            elim_until: now + cfg.nak_elim_ivl,
+            rdata_until: now + cfg.nak_rdata_ivl,
+        };
+        for &q in core::iter::once(&n.sqn).chain(list.as_slice()) {
+            match s.repairs.get_mut(&q) {
+                Some(st) => st.phase = confirmed,
+                None => {
+                    if self.repair_count < cfg.max_repair_states {
+                        // Anticipated NAK: state without interfaces, eliminates duplicates.
+                        self.repair_count += 1;
+                        s.repairs.insert(
+                            q,
+                            RepairState {
+                                phase: confirmed,
+                                ifaces: BTreeSet::new(),
+                            },
+                        );
+                    }
+                }
+            }
+        }
+        Verdict::Consumed
+    }
+
+    fn on_rdata(&mut self, repr: &Repr<'_>, q: u32, datagram: &[u8]) -> Verdict {
+        let tsi = repr.tsi();
+        let Some(s) = self.sessions.get_mut(&tsi) else {
+            return Verdict::Forward;
+        };
+        match s.repairs.remove(&q) {
+            Some(st) => {
+                self.repair_count -= 1;
+                if st.ifaces.is_empty() {
+                    self.stats.rdata_unrequested += 1;
+                }
+                for iface in st.ifaces {
+                    self.out
+                        .push_back((NeDestination::Multicast(iface), datagram.to_vec()));
+                    self.stats.rdata_forwarded += 1;
+                }
+            }
+            None => self.stats.rdata_unrequested += 1,
+        }
+        Verdict::Consumed
+    }
+
+    /// Repeats pending NAKs and expires repair state.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let cfg = self.config.clone();
+        let mut repeats: Vec<(Tsi, u16, IpAddr, IpAddr, IpAddr, Vec<u32>)> = Vec::new();
+        for tsi in &self.order {
+            let Some(s) = self.sessions.get_mut(tsi) else {
+                continue;
+            };
+            let mut again = Vec::new();
+            let before = s.repairs.len();
+            s.repairs.retain(|&q, st| match &mut st.phase {
+                RepairPhase::Pending { until, next_repeat } => {
+                    if now >= *until {
+                        return false;
+                    }
+                    if now >= *next_repeat {
+                        *next_repeat = now + cfg.nak_rpt_gap;
+                        again.push(q);
+                    }
+                    true
+                }
+                RepairPhase::Outstanding { rdata_until, .. } => now < *rdata_until,
+            });
+            let expired = before - s.repairs.len();
+            self.repair_count -= expired;
+            self.stats.states_expired += expired as u64;
+            if let (false, Some(group)) = (again.is_empty(), s.group) {
+                again.sort_unstable();
+                repeats.push((*tsi, s.dport, s.source, group, s.upstream, again));
+            }
+        }
+        for (tsi, dport, source, group, upstream, sqns) in repeats {
+            self.forward_nak(tsi, dport, source, group, upstream, &sqns);
+        }
+    }
+
+    /// When `handle_timeout` next has work.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if !self.out.is_empty() {
+            return Some(Instant::ZERO);
+        }
+        self.sessions
+            .values()
+            .flat_map(|s| s.repairs.values())
+            .map(|st| match st.phase {
+                RepairPhase::Pending { until, next_repeat } => until.min(next_repeat),
+                RepairPhase::Outstanding { rdata_until, .. } => rdata_until,
+            })
+            .min()
+    }
+
+    /// Writes the next NE-generated datagram into `buf`.
+    pub fn poll_transmit(&mut self, buf: &mut [u8]) -> Option<NeTransmit> {
+        while let Some((dst, bytes)) = self.out.pop_front() {
+            if let Some(slot) = buf.get_mut(..bytes.len()) {
+                slot.copy_from_slice(&bytes);
+                return Some(NeTransmit {
+                    dst,
+                    len: bytes.len(),
+                });
+            }
+            trace!(len = bytes.len(), "ne: buffer too small, datagram dropped");
+        }
+        None
+    }
+}

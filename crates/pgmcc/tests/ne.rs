@@ -1,0 +1,179 @@
+//! The PGM network element (RFC 3208 §7), packet by packet.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+mod common;
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use common::*;
+use pgm_wire::*;
+use pgmcc::ne::{Iface, NeConfig, NeDestination, NetworkElement, Verdict};
+use pgmcc::Duration;
+
+const UP: Iface = 0;
+const DOWN: [Iface; 3] = [1, 2, 3];
+
+fn ne_addr(i: Iface) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 9, i as u8, 1))
+}
+
+fn ne() -> NetworkElement {
+    let addrs = (0..4).map(|i| (i, ne_addr(i))).collect();
+    let mut ne = NetworkElement::new(NeConfig::new(addrs));
+    assert_eq!(
+        ne.handle(ms(0), UP, SRC, &spm(1, 0, 10, false), &DOWN),
+        Verdict::Consumed
+    );
+    ne
+}
+
+fn out(ne: &mut NetworkElement) -> Vec<(NeDestination, Repr<'static>)> {
+    let mut buf = [0u8; 1500];
+    let mut v = Vec::new();
+    while let Some(t) = ne.poll_transmit(&mut buf) {
+        let bytes: &'static [u8] = Box::leak(buf[..t.len].to_vec().into_boxed_slice());
+        v.push((t.dst, Repr::parse(bytes).unwrap()));
+    }
+    v
+}
+
+/// A receiver's NAK, addressed (as receivers do) to the SPM path NLA they learned.
+fn nak_to(sqns: &[u32]) -> Vec<u8> {
+    common::nak(sqns)
+}
+
+#[test]
+fn spm_is_copied_downstream_with_the_path_rewritten() {
+    let mut n = ne();
+    let sent = out(&mut n);
+    assert_eq!(sent.len(), 3);
+    for ((dst, r), iface) in sent.iter().zip(DOWN) {
+        assert_eq!(*dst, NeDestination::Multicast(iface));
+        let Body::Spm(s) = r.body else { panic!() };
+        assert_eq!(
+            s.path_nla,
+            ne_addr(iface),
+            "path NLA = this NE on that interface"
+        );
+        assert_eq!((s.trail, s.lead), (0, 10));
+    }
+    // ODATA is switched by the router, not the NE.
+    assert_eq!(
+        n.handle(ms(1), UP, SRC, &odata(3, 0, b"x", None), &DOWN),
+        Verdict::Forward
+    );
+}
+
+#[test]
+fn first_nak_goes_upstream_duplicates_are_eliminated_every_nak_gets_an_ncf() {
+    let mut n = ne();
+    out(&mut n);
+    // Five receivers behind three interfaces NAK sequence number 4.
+    for (i, iface) in [1, 1, 2, 3, 3].into_iter().enumerate() {
+        n.handle(ms(10 + i as u64), iface, RX, &nak_to(&[4]), &DOWN);
+    }
+    let sent = out(&mut n);
+    let ncfs: Vec<_> = sent
+        .iter()
+        .filter(|(_, r)| r.packet_type() == PacketType::Ncf)
+        .collect();
+    let naks: Vec<_> = sent
+        .iter()
+        .filter(|(_, r)| r.packet_type() == PacketType::Nak)
+        .collect();
+    assert_eq!(ncfs.len(), 5, "an NCF for every NAK");
+    assert_eq!(
+        ncfs.iter().map(|(d, _)| *d).collect::<Vec<_>>(),
+        [1, 1, 2, 3, 3].map(NeDestination::Multicast).to_vec(),
+        "each on the interface the NAK came from"
+    );
+    assert_eq!(naks.len(), 1, "only the first NAK goes upstream");
+    assert_eq!(
+        naks[0].0,
+        NeDestination::Unicast(SRC),
+        "to the upstream hop from the SPM"
+    );
+    assert_eq!(n.stats().nak_sqns_eliminated, 4);
+
+    // No NCF from upstream: the NAK is repeated every 50 ms, then given up at 200 ms.
+    n.handle_timeout(ms(61));
+    assert_eq!(out(&mut n).len(), 1);
+    n.handle_timeout(ms(300));
+    assert_eq!(n.repair_states(), 0);
+    assert_eq!(n.stats().states_expired, 1);
+}
+
+#[test]
+fn ncf_confirms_and_rdata_goes_only_where_it_was_asked_for() {
+    let mut n = ne();
+    out(&mut n);
+    n.handle(ms(10), 2, RX, &nak_to(&[4, 5]), &DOWN);
+    n.handle(ms(11), 3, RX, &nak_to(&[5]), &DOWN);
+    out(&mut n);
+    // The source confirms; repeats stop.
+    let mut ncf = common::ncf(4);
+    n.handle(ms(20), UP, SRC, &ncf, &DOWN);
+    ncf = common::ncf(5);
+    n.handle(ms(20), UP, SRC, &ncf, &DOWN);
+    n.handle_timeout(ms(100));
+    assert!(out(&mut n)
+        .iter()
+        .all(|(_, r)| r.packet_type() != PacketType::Nak));
+    // Within NAK_ELIM_IVL a duplicate is eliminated; after it, the next one is forwarded.
+    n.handle(ms(30), 1, RX, &nak_to(&[4]), &DOWN);
+    assert_eq!(
+        out(&mut n)
+            .iter()
+            .filter(|(_, r)| r.packet_type() == PacketType::Nak)
+            .count(),
+        0
+    );
+    n.handle(ms(90), 1, RX, &nak_to(&[4]), &DOWN);
+    assert_eq!(
+        out(&mut n)
+            .iter()
+            .filter(|(_, r)| r.packet_type() == PacketType::Nak)
+            .count(),
+        1
+    );
+    // RDATA 4 goes to interfaces 2 and 1 (both NAKed 4); RDATA 5 to 2 and 3.
+    assert_eq!(
+        n.handle(ms(95), UP, SRC, &rdata(4, 0, b"d"), &DOWN),
+        Verdict::Consumed
+    );
+    assert_eq!(
+        out(&mut n).iter().map(|(d, _)| *d).collect::<Vec<_>>(),
+        vec![NeDestination::Multicast(1), NeDestination::Multicast(2)]
+    );
+    n.handle(ms(96), UP, SRC, &rdata(5, 0, b"e"), &DOWN);
+    assert_eq!(
+        out(&mut n).iter().map(|(d, _)| *d).collect::<Vec<_>>(),
+        vec![NeDestination::Multicast(2), NeDestination::Multicast(3)]
+    );
+    // State is torn down: a second copy of RDATA 5 goes nowhere.
+    n.handle(ms(97), UP, SRC, &rdata(5, 0, b"e"), &DOWN);
+    assert!(out(&mut n).is_empty());
+    assert_eq!(n.repair_states(), 0);
+}
+
+#[test]
+fn unsolicited_ncf_from_upstream_anticipates_naks() {
+    let mut n = ne();
+    out(&mut n);
+    n.handle(ms(10), UP, SRC, &common::ncf(7), &DOWN);
+    n.handle(ms(20), 1, RX, &nak_to(&[7]), &DOWN);
+    let sent = out(&mut n);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(
+        sent[0].1.packet_type(),
+        PacketType::Ncf,
+        "confirmed locally, not forwarded"
+    );
+    // An NCF arriving from downstream creates no state.
+    n.handle(ms(30), 2, RX, &common::ncf(8), &DOWN);
+    assert_eq!(n.repair_states(), 1);
+    // Repair state lives NAK_RDATA_IVL (400 ms) without RDATA.
+    n.handle_timeout(ms(10) + Duration::from_millis(401));
+    assert_eq!(n.repair_states(), 0);
+}
