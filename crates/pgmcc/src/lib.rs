@@ -10,6 +10,7 @@
 //!
 //! Still to come (issue 5): the pgmcc congestion controller.
 
+pub mod cc;
 pub mod ne;
 pub mod receiver;
 pub mod rng;
