@@ -1,0 +1,207 @@
+//! The window-based controller between sender and acker (pgmcc paper §3.4).
+//!
+//! Two variables, in 16.16 fixed point: the window `W` (how fast the window opens; an
+//! estimate of packets in flight) and the tokens `T` (one is spent per data packet sent):
+//!
+//! ```text
+//! restart (start, stall):   W = 1, T = 1
+//! transmit:                 T = T - 1
+//! ACK, W < ssthresh:        W = W + 1,   T = T + 2          (exponential opening)
+//! ACK, otherwise:           W = W + 1/W, T = T + 1 + 1/W    (linear increase)
+//! loss:                     W = min(W, in flight); W = W / 2; the next W/2 ACKs add no
+//!                           tokens; no further reaction until the packets in flight at the
+//!                           loss have been sent past (one RTT)
+//! ```
+//!
+//! The slow-start threshold is fixed (6 packets in the paper), not adaptive as in TCP.
+
+use crate::sqn;
+
+/// One in 16.16 fixed point.
+const ONE: u64 = 1 << 16;
+
+/// The window/token state.
+#[derive(Debug, Clone)]
+pub struct Window {
+    w: u64,
+    t: i64,
+    ssthresh: u64,
+    /// ACKs still to be ignored for token generation after a loss.
+    ignore: u32,
+    /// Losses at or before this sequence number get no further reaction.
+    recover: Option<u32>,
+    /// Counters.
+    losses: u64,
+    restarts: u64,
+}
+
+impl Window {
+    /// A restarted window with the given fixed slow-start threshold (packets).
+    pub fn new(ssthresh: u32) -> Window {
+        Window {
+            w: ONE,
+            t: ONE as i64,
+            ssthresh: u64::from(ssthresh.max(1)) * ONE,
+            ignore: 0,
+            recover: None,
+            losses: 0,
+            restarts: 0,
+        }
+    }
+
+    /// Session (re)start: `W = T = 1`.
+    pub fn restart(&mut self) {
+        self.w = ONE;
+        self.t = ONE as i64;
+        self.ignore = 0;
+        self.recover = None;
+        self.restarts += 1;
+    }
+
+    /// True when a token is available for one data packet.
+    pub fn can_send(&self) -> bool {
+        self.t >= ONE as i64
+    }
+
+    /// Whole tokens available.
+    pub fn tokens(&self) -> u32 {
+        (self.t.max(0) as u64 >> 16).min(u64::from(u32::MAX)) as u32
+    }
+
+    /// The window in packets.
+    pub fn window(&self) -> f64 {
+        self.w as f64 / ONE as f64
+    }
+
+    /// Loss reactions so far.
+    pub fn losses(&self) -> u64 {
+        self.losses
+    }
+
+    /// Restarts so far (not counting creation).
+    pub fn restarts(&self) -> u64 {
+        self.restarts
+    }
+
+    /// A data packet was sent.
+    pub fn on_transmit(&mut self) {
+        self.t -= ONE as i64;
+    }
+
+    /// `n` packets were acknowledged for the first time.
+    pub fn on_ack(&mut self, n: u32) {
+        for _ in 0..n {
+            let inc = if self.w < self.ssthresh {
+                ONE
+            } else {
+                // 1/W in 16.16: 2^32 / W.
+                (ONE * ONE / self.w.max(1)).max(1)
+            };
+            self.w += inc;
+            if self.ignore > 0 {
+                self.ignore -= 1;
+            } else {
+                self.t += (ONE + inc) as i64;
+            }
+        }
+    }
+
+    /// A packet `lost` was found missing. `in_flight` is the number of packets sent beyond
+    /// the acker's RX_MAX and `last_sent` the newest sequence number sent. Returns true when
+    /// the window reacted (false inside the one-RTT grace after an earlier reaction).
+    pub fn on_loss(&mut self, lost: u32, in_flight: u32, last_sent: u32) -> bool {
+        if self.recover.is_some_and(|r| sqn::le(lost, r)) {
+            return false;
+        }
+        let realigned = self.w.min(u64::from(in_flight.max(1)) * ONE);
+        self.w = (realigned / 2).max(ONE);
+        // "Ignore the next W/2 ACKs", W being the window before halving: that many of the
+        // packets in flight are not replaced, so in flight shrinks to the new window.
+        self.ignore = (self.w >> 16) as u32;
+        self.recover = Some(last_sent);
+        self.losses += 1;
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn starts_with_one_token() {
+        let mut w = Window::new(6);
+        assert!(w.can_send());
+        w.on_transmit();
+        assert!(!w.can_send());
+        w.on_ack(1);
+        assert_eq!(w.window(), 2.0);
+        assert_eq!(w.tokens(), 2, "exponential opening: +2 tokens per ACK");
+    }
+
+    #[test]
+    fn exponential_up_to_ssthresh_then_linear() {
+        let mut w = Window::new(6);
+        w.on_ack(5);
+        assert_eq!(w.window(), 6.0);
+        // Linear: +1/W per ACK, about +1 per window's worth of ACKs.
+        w.on_ack(6);
+        assert!((w.window() - 7.0).abs() < 0.1, "{}", w.window());
+    }
+
+    #[test]
+    fn loss_halves_the_realigned_window_once_per_rtt() {
+        let mut w = Window::new(6);
+        w.on_ack(5);
+        for _ in 0..30 {
+            w.on_ack(1);
+        }
+        let before = w.window();
+        assert!(before > 9.0);
+        // 8 packets actually in flight: realign to 8, then halve to 4.
+        assert!(w.on_loss(100, 8, 120));
+        assert_eq!(w.window(), 4.0);
+        // Another loss before sqn 120 is part of the same event.
+        assert!(!w.on_loss(110, 8, 125));
+        assert_eq!(w.window(), 4.0);
+        // A loss after the recovery point reacts again.
+        assert!(w.on_loss(121, 8, 140));
+        assert_eq!(w.window(), 2.0);
+    }
+
+    #[test]
+    fn acks_after_a_loss_are_ignored_for_tokens() {
+        let mut w = Window::new(6);
+        w.on_ack(5);
+        for _ in 0..20 {
+            w.on_ack(1);
+        }
+        while w.can_send() {
+            w.on_transmit();
+        }
+        w.on_loss(50, 20, 60);
+        let win = w.window() as u32;
+        let t0 = w.tokens();
+        w.on_ack(win);
+        assert_eq!(w.tokens(), t0, "the next W ACKs regenerate no tokens");
+        w.on_ack(1);
+        assert!(w.tokens() > t0);
+    }
+
+    #[test]
+    fn grows_about_one_packet_per_window_of_acks() {
+        let mut w = Window::new(6);
+        w.on_ack(5);
+        let mut rtts = 0;
+        while w.window() < 20.0 {
+            let n = w.window() as u32;
+            w.on_ack(n);
+            rtts += 1;
+        }
+        // Each round of floor(W) ACKs adds floor(W)/W, a little under one packet.
+        assert!(
+            (14..=16).contains(&rtts),
+            "{rtts} windows to grow from 6 to 20"
+        );
+    }
+}
