@@ -1,12 +1,123 @@
 //! pgmcc congestion control (Rizzo, SIGCOMM 2000), one mechanism per file as the paper
 //! names them:
 //!
-//! * [`ack_tracker`]: ACK bitmaps merged, lost/duplicate/reordered ACKs, dupack loss detection (§3.3).
 //! * [`loss_filter`]: receiver loss measurement (§3.2.2).
+//! * [`ack_tracker`]: ACK bitmaps merged, lost/duplicate/reordered ACKs, dupack loss
+//!   detection (§3.3).
 //! * [`window`]: the window and token controller (§3.4).
-//! * [`throughput`]: the TCP throughput models that rank receivers for acker election (§3.5).
+//! * [`throughput`]: the TCP throughput models that rank receivers (§3.5).
+//! * [`pgmcc`]: acker election and tracking, RTT measurement, stalls, tying it together
+//!   (§3.4-3.6), behind the [`CongestionControl`] trait.
 
 pub mod ack_tracker;
 pub mod loss_filter;
+pub mod pgmcc;
 pub mod throughput;
 pub mod window;
+
+use std::net::IpAddr;
+
+use pgm_wire::{AckRepr, PgmccData, PgmccFeedback};
+use serde::Serialize;
+
+use crate::time::Instant;
+use throughput::Operating;
+
+/// Something the controller tells the application (or the trace).
+#[derive(Debug, Clone, PartialEq)]
+pub enum CcEvent {
+    /// A new acker was elected; `from` is `None` at the first election. A switch is a move
+    /// of the acker, not a congestion signal (§3.5).
+    AckerChanged {
+        /// Previous acker.
+        from: Option<IpAddr>,
+        /// New acker.
+        to: IpAddr,
+    },
+    /// A loss was detected and the window halved.
+    Congestion {
+        /// The window after halving, in packets.
+        window: f64,
+    },
+    /// No ACKs for a timeout while blocked: the window restarted at 1.
+    Stalled {
+        /// Consecutive stalls.
+        stalls_in_a_row: u32,
+    },
+    /// Tokens became available after the sender had none (§3.9: unreliable senders can
+    /// generate data on the fly).
+    TokensAvailable {
+        /// Whole tokens now available.
+        tokens: u32,
+    },
+}
+
+/// Counters of a controller.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CcStats {
+    /// ACKs from the acker processed.
+    pub acks: u64,
+    /// ACKs from receivers that are not the acker (counted, otherwise ignored).
+    pub acks_ignored: u64,
+    /// ACKs acknowledging data never sent (rejected).
+    pub acks_rejected: u64,
+    /// Receiver reports seen (NAKs and ACKs carrying OPT_PGMCC_FEEDBACK).
+    pub reports: u64,
+    /// Acker switches (not counting the first election).
+    pub acker_switches: u64,
+    /// Window halvings.
+    pub loss_events: u64,
+    /// Stall timeouts.
+    pub stalls: u64,
+    /// Data packets sent asking for an election.
+    pub election_requests: u64,
+}
+
+/// A congestion controller for the PGM sender, in the style of quinn's `Controller`: the
+/// sender reports what happens, the controller grants permission to send.
+pub trait CongestionControl: std::fmt::Debug + Send {
+    /// May one data packet (ODATA) be sent now? Repairs are not regulated (§3.8).
+    fn can_send(&self) -> bool;
+    /// Data packet `sqn` went out; returns the OPT_PGMCC_DATA it must carry.
+    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData;
+    /// An ACK arrived from `from`, with its OPT_PGMCC_FEEDBACK if present.
+    fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>);
+    /// A NAK carrying a receiver report arrived.
+    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback);
+    /// When `on_timeout` next has work.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Runs expired timers.
+    fn on_timeout(&mut self, now: Instant);
+    /// The current acker.
+    fn acker(&self) -> Option<IpAddr>;
+    /// The current acker's latest operating point (RTT, loss), for applications (§3.9).
+    fn acker_report(&self) -> Option<Operating>;
+    /// The window, in packets.
+    fn window(&self) -> f64;
+    /// Whole tokens available.
+    fn tokens(&self) -> u32;
+    /// The next event.
+    fn poll_event(&mut self) -> Option<CcEvent>;
+    /// Counters.
+    fn stats(&self) -> CcStats;
+}
+
+/// Which controller a sender runs; the factory for [`CongestionControl`] objects.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub enum CcConfig {
+    /// No congestion control: the PGM rate limiter alone paces the session.
+    #[default]
+    None,
+    /// pgmcc with the given knobs.
+    Pgmcc(pgmcc::PgmccConfig),
+}
+
+impl CcConfig {
+    /// Builds the controller, or `None` for [`CcConfig::None`].
+    pub fn build(&self, now: Instant) -> Option<Box<dyn CongestionControl>> {
+        match self {
+            CcConfig::None => None,
+            CcConfig::Pgmcc(c) => Some(Box::new(pgmcc::Pgmcc::new(*c, now))),
+        }
+    }
+}

@@ -1,0 +1,446 @@
+//! The pgmcc sender controller: window and tokens (§3.4) run against one acker, elected and
+//! tracked from receiver reports (§3.5), restarted after stalls (§3.6).
+//!
+//! RTT. OpenPGM's wire carries an explicit millisecond timestamp in OPT_PGMCC_DATA, echoed
+//! (plus the receiver's hold time) in OPT_PGMCC_FEEDBACK; there is no field for the
+//! receiver's `rxw_lead` on a NAK. The paper measures RTT in packets (`latest sqn sent -
+//! rxw_lead`). We get the same quantity from the echo: the number of data packets sent since
+//! the echoed time, looked up in a short send-time history (the draft's "implicit
+//! timestamp", §2.5.2). [`RttUnit::Millis`] compares receivers by time instead.
+//!
+//! A change of acker is a move, never a congestion signal: the window is untouched, the ACK
+//! tracker restarts at the first packet naming the new acker, and ACKs still arriving from
+//! the previous acker for packets that named it keep regenerating tokens.
+
+use std::collections::VecDeque;
+use std::net::IpAddr;
+
+use pgm_wire::{AckRepr, PgmccData, PgmccFeedback};
+use serde::Serialize;
+
+use super::ack_tracker::AckTracker;
+use super::throughput::{Operating, SwitchBias, ThroughputModel};
+use super::window::Window;
+use super::{CcEvent, CcStats, CongestionControl};
+use crate::sqn;
+use crate::time::{Duration, Instant};
+
+/// How receivers' RTTs are expressed for comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum RttUnit {
+    /// Data packets sent during one RTT (the paper, §3.2.1).
+    #[default]
+    Packets,
+    /// Milliseconds.
+    Millis,
+}
+
+/// When the sender gives up waiting for ACKs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TimeoutPolicy {
+    /// A fixed stall timeout (the paper; OpenPGM uses 3 s).
+    Fixed(Duration),
+    /// The fairness benchmark's fix (Set 1): an RFC 6298 estimator on ACK RTTs, reset only
+    /// when the ACK bitmap shows no hole; after an acker switch `fixed` applies until the new
+    /// acker's first RTT sample.
+    Adaptive {
+        /// Lower bound of the RTO (RFC 6298: 1 s).
+        min: Duration,
+        /// Upper bound of the RTO.
+        max: Duration,
+        /// Timeout used before any sample of the current acker exists.
+        fixed: Duration,
+    },
+}
+
+/// Every knob of the controller; defaults are the paper's values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PgmccConfig {
+    /// Fixed slow-start threshold in packets (§3.4: 6).
+    pub ssthresh: u32,
+    /// Later ACKs that declare a hole lost (§3.4: 3).
+    pub dupack_threshold: u32,
+    /// Switch bias `c`: a report replaces the acker only if `T(new) < c T(acker)` (§3.5: 0.75).
+    pub switch_bias: SwitchBias,
+    /// Throughput model for election (§3.5: the simple formula).
+    pub model: ThroughputModel,
+    /// RTT unit for election (§3.2.1: packets).
+    pub rtt_unit: RttUnit,
+    /// Stall handling (paper: fixed; OpenPGM's 3 s).
+    pub timeout: TimeoutPolicy,
+    /// Stalls in a row after which the next data packet asks for a new election (§3.6: "a
+    /// couple": 2).
+    pub stalls_before_election: u32,
+}
+
+impl Default for PgmccConfig {
+    fn default() -> PgmccConfig {
+        PgmccConfig {
+            ssthresh: 6,
+            dupack_threshold: 3,
+            switch_bias: SwitchBias::PAPER,
+            model: ThroughputModel::Simple,
+            rtt_unit: RttUnit::Packets,
+            timeout: TimeoutPolicy::Fixed(Duration::from_secs(3)),
+            stalls_before_election: 2,
+        }
+    }
+}
+
+impl PgmccConfig {
+    /// The fairness benchmark's adaptive timeout with RFC 6298 bounds.
+    pub fn with_adaptive_timeout(mut self) -> PgmccConfig {
+        self.timeout = TimeoutPolicy::Adaptive {
+            min: Duration::from_secs(1),
+            max: Duration::from_secs(60),
+            fixed: Duration::from_secs(3),
+        };
+        self
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct AckerState {
+    addr: IpAddr,
+    op: Operating,
+}
+
+/// RFC 6298 estimator.
+#[derive(Debug, Clone, Copy)]
+struct Rto {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+    backoff: u32,
+}
+
+impl Rto {
+    fn new() -> Rto {
+        Rto {
+            srtt: None,
+            rttvar: Duration::ZERO,
+            backoff: 0,
+        }
+    }
+
+    fn sample(&mut self, r: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
+            Some(s) => {
+                let diff = if s > r { s - r } else { r - s };
+                self.rttvar = self.rttvar * 3 / 4 + diff / 4;
+                self.srtt = Some(s * 7 / 8 + r / 8);
+            }
+        }
+        self.backoff = 0;
+    }
+
+    fn rto(&self, min: Duration, max: Duration, fixed: Duration) -> Duration {
+        let base = match self.srtt {
+            None => fixed,
+            Some(s) => (s + (self.rttvar * 4).max(Duration::from_millis(1))).max(min),
+        };
+        (base * (1u32 << self.backoff.min(6))).min(max)
+    }
+}
+
+/// The pgmcc controller.
+#[derive(Debug)]
+pub struct Pgmcc {
+    cfg: PgmccConfig,
+    window: Window,
+    tracker: AckTracker,
+    acker: Option<AckerState>,
+    /// The previous acker and the first sequence number that named its successor.
+    previous: Option<(IpAddr, u32, AckTracker)>,
+    /// Send-time history of data packets: (ms, sqn).
+    history: VecDeque<(u32, u32)>,
+    last_sent: Option<u32>,
+    /// The next data packet asks for an election.
+    elect: bool,
+    /// First data packet sent asking for the current election: the winner's ACKs count
+    /// from there.
+    elect_since: Option<u32>,
+    stalls_in_a_row: u32,
+    /// When the timeout was last reset, and the RTO state.
+    timer_from: Instant,
+    rto: Rto,
+    events: VecDeque<CcEvent>,
+    stats: CcStats,
+}
+
+/// Data packets remembered for RTT-in-packets lookups.
+const HISTORY: usize = 8192;
+
+impl Pgmcc {
+    /// A controller starting a session at `now`: `W = T = 1`, and the first data packet asks
+    /// for an election.
+    pub fn new(cfg: PgmccConfig, now: Instant) -> Pgmcc {
+        Pgmcc {
+            window: Window::new(cfg.ssthresh),
+            tracker: AckTracker::new(0, cfg.dupack_threshold),
+            acker: None,
+            previous: None,
+            history: VecDeque::new(),
+            last_sent: None,
+            elect: true,
+            elect_since: None,
+            stalls_in_a_row: 0,
+            timer_from: now,
+            rto: Rto::new(),
+            events: VecDeque::new(),
+            stats: CcStats::default(),
+            cfg,
+        }
+    }
+
+    /// The window in packets.
+    pub fn window(&self) -> f64 {
+        self.window.window()
+    }
+
+    fn now_ms(now: Instant) -> u32 {
+        now.as_millis_u32()
+    }
+
+    /// RTT of a report with timestamp echo `echo`, in the configured unit.
+    fn rtt(&self, now: Instant, echo: u32) -> u32 {
+        let ms = Self::now_ms(now).wrapping_sub(echo);
+        match self.cfg.rtt_unit {
+            RttUnit::Millis => ms.min(i32::MAX as u32),
+            RttUnit::Packets => {
+                // Packets sent after the echoed time: lead - (last sqn sent at or before it).
+                let Some(lead) = self.last_sent else {
+                    return 1;
+                };
+                let idx = self.history.partition_point(|&(t, _)| !sqn::gt(t, echo));
+                let before = match idx {
+                    0 => self
+                        .history
+                        .front()
+                        .map_or(lead, |&(_, s)| s.wrapping_sub(1)),
+                    i => self.history[i - 1].1,
+                };
+                sqn::distance(before, lead).max(1)
+            }
+        }
+    }
+
+    fn fixed_timeout(&self) -> Duration {
+        match self.cfg.timeout {
+            TimeoutPolicy::Fixed(d) => d,
+            TimeoutPolicy::Adaptive { min, max, fixed } => self.rto.rto(min, max, fixed),
+        }
+    }
+
+    fn switch_to(&mut self, addr: IpAddr, op: Operating) {
+        let from = self.acker.map(|a| a.addr);
+        // After an election request the winner answers for the packets that asked; after a
+        // switch the new acker is named from the next packet on.
+        let next = self.last_sent.map_or(0, |s| s.wrapping_add(1));
+        let first = self.elect_since.take().unwrap_or(next);
+        if let Some(prev) = from {
+            // ACKs for packets that named the previous acker still count for tokens.
+            self.previous = Some((prev, first, self.tracker.clone()));
+            self.stats.acker_switches += 1;
+        }
+        self.tracker.reset(first);
+        self.acker = Some(AckerState { addr, op });
+        self.elect = false;
+        if let TimeoutPolicy::Adaptive { .. } = self.cfg.timeout {
+            // Fixed timeout until the new acker's first sample (fairness benchmark Set 1).
+            self.rto = Rto::new();
+        }
+        self.events
+            .push_back(CcEvent::AckerChanged { from, to: addr });
+    }
+
+    fn on_report(&mut self, now: Instant, fb: &PgmccFeedback) {
+        let op = Operating {
+            rtt: self.rtt(now, fb.tstamp),
+            loss: u32::from(fb.loss_rate),
+        };
+        self.stats.reports += 1;
+        match self.acker {
+            None => self.switch_to(fb.rx, op),
+            Some(cur) if cur.addr == fb.rx => {
+                self.acker = Some(AckerState { addr: cur.addr, op });
+            }
+            Some(cur) => {
+                if self
+                    .cfg
+                    .model
+                    .should_switch(op, cur.op, self.cfg.switch_bias)
+                {
+                    self.switch_to(fb.rx, op);
+                }
+            }
+        }
+    }
+}
+
+impl CongestionControl for Pgmcc {
+    fn can_send(&self) -> bool {
+        self.window.can_send()
+    }
+
+    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
+        self.window.on_transmit();
+        if self.last_sent.is_none() {
+            self.tracker.reset(sqn);
+        }
+        self.last_sent = Some(sqn);
+        let ms = Self::now_ms(now);
+        self.history.push_back((ms, sqn));
+        if self.history.len() > HISTORY {
+            self.history.pop_front();
+        }
+        let acker = match (self.elect, self.acker) {
+            (false, Some(a)) => a.addr,
+            _ => {
+                self.stats.election_requests += 1;
+                self.elect_since.get_or_insert(sqn);
+                IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
+            }
+        };
+        PgmccData { tstamp: ms, acker }
+    }
+
+    fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>) {
+        let Some(lead) = self.last_sent else {
+            self.stats.acks_rejected += 1;
+            return;
+        };
+        if sqn::gt(ack.rx_max, lead) {
+            // Acknowledges data never sent: forged or from another session.
+            self.stats.acks_rejected += 1;
+            return;
+        }
+        // An ACK answering an election request is a report like a NAK's.
+        if let Some(fb) = fb {
+            if fb.rx == from {
+                self.on_report(now, fb);
+            }
+        }
+        let is_acker = self.acker.is_some_and(|a| a.addr == from);
+        if !is_acker {
+            if let Some((prev, first, tracker)) = &mut self.previous {
+                if *prev == from {
+                    // Tokens only, for packets that named the previous acker.
+                    let before = tracker.next_expected();
+                    let o = tracker.on_ack(ack.rx_max, ack.bitmap);
+                    let counted = if sqn::lt(before, *first) {
+                        o.newly_acked
+                    } else {
+                        0
+                    };
+                    self.window.on_ack(counted);
+                    if !sqn::lt(tracker.next_expected(), *first) {
+                        self.previous = None;
+                    }
+                    return;
+                }
+            }
+            self.stats.acks_ignored += 1;
+            return;
+        }
+        self.stats.acks += 1;
+        let out = self.tracker.on_ack(ack.rx_max, ack.bitmap);
+        if let Some(fb) = fb {
+            let r = Duration::from_millis(u64::from(
+                Self::now_ms(now).wrapping_sub(fb.tstamp).min(600_000),
+            ));
+            self.rto.sample(r);
+        }
+        if !out.lost.is_empty() {
+            let in_flight = sqn::distance(ack.rx_max, lead);
+            if self.window.on_loss(out.lost[0], in_flight, lead) {
+                self.stats.loss_events += 1;
+                self.events.push_back(CcEvent::Congestion {
+                    window: self.window.window(),
+                });
+            }
+        }
+        let had_tokens = self.window.can_send();
+        self.window.on_ack(out.newly_acked);
+        if !had_tokens && self.window.can_send() {
+            self.events.push_back(CcEvent::TokensAvailable {
+                tokens: self.window.tokens(),
+            });
+        }
+        if out.newly_acked > 0 {
+            self.stalls_in_a_row = 0;
+            let reset = match self.cfg.timeout {
+                TimeoutPolicy::Fixed(_) => true,
+                TimeoutPolicy::Adaptive { .. } => self.tracker.no_holes(),
+            };
+            if reset {
+                self.timer_from = now;
+            }
+        }
+    }
+
+    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
+        self.on_report(now, fb);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        // The stall timer only runs while we are blocked waiting for ACKs.
+        if self.window.can_send() || self.last_sent.is_none() {
+            return None;
+        }
+        Some(self.timer_from + self.fixed_timeout())
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        let Some(deadline) = self.poll_timeout() else {
+            return;
+        };
+        if now < deadline {
+            return;
+        }
+        // Stall (§3.4, 3.6): restart W = T = 1; after a couple in a row, ask for an election.
+        self.window.restart();
+        self.stats.stalls += 1;
+        self.stalls_in_a_row += 1;
+        self.rto.backoff += 1;
+        self.timer_from = now;
+        if let Some(lead) = self.last_sent {
+            self.tracker.reset(lead.wrapping_add(1));
+        }
+        if self.stalls_in_a_row >= self.cfg.stalls_before_election {
+            self.elect = true;
+            self.acker = None;
+            self.previous = None;
+        }
+        self.events.push_back(CcEvent::Stalled {
+            stalls_in_a_row: self.stalls_in_a_row,
+        });
+    }
+
+    fn acker(&self) -> Option<IpAddr> {
+        self.acker.map(|a| a.addr)
+    }
+
+    fn acker_report(&self) -> Option<Operating> {
+        self.acker.map(|a| a.op)
+    }
+
+    fn window(&self) -> f64 {
+        self.window.window()
+    }
+
+    fn tokens(&self) -> u32 {
+        self.window.tokens()
+    }
+
+    fn poll_event(&mut self) -> Option<CcEvent> {
+        self.events.pop_front()
+    }
+
+    fn stats(&self) -> CcStats {
+        self.stats.clone()
+    }
+}

@@ -1,0 +1,364 @@
+//! The pgmcc sender controller against scripted acker behaviour (issue 5's test list).
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr};
+
+use pgm_wire::{AckRepr, PgmccFeedback};
+use pgmcc::cc::pgmcc::{Pgmcc, PgmccConfig, RttUnit};
+use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
+use pgmcc::cc::{CcEvent, CongestionControl};
+use pgmcc::rng::Rng;
+use pgmcc::{Duration, Instant};
+
+fn rx(i: u8) -> IpAddr {
+    IpAddr::V4(Ipv4Addr::new(10, 0, 1, i))
+}
+
+fn ms(n: u64) -> Instant {
+    Instant::ZERO + Duration::from_millis(n)
+}
+
+/// One sender and one acker at a fixed RTT; `drop` decides which data packets the acker
+/// misses. Returns the controller after `duration_ms`, and the window sampled once per RTT.
+struct Loop {
+    cc: Pgmcc,
+    now: u64,
+    rtt: u64,
+    next_sqn: u32,
+    /// Data packets in flight: (arrival at acker, sqn, tstamp).
+    data: VecDeque<(u64, u32, u32)>,
+    /// ACKs in flight: (arrival at sender, ack, feedback).
+    acks: VecDeque<(u64, AckRepr, PgmccFeedback)>,
+    rx_max: Option<u32>,
+    bits: u32,
+    acker: IpAddr,
+    loss: u16,
+}
+
+impl Loop {
+    fn new(cfg: PgmccConfig, rtt: u64) -> Loop {
+        Loop {
+            cc: Pgmcc::new(cfg, Instant::ZERO),
+            now: 0,
+            rtt,
+            next_sqn: 0,
+            data: VecDeque::new(),
+            acks: VecDeque::new(),
+            rx_max: None,
+            bits: 0,
+            acker: rx(1),
+            loss: 655,
+        }
+    }
+
+    /// Advances 1 ms: deliver, ACK, send while tokens last (at most 1 packet per ms).
+    fn tick(&mut self, drop: &mut dyn FnMut(u32) -> bool) {
+        self.now += 1;
+        let now = ms(self.now);
+        while self.data.front().is_some_and(|d| d.0 <= self.now) {
+            let (_, s, ts) = self.data.pop_front().unwrap();
+            if drop(s) {
+                continue;
+            }
+            // The acker's receive bitmap: bit 0 = RX_MAX.
+            match self.rx_max {
+                Some(m) if s > m => {
+                    let shift = s - m;
+                    self.bits = if shift >= 32 { 0 } else { self.bits << shift };
+                    self.bits |= 1;
+                    self.rx_max = Some(s);
+                }
+                Some(m) => {
+                    if m - s < 32 {
+                        self.bits |= 1 << (m - s)
+                    }
+                }
+                None => {
+                    self.rx_max = Some(s);
+                    self.bits = 1;
+                }
+            }
+            let ack = AckRepr {
+                rx_max: self.rx_max.unwrap(),
+                bitmap: self.bits,
+            };
+            let fb = PgmccFeedback {
+                tstamp: ts,
+                loss_rate: self.loss,
+                rx: self.acker,
+            };
+            self.acks.push_back((self.now + self.rtt / 2, ack, fb));
+        }
+        while self.acks.front().is_some_and(|a| a.0 <= self.now) {
+            let (_, ack, fb) = self.acks.pop_front().unwrap();
+            self.cc.on_ack(now, fb.rx, &ack, Some(&fb));
+        }
+        self.cc.on_timeout(now);
+        if self.cc.can_send() {
+            let d = self.cc.on_data_sent(now, self.next_sqn);
+            self.data
+                .push_back((self.now + self.rtt / 2, self.next_sqn, d.tstamp));
+            self.next_sqn += 1;
+        }
+    }
+
+    fn run(&mut self, ms_: u64, drop: &mut dyn FnMut(u32) -> bool) {
+        for _ in 0..ms_ {
+            self.tick(drop);
+        }
+    }
+}
+
+fn events(cc: &mut Pgmcc) -> Vec<CcEvent> {
+    std::iter::from_fn(|| cc.poll_event()).collect()
+}
+
+#[test]
+fn first_packet_asks_for_an_election_and_the_first_report_wins() {
+    let mut cc = Pgmcc::new(PgmccConfig::default(), Instant::ZERO);
+    let d = cc.on_data_sent(ms(0), 0);
+    assert!(d.acker.is_unspecified(), "no acker yet: election request");
+    assert!(!cc.can_send(), "W = T = 1 and the token is spent");
+    let fb = PgmccFeedback {
+        tstamp: 0,
+        loss_rate: 100,
+        rx: rx(7),
+    };
+    cc.on_ack(
+        ms(20),
+        rx(7),
+        &AckRepr {
+            rx_max: 0,
+            bitmap: 1,
+        },
+        Some(&fb),
+    );
+    assert_eq!(cc.acker(), Some(rx(7)));
+    assert_eq!(
+        events(&mut cc)[0],
+        CcEvent::AckerChanged {
+            from: None,
+            to: rx(7)
+        }
+    );
+    assert!(cc.can_send(), "the ACK regenerated tokens");
+    assert_eq!(cc.on_data_sent(ms(21), 1).acker, rx(7));
+}
+
+#[test]
+fn window_grows_about_one_packet_per_rtt_and_halves_on_a_single_loss() {
+    let mut l = Loop::new(PgmccConfig::default(), 100);
+    l.run(400, &mut |_| false);
+    let w0 = l.cc.window();
+    l.run(1000, &mut |_| false);
+    let w1 = l.cc.window();
+    // 10 RTTs of linear increase: about +10 (sending is capped at 1 packet/ms = 100/RTT).
+    assert!((8.0..=11.5).contains(&(w1 - w0)), "{w0} -> {w1}");
+    let target = l.next_sqn + 5;
+    l.run(300, &mut |s| s == target);
+    let w2 = l.cc.window();
+    let ev = events(&mut l.cc);
+    let halvings = ev
+        .iter()
+        .filter(|e| matches!(e, CcEvent::Congestion { .. }))
+        .count();
+    assert_eq!(halvings, 1, "one loss, one reaction: {ev:?}");
+    assert!(w2 < w1 * 0.6 + 3.0 && w2 > w1 * 0.4, "{w1} -> {w2}");
+}
+
+#[test]
+fn lost_and_reordered_acks_neither_stall_nor_signal_congestion() {
+    let mut l = Loop::new(PgmccConfig::default(), 50);
+    let mut rng = Rng::new(5);
+    // An established session (with W = 1, losing the only ACK is a stall, as in TCP).
+    l.run(300, &mut |_| false);
+    for _ in 0..3000 {
+        let before = l.acks.len();
+        l.tick(&mut |_| false);
+        // Lose 30% of new ACKs and swap a new one with its predecessor 20% of the time.
+        if l.acks.len() > before {
+            if rng.unit() < 0.3 {
+                l.acks.pop_back();
+            } else if l.acks.len() >= 2 && rng.unit() < 0.2 {
+                let n = l.acks.len();
+                l.acks.swap(n - 1, n - 2);
+                let t = l.acks[n - 1].0.max(l.acks[n - 2].0);
+                l.acks[n - 1].0 = t;
+                l.acks[n - 2].0 = t;
+            }
+        }
+    }
+    let st = l.cc.stats();
+    assert_eq!(st.loss_events, 0, "{st:?}");
+    assert_eq!(st.stalls, 0, "{st:?}");
+    assert!(
+        l.cc.window() > 20.0,
+        "window kept opening: {}",
+        l.cc.window()
+    );
+}
+
+#[test]
+fn an_acker_switch_does_not_halve_the_window() {
+    let mut l = Loop::new(PgmccConfig::default(), 100);
+    l.run(1500, &mut |_| false);
+    let before = l.cc.window();
+    // A NAK report from a much slower receiver (higher loss) arrives.
+    let fb = PgmccFeedback {
+        tstamp: ms(l.now - 100).as_millis_u32(),
+        loss_rate: 6553,
+        rx: rx(2),
+    };
+    l.cc.on_nak_report(ms(l.now), &fb);
+    assert_eq!(l.cc.acker(), Some(rx(2)));
+    assert_eq!(l.cc.window(), before, "a switch is a move, not congestion");
+    // The new acker (same path) takes over the ACKs: no loss is inferred from the change.
+    l.acker = rx(2);
+    l.loss = 6553;
+    l.rx_max = None;
+    l.run(500, &mut |_| false);
+    let st = l.cc.stats();
+    assert_eq!(st.loss_events, 0, "{st:?}");
+    assert_eq!(st.acker_switches, 1);
+    assert!(l.cc.window() >= before, "{before} -> {}", l.cc.window());
+}
+
+/// Reports from three receivers behind one bottleneck: same loss, RTTs jittering +-10%.
+fn switches_with_bias(c: SwitchBias) -> u64 {
+    let cfg = PgmccConfig {
+        switch_bias: c,
+        rtt_unit: RttUnit::Millis,
+        ..PgmccConfig::default()
+    };
+    let mut cc = Pgmcc::new(cfg, Instant::ZERO);
+    let mut rng = Rng::new(99);
+    for t in 0..3000u64 {
+        let now = ms(1000 + t * 10);
+        cc.on_data_sent(now, t as u32);
+        let who = rx(1 + rng.below(3) as u8);
+        let rtt = 90 + rng.below(21);
+        let fb = PgmccFeedback {
+            tstamp: now.as_millis_u32().wrapping_sub(rtt as u32),
+            loss_rate: 1300 + rng.below(60) as u16,
+            rx: who,
+        };
+        cc.on_nak_report(now, &fb);
+    }
+    cc.stats().acker_switches
+}
+
+#[test]
+fn bias_c_075_removes_spurious_switches_among_equal_receivers() {
+    let with_1 = switches_with_bias(SwitchBias { num: 1, den: 1 });
+    let with_075 = switches_with_bias(SwitchBias::PAPER);
+    assert!(with_1 > 50, "c = 1 switches on noise: {with_1}");
+    assert_eq!(with_075, 0, "c = 0.75 keeps the incumbent");
+}
+
+#[test]
+fn the_elected_acker_has_the_lowest_throughput_by_the_formula() {
+    // (rtt ms, loss %) per receiver; T ~ 1/(rtt sqrt(p)).
+    let receivers = [
+        (50u32, 4.0f64),
+        (200, 0.5),
+        (100, 1.0),
+        (400, 0.1),
+        (80, 2.0),
+    ];
+    let model = ThroughputModel::Simple;
+    let t = |(r, p): (u32, f64)| 1.0 / (f64::from(r) * p.sqrt());
+    let slowest = (0..receivers.len())
+        .min_by(|&a, &b| t(receivers[a]).partial_cmp(&t(receivers[b])).unwrap())
+        .unwrap();
+    for model in [model, ThroughputModel::Pftk] {
+        let cfg = PgmccConfig {
+            model,
+            rtt_unit: RttUnit::Millis,
+            switch_bias: SwitchBias { num: 1, den: 1 },
+            ..PgmccConfig::default()
+        };
+        let mut cc = Pgmcc::new(cfg, Instant::ZERO);
+        for round in 0..5u64 {
+            for (i, &(r, p)) in receivers.iter().enumerate() {
+                let now = ms(10_000 + round * 1000 + i as u64);
+                cc.on_data_sent(now, (round * 10 + i as u64) as u32);
+                let fb = PgmccFeedback {
+                    tstamp: now.as_millis_u32() - r,
+                    loss_rate: (p / 100.0 * 65536.0) as u16,
+                    rx: rx(i as u8 + 1),
+                };
+                cc.on_nak_report(now, &fb);
+            }
+        }
+        let expected = if model == ThroughputModel::Simple {
+            slowest
+        } else {
+            // PFTK ranks the same set; compute its choice independently.
+            (0..receivers.len())
+                .min_by(|&a, &b| {
+                    let f = |(r, p): (u32, f64)| {
+                        let p = p / 100.0;
+                        let r = f64::from(r);
+                        1.0 / (r * (2.0 * p / 3.0).sqrt()
+                            + 4.0
+                                * r
+                                * (3.0 * (3.0 * p / 8.0).sqrt()).min(1.0)
+                                * p
+                                * (1.0 + 32.0 * p * p))
+                    };
+                    f(receivers[a]).partial_cmp(&f(receivers[b])).unwrap()
+                })
+                .unwrap()
+        };
+        assert_eq!(cc.acker(), Some(rx(expected as u8 + 1)), "{model:?}");
+    }
+}
+
+#[test]
+fn acks_for_unsent_data_and_from_non_ackers_are_refused() {
+    let mut l = Loop::new(PgmccConfig::default(), 40);
+    l.run(500, &mut |_| false);
+    let forged = AckRepr {
+        rx_max: l.next_sqn + 100,
+        bitmap: u32::MAX,
+    };
+    let w = l.cc.window();
+    l.cc.on_ack(ms(l.now), rx(1), &forged, None);
+    l.cc.on_ack(
+        ms(l.now),
+        rx(9),
+        &AckRepr {
+            rx_max: 1,
+            bitmap: 1,
+        },
+        None,
+    );
+    let st = l.cc.stats();
+    assert_eq!((st.acks_rejected, st.acks_ignored), (1, 1));
+    assert_eq!(l.cc.window(), w);
+}
+
+#[test]
+fn silence_stalls_restarts_and_then_asks_for_a_new_election() {
+    let mut l = Loop::new(PgmccConfig::default(), 40);
+    l.run(500, &mut |_| false);
+    assert_eq!(l.cc.acker(), Some(rx(1)));
+    // The acker dies: nothing arrives any more.
+    l.run(3100, &mut |_| true);
+    assert_eq!(l.cc.stats().stalls, 1);
+    assert_eq!(l.cc.window(), 1.0, "restart: W = 1");
+    l.run(3100, &mut |_| true);
+    assert_eq!(l.cc.stats().stalls, 2);
+    assert_eq!(
+        l.cc.acker(),
+        None,
+        "after two stalls in a row the acker is dropped"
+    );
+    let d = l.cc.on_data_sent(ms(l.now), l.next_sqn);
+    assert!(
+        d.acker.is_unspecified(),
+        "the next packet asks for an election"
+    );
+}
