@@ -19,12 +19,25 @@ fuzz_target!(|data: &[u8]| {
             return;
         }
     };
-    assert!(used <= data.len(), "parse reported {used} bytes used of {}", data.len());
-    assert!(!opts.is_empty(), "a parsed option area holds no option: {opts:?}");
-    assert!(opts.count() <= 16, "more than 16 options accepted: {opts:?}");
+    assert!(
+        used <= data.len(),
+        "parse reported {used} bytes used of {}",
+        data.len()
+    );
+    assert!(
+        !opts.is_empty(),
+        "a parsed option area holds no option: {opts:?}"
+    );
+    assert!(
+        opts.count() <= 16,
+        "more than 16 options accepted: {opts:?}"
+    );
 
     let len = opts.buffer_len();
-    assert_eq!(len, used, "buffer_len() differs from the parsed area length: {opts:?}");
+    assert_eq!(
+        len, used,
+        "buffer_len() differs from the parsed area length: {opts:?}"
+    );
 
     let mut buf = vec![0xa5u8; len + 8];
     let n = opts.emit(&mut buf).expect("emit failed on parsed Options");
@@ -36,7 +49,10 @@ fuzz_target!(|data: &[u8]| {
     let bytes = &buf[..n];
 
     let (again, again_used) = Options::parse(bytes).expect("emitted option area does not parse");
-    assert_eq!(again_used, n, "re-parse used {again_used} of {n} emitted bytes");
+    assert_eq!(
+        again_used, n,
+        "re-parse used {again_used} of {n} emitted bytes"
+    );
     assert_eq!(again, opts, "Options changed across emit + parse");
 
     let mut again_bytes = vec![0u8; again.buffer_len()];

@@ -7,10 +7,23 @@
 //! is exactly one packet), the emitted bytes parse (checksum verified) back to an equal
 //! `Repr`, re-emitting them is byte-identical, and a too-small buffer is an error, not a panic.
 //! A successful verified parse must also agree with the `Ignore` parse.
+//!
+//! One documented exception (docs/wire.md, difference 9): a NAK/NNAK/NCF whose source and
+//! group NLAs are of different families parses, but is refused on emit when it carries
+//! options (OpenPGM would misread them); such a `Repr` must fail with `Unencodable` and is
+//! not round-tripped.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use pgm_wire::{ChecksumPolicy, Error, Repr};
+use pgm_wire::{Body, ChecksumPolicy, Error, Repr};
+
+/// The one parsable `Repr` that emit refuses: NAK/NNAK/NCF with NLAs of two families plus
+/// options (docs/wire.md, difference 9).
+fn mixed_family_nak_with_options(repr: &Repr<'_>) -> bool {
+    let mixed = matches!(repr.body, Body::Nak(n) | Body::Nnak(n) | Body::Ncf(n)
+        if n.source.is_ipv4() != n.group.is_ipv4());
+    mixed && !repr.options.is_empty()
+}
 
 fn round_trip(data: &[u8], repr: &Repr<'_>) {
     let len = repr.buffer_len();
@@ -22,7 +35,11 @@ fn round_trip(data: &[u8], repr: &Repr<'_>) {
 
     // Emit into a larger, dirty buffer: only the first `len` bytes may be written.
     let mut buf = vec![0xa5u8; len + 8];
-    let n = repr.emit(&mut buf).expect("emit failed on a parsed Repr");
+    let n = match repr.emit(&mut buf) {
+        Ok(n) => n,
+        Err(Error::Unencodable(_)) if mixed_family_nak_with_options(repr) => return,
+        Err(e) => panic!("emit failed on a parsed Repr: {e:?}\n{repr:?}"),
+    };
     assert_eq!(n, len, "emit wrote {n} bytes but buffer_len() is {len}");
     assert!(
         buf[len..].iter().all(|&b| b == 0xa5),
@@ -34,7 +51,10 @@ fn round_trip(data: &[u8], repr: &Repr<'_>) {
     assert_eq!(&again, repr, "Repr changed across emit + parse");
 
     let again_bytes = again.to_vec().expect("re-emit failed");
-    assert_eq!(again_bytes, bytes, "emit is not canonical (parse -> emit not a fixed point)");
+    assert_eq!(
+        again_bytes, bytes,
+        "emit is not canonical (parse -> emit not a fixed point)"
+    );
 
     if len > 0 {
         let mut short = vec![0u8; len - 1];
