@@ -281,6 +281,11 @@ impl NetworkElement {
 
     fn on_nak(&mut self, now: Instant, repr: &Repr<'_>, n: &NakRepr, in_iface: Iface) -> Verdict {
         let tsi = repr.tsi();
+        if n.source.is_ipv4() != n.group.is_ipv4() && !repr.options.is_empty() {
+            // Legal in RFC 3208 but unforwardable to OpenPGM (docs/wire.md #9): drop, count.
+            self.stats.malformed += 1;
+            return Verdict::Consumed;
+        }
         let list = repr.options.nak_list.unwrap_or_default();
         let sqns: Vec<u32> = core::iter::once(n.sqn)
             .chain(list.as_slice().iter().copied())

@@ -8,6 +8,8 @@ use std::collections::BinaryHeap;
 use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::{Gsi, Tsi};
+use pgmcc::cc::pgmcc::PgmccConfig;
+use pgmcc::cc::{CcConfig, CcEvent};
 use pgmcc::rng::Rng;
 use pgmcc::*;
 use sha2::{Digest, Sha256};
@@ -55,6 +57,8 @@ struct Net {
     common_loss: f64,
     /// Loss on each receiver's link, independently.
     rx_loss: f64,
+    /// Extra loss for individual receivers.
+    extra_loss: Vec<f64>,
     /// Receivers that hear nothing before this time (late joiners).
     deaf_until: Vec<Instant>,
     /// Downstream data packets each receiver did not get (drops, not counting deafness).
@@ -83,6 +87,7 @@ impl Net {
             delay: Duration::from_millis(10),
             common_loss: 0.0,
             rx_loss: 0.0,
+            extra_loss: vec![0.0; n],
             deaf_until: vec![Instant::ZERO; n],
             drops: vec![0; n],
             buf: vec![0; 2048],
@@ -107,7 +112,7 @@ impl Net {
                 if self.now < self.deaf_until[i] {
                     continue;
                 }
-                if self.rng.unit() < self.rx_loss {
+                if self.rng.unit() < self.rx_loss + self.extra_loss[i] {
                     self.drops[i] += 1;
                     continue;
                 }
@@ -358,4 +363,49 @@ fn data_evicted_from_the_window_is_reported_unrecoverable() {
     let st = net.sender.stats();
     assert!(st.naks_outside_window > 0, "{st:?}");
     assert!(st.rdata_packets > 0, "{st:?}");
+}
+
+#[test]
+fn with_pgmcc_the_worst_receiver_becomes_acker_and_every_byte_arrives() {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.cc = CcConfig::Pgmcc(PgmccConfig::default());
+    cfg.rate_limit = Some(RateLimit {
+        bytes_per_sec: 2_000_000,
+        burst: 15_000,
+    });
+    let mut net = Net::new(cfg, 6, 21, |_| {});
+    net.rx_loss = 0.01;
+    net.extra_loss[3] = 0.07;
+    let apdus = content(2 * 1024 * 1024, 9);
+    let whole: Vec<u8> = apdus.concat();
+    net.transfer(&apdus, Duration::from_secs(120));
+
+    for (i, sink) in net.sinks.iter().enumerate() {
+        assert!(sink.lost.is_empty(), "receiver {i} lost {:?}", sink.lost);
+        assert_eq!(sha(&sink.bytes), sha(&whole), "receiver {i}");
+    }
+    let cc = net.sender.cc_stats();
+    let acker = net.sender.congestion_control().and_then(|c| c.acker());
+    let mut changes = Vec::new();
+    while let Some(ev) = net.sender.poll_event() {
+        if let CcEvent::AckerChanged { to, .. } = ev {
+            changes.push(to);
+        }
+    }
+    eprintln!(
+        "cc={cc:?} acker={acker:?} changes={changes:?} virtual_time={:?}",
+        net.now - Instant::ZERO
+    );
+    assert_eq!(
+        acker,
+        Some(rx_addr(3)),
+        "the 8%-loss receiver is the slowest"
+    );
+    assert!(cc.acks > 500, "the acker clocks the session: {cc:?}");
+    assert!(cc.loss_events > 0, "its losses halve the window: {cc:?}");
+    let acks_sent: Vec<u64> = net.rxs.iter().map(|r| r.stats().acks_sent).collect();
+    assert!(
+        acks_sent[3] as f64 > 0.9 * acks_sent.iter().sum::<u64>() as f64,
+        "{acks_sent:?}"
+    );
 }

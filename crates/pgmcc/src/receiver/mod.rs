@@ -26,10 +26,11 @@ mod rxw;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
-use pgm_wire::{Body, NakRepr, Options, Repr, SqnList, Tsi, OPT_PARITY};
+use pgm_wire::{AckRepr, Body, NakRepr, Options, PgmccFeedback, Repr, SqnList, Tsi, OPT_PARITY};
 use serde::Serialize;
 use tracing::trace;
 
+use crate::cc::loss_filter::{LossFilter, DEFAULT_W};
 use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
@@ -77,6 +78,14 @@ pub struct ReceiverConfig {
     pub max_sessions: usize,
     /// Seed of this receiver's random source (NAK back-off).
     pub seed: u64,
+    /// Take part in pgmcc when the source runs it: reports on NAKs, ACKs when named acker,
+    /// answers to election requests. Default true.
+    pub pgmcc: bool,
+    /// Loss filter weight `W` in 1/65536 (pgmcc paper §3.2.2: 65000).
+    pub loss_filter_w: u32,
+    /// Upper bound of the random wait before answering an election request (OpenPGM's
+    /// `ack_bo_ivl`, 50 ms in its examples).
+    pub ack_bo_ivl: Duration,
 }
 
 impl ReceiverConfig {
@@ -96,6 +105,9 @@ impl ReceiverConfig {
             join: JoinPolicy::default(),
             max_sessions: 64,
             seed,
+            pgmcc: true,
+            loss_filter_w: DEFAULT_W,
+            ack_bo_ivl: Duration::from_millis(50),
         }
     }
 
@@ -170,6 +182,8 @@ pub struct ReceiverStats {
     pub naks_suppressed: u64,
     /// SPMRs sent.
     pub spmrs_sent: u64,
+    /// pgmcc ACKs sent (as acker or answering an election request).
+    pub acks_sent: u64,
     /// APDUs delivered.
     pub apdus_delivered: u64,
     /// Bytes delivered.
@@ -189,8 +203,15 @@ struct Peer {
     tsi: Tsi,
     /// Source path NLA from the latest SPM: where NAKs go.
     path: Option<IpAddr>,
-    /// IP address data came from (for SPMR before any SPM).
+    /// IP address data and SPMs come from: the source's own address, used as the NAK's
+    /// source NLA, for SPMRs before any SPM, and for pgmcc ACKs.
     data_from: Option<IpAddr>,
+    /// pgmcc: the loss estimate, the latest OPT_PGMCC_DATA timestamp and when it arrived,
+    /// the receive bitmap for ACKs, and a pending answer to an election request.
+    loss: LossFilter,
+    tstamp: Option<(u32, Instant)>,
+    recv: RecvBitmap,
+    election_ack: Option<Instant>,
     spm_sqn: Option<u32>,
     rxw: Option<ReceiveWindow>,
     /// Lead of the FIN SPM once heard.
@@ -218,6 +239,51 @@ enum Pending {
     /// Sequence numbers for one NAK packet (at most 63: one in the header, 62 listed).
     Nak(Vec<u32>),
     Spmr(IpAddr),
+    /// A pgmcc ACK reflecting the receive state when it is emitted.
+    Ack,
+}
+
+/// The receive status of the latest 32 data sequence numbers (bit 0 = the highest), as a
+/// pgmcc ACK reports it.
+#[derive(Debug, Clone, Copy, Default)]
+struct RecvBitmap {
+    max: Option<u32>,
+    bits: u32,
+}
+
+impl RecvBitmap {
+    fn mark(&mut self, s: u32) {
+        match self.max {
+            None => {
+                self.max = Some(s);
+                self.bits = 1;
+            }
+            Some(m) if sqn::gt(s, m) => {
+                let shift = sqn::distance(m, s);
+                self.bits = if shift >= 32 { 0 } else { self.bits << shift };
+                self.bits |= 1;
+                self.max = Some(s);
+            }
+            Some(m) => {
+                let back = sqn::distance(s, m);
+                if back < 32 {
+                    self.bits |= 1 << back;
+                }
+            }
+        }
+    }
+}
+
+/// The report this receiver attaches for `peer`, if the source runs pgmcc.
+fn feedback(peer: &Peer, nla: IpAddr, now: Instant) -> Option<PgmccFeedback> {
+    let (ts, at) = peer.tstamp?;
+    // Echo plus hold time (draft §2.5.1), in milliseconds.
+    let hold = now.saturating_duration_since(at).as_millis() as u32;
+    Some(PgmccFeedback {
+        tstamp: ts.wrapping_add(hold),
+        loss_rate: peer.loss.as_u16(),
+        rx: nla,
+    })
 }
 
 impl Receiver {
@@ -281,7 +347,7 @@ impl Receiver {
             }
             Body::Spm(spm) if repr.dport == self.config.dport => {
                 self.stats.spm_packets += 1;
-                self.on_spm(now, &repr, spm);
+                self.on_spm(now, from, &repr, spm);
             }
             Body::Ncf(n) if repr.dport == self.config.dport && n.group == self.config.group => {
                 self.stats.ncf_packets += 1;
@@ -310,6 +376,10 @@ impl Receiver {
                     tsi,
                     path: None,
                     data_from: None,
+                    loss: LossFilter::new(self.config.loss_filter_w),
+                    tstamp: None,
+                    recv: RecvBitmap::default(),
+                    election_ack: None,
                     spm_sqn: None,
                     rxw: None,
                     fin_lead: None,
@@ -387,9 +457,34 @@ impl Receiver {
         let Some(w) = peer.rxw.as_mut() else {
             return;
         };
+        let old_lead = w.lead();
         w.extend_to(s, now, &timers, &mut self.rng);
         w.set_trail(trail);
         let ins = w.insert(s, repr.payload, repr.options.fragment);
+        if matches!(ins, Insert::New) {
+            peer.recv.mark(s);
+        }
+        if !rdata && sqn::gt(s, old_lead) {
+            // The loss signal in sequence space: 1 per gap, 0 for this packet (§3.2.2).
+            peer.loss
+                .update_lost(sqn::distance(old_lead, s).saturating_sub(1));
+            peer.loss.update(false);
+        }
+        let mut ack_now = false;
+        if let (true, false, Some(d)) = (self.config.pgmcc, rdata, repr.options.pgmcc_data) {
+            peer.tstamp = Some((d.tstamp, now));
+            if d.acker == self.config.nla {
+                ack_now = true;
+                peer.election_ack = None;
+            } else if d.acker.is_unspecified() {
+                if peer.election_ack.is_none() {
+                    peer.election_ack = Some(now + self.rng.duration_up_to(self.config.ack_bo_ivl));
+                }
+            } else {
+                // Someone else is the acker: any pending answer to an election is moot.
+                peer.election_ack = None;
+            }
+        }
         if let Some(first_sqn) = started {
             self.events
                 .push_back(ReceiverEvent::SessionStarted { tsi, first_sqn });
@@ -412,9 +507,12 @@ impl Receiver {
         if need_spmr {
             self.transmits.push_back((tsi, Pending::Spmr(from)));
         }
+        if ack_now {
+            self.transmits.push_back((tsi, Pending::Ack));
+        }
     }
 
-    fn on_spm(&mut self, now: Instant, repr: &Repr<'_>, spm: pgm_wire::SpmRepr) {
+    fn on_spm(&mut self, now: Instant, from: IpAddr, repr: &Repr<'_>, spm: pgm_wire::SpmRepr) {
         let tsi = repr.tsi();
         let (timers, rxw_sqns, max_apdu) =
             (self.timers, self.config.rxw_sqns, self.config.max_apdu);
@@ -429,6 +527,7 @@ impl Receiver {
         }
         peer.spm_sqn = Some(spm.sqn);
         peer.path = Some(spm.path_nla);
+        peer.data_from.get_or_insert(from);
         let mut started = None;
         if peer.rxw.is_none() {
             // Heard the session first by SPM: want only data after its lead.
@@ -441,7 +540,11 @@ impl Receiver {
         }
         if let Some(w) = peer.rxw.as_mut() {
             // The SPM lead reveals losses at the tail of a burst (§5.2).
+            let old_lead = w.lead();
             w.extend_to(spm.lead, now, &timers, &mut self.rng);
+            if sqn::gt(spm.lead, old_lead) {
+                peer.loss.update_lost(sqn::distance(old_lead, spm.lead));
+            }
             w.set_trail(spm.trail);
         }
         if let Some(first_sqn) = started {
@@ -477,6 +580,10 @@ impl Receiver {
                 continue;
             };
             let can_nak = peer.path.is_some();
+            if peer.election_ack.is_some_and(|t| t <= now) {
+                peer.election_ack = None;
+                self.transmits.push_back((*tsi, Pending::Ack));
+            }
             let Some(w) = peer.rxw.as_mut() else {
                 continue;
             };
@@ -506,20 +613,25 @@ impl Receiver {
         }
         self.peers
             .values()
-            .filter_map(|p| p.rxw.as_ref().and_then(|w| w.next_deadline()))
+            .flat_map(|p| {
+                [
+                    p.rxw.as_ref().and_then(|w| w.next_deadline()),
+                    p.election_ack,
+                ]
+            })
+            .flatten()
             .min()
     }
 
     /// Writes the next datagram (NAK or SPMR) into `buf`; `None` when nothing is queued.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        let _ = now;
         while let Some((tsi, pending)) = self.transmits.pop_front() {
             let Some(peer) = self.peers.get(&tsi) else {
                 continue;
             };
             let (repr, dst) = match &pending {
                 Pending::Nak(list) => {
-                    let Some(path) = peer.path else {
+                    let (Some(path), Some(source)) = (peer.path, peer.data_from) else {
                         continue;
                     };
                     let Some((&first, rest)) = list.split_first() else {
@@ -527,17 +639,44 @@ impl Receiver {
                     };
                     let body = Body::Nak(NakRepr {
                         sqn: first,
-                        source: path,
+                        source,
                         group: self.config.group,
                     });
-                    let mut repr = Repr::upstream(tsi, self.config.dport, body);
-                    if !rest.is_empty() {
-                        repr = repr.with_options(Options {
-                            nak_list: SqnList::from_slice(rest).ok(),
-                            ..Options::default()
-                        });
-                    }
+                    let report = if self.config.pgmcc {
+                        feedback(peer, self.config.nla, now)
+                    } else {
+                        None
+                    };
+                    let repr = Repr::upstream(tsi, self.config.dport, body).with_options(Options {
+                        nak_list: if rest.is_empty() {
+                            None
+                        } else {
+                            SqnList::from_slice(rest).ok()
+                        },
+                        pgmcc_feedback: report,
+                        ..Options::default()
+                    });
+                    // NAKs go hop by hop: to the SPM path (the nearest PGM network element).
                     (repr, Destination::Unicast(path))
+                }
+                Pending::Ack => {
+                    let (Some(source), Some(rx_max), Some(report)) = (
+                        peer.data_from,
+                        peer.recv.max,
+                        feedback(peer, self.config.nla, now),
+                    ) else {
+                        continue;
+                    };
+                    let body = Body::Ack(AckRepr {
+                        rx_max,
+                        bitmap: peer.recv.bits,
+                    });
+                    let repr = Repr::upstream(tsi, self.config.dport, body).with_options(Options {
+                        pgmcc_feedback: Some(report),
+                        ..Options::default()
+                    });
+                    // ACKs go straight to the source, not through network elements.
+                    (repr, Destination::Unicast(source))
                 }
                 Pending::Spmr(to) => (
                     Repr::upstream(tsi, self.config.dport, Body::Spmr),
@@ -552,6 +691,7 @@ impl Receiver {
                             self.stats.nak_sqns_sent += list.len() as u64;
                         }
                         Pending::Spmr(_) => self.stats.spmrs_sent += 1,
+                        Pending::Ack => self.stats.acks_sent += 1,
                     }
                     return Some(Transmit { dst, len });
                 }

@@ -42,6 +42,7 @@ use serde::Serialize;
 use thiserror::Error;
 use tracing::{debug, trace};
 
+use crate::cc::{CcConfig, CcEvent, CcStats, CongestionControl};
 use crate::time::{Duration, Instant};
 use crate::transmit::{Destination, Transmit};
 use rate::RateLimiter;
@@ -100,6 +101,9 @@ pub struct SenderConfig {
     /// Packets that may wait in the send queue before [`Sender::send`] says `WouldBlock`.
     /// Default 1024.
     pub send_queue: usize,
+    /// Congestion control: [`CcConfig::None`] (the rate limiter alone, plain PGM) or pgmcc.
+    /// Default none.
+    pub cc: CcConfig,
 }
 
 impl SenderConfig {
@@ -122,6 +126,7 @@ impl SenderConfig {
             initial_sqn: 0,
             join_window: None,
             send_queue: 1024,
+            cc: CcConfig::None,
         }
     }
 
@@ -179,6 +184,8 @@ pub struct SenderStats {
     pub naks_foreign: u64,
     /// SPMRs received.
     pub spmrs_received: u64,
+    /// pgmcc ACKs received (any sender, any session; see the controller's stats for use).
+    pub acks_received: u64,
     /// Datagrams that failed to parse.
     pub malformed: u64,
     /// Well-formed datagrams a source does not act on (ODATA from others, ...).
@@ -205,6 +212,7 @@ pub struct Sender {
     spm_now: bool,
     syn_sent: bool,
     closing: bool,
+    cc: Option<Box<dyn CongestionControl>>,
     stats: SenderStats,
 }
 
@@ -232,6 +240,7 @@ impl Sender {
             spm_now: true,
             syn_sent: false,
             closing: false,
+            cc: config.cc.build(now),
             stats: SenderStats::default(),
             config,
         }
@@ -245,6 +254,29 @@ impl Sender {
     /// Counters.
     pub fn stats(&self) -> &SenderStats {
         &self.stats
+    }
+
+    /// Replaces the congestion controller at run time (e.g. [`CcConfig::None`] turns pgmcc
+    /// off and leaves the rate limiter alone in charge). A new pgmcc controller starts with
+    /// `W = T = 1` and an election request.
+    pub fn set_congestion_control(&mut self, cc: CcConfig, now: Instant) {
+        self.config.cc = cc;
+        self.cc = cc.build(now);
+    }
+
+    /// The congestion controller, if one runs.
+    pub fn congestion_control(&self) -> Option<&dyn CongestionControl> {
+        self.cc.as_deref()
+    }
+
+    /// The controller's counters (default when none runs).
+    pub fn cc_stats(&self) -> CcStats {
+        self.cc.as_ref().map(|c| c.stats()).unwrap_or_default()
+    }
+
+    /// The next congestion-control event (acker changes, congestion, stalls, fresh tokens).
+    pub fn poll_event(&mut self) -> Option<CcEvent> {
+        self.cc.as_mut().and_then(|c| c.poll_event())
     }
 
     /// Trailing edge of the transmit window.
@@ -317,7 +349,6 @@ impl Sender {
     /// Takes one datagram from the network. `from` is the sender's IP address as the driver
     /// saw it. Malformed datagrams are counted and dropped.
     pub fn handle(&mut self, now: Instant, from: IpAddr, datagram: &[u8]) {
-        let _ = now;
         let repr = match Repr::parse(datagram) {
             Ok(r) => r,
             Err(e) => {
@@ -327,7 +358,20 @@ impl Sender {
             }
         };
         match repr.body {
-            Body::Nak(nak) => self.on_nak(&repr, &nak),
+            Body::Nak(nak) => {
+                self.on_nak(&repr, &nak);
+                if let (Some(cc), Some(fb)) = (self.cc.as_mut(), repr.options.pgmcc_feedback) {
+                    if repr.tsi() == self.config.tsi {
+                        cc.on_nak_report(now, &fb);
+                    }
+                }
+            }
+            Body::Ack(ack) if repr.tsi() == self.config.tsi && repr.sport == self.config.dport => {
+                self.stats.acks_received += 1;
+                if let Some(cc) = self.cc.as_mut() {
+                    cc.on_ack(now, from, &ack, repr.options.pgmcc_feedback.as_ref());
+                }
+            }
             Body::Spmr if repr.tsi() == self.config.tsi => {
                 self.stats.spmrs_received += 1;
                 self.spm_now = true;
@@ -373,6 +417,9 @@ impl Sender {
 
     /// Processes expired timers. Calling it early is harmless.
     pub fn handle_timeout(&mut self, now: Instant) {
+        if let Some(cc) = self.cc.as_mut() {
+            cc.on_timeout(now);
+        }
         let (first, n) = self.txw.evict(now);
         self.forget_repairs(first, n);
     }
@@ -400,16 +447,21 @@ impl Sender {
         if let Some(l) = &self.limiter {
             let next_len = if let Some(&s) = self.repairs.front() {
                 self.txw.get_sent(s).map(|p| p.data.len() + DATA_OVERHEAD)
-            } else {
+            } else if self.cc_allows() {
                 self.txw.peek_unsent().map(|p| p.data.len() + DATA_OVERHEAD)
+            } else {
+                None
             };
             if let Some(len) = next_len {
                 t = t.min(l.ready_at(len));
             }
-        } else if !self.repairs.is_empty() || self.txw.queued() > 0 {
+        } else if !self.repairs.is_empty() || (self.txw.queued() > 0 && self.cc_allows()) {
             return Some(Instant::ZERO);
         }
         if let Some(at) = self.txw.next_age_eviction() {
+            t = t.min(at);
+        }
+        if let Some(at) = self.cc.as_ref().and_then(|c| c.poll_timeout()) {
             t = t.min(at);
         }
         Some(t)
@@ -444,11 +496,16 @@ impl Sender {
             .txw
             .peek_unsent()
             .map(|p| p.data.len() + DATA_OVERHEAD)?;
-        if !self.rate_allows(now, len) {
+        if !self.cc_allows() || !self.rate_allows(now, len) {
             return None;
         }
         let sqn = self.txw.next_sqn().wrapping_sub(self.txw.queued() as u32);
         self.emit_data(now, sqn, false, buf)
+    }
+
+    /// Congestion control grants tokens to new data only (repairs are not regulated, §3.8).
+    fn cc_allows(&self) -> bool {
+        self.cc.as_ref().is_none_or(|c| c.can_send())
     }
 
     fn rate_allows(&mut self, now: Instant, len: usize) -> bool {
@@ -546,10 +603,15 @@ impl Sender {
             };
             (p.data.len(), p.fragment)
         };
+        let pgmcc_data = match (&mut self.cc, repair) {
+            (Some(cc), false) => Some(cc.on_data_sent(now, sqn)),
+            _ => None,
+        };
         let opts = Options {
             fragment: repr_fragment,
             syn: syn || (repair && sqn == self.config.initial_sqn),
             join,
+            pgmcc_data,
             ..Options::default()
         };
         let body = if repair {
