@@ -19,7 +19,9 @@ pub mod sqn;
 pub mod time;
 pub mod transmit;
 
-pub use ne::{NeConfig, NeDestination, NeStats, NeTransmit, NetworkElement, Verdict};
+pub use ne::{
+    NakSuppression, NeConfig, NeDestination, NeStats, NeTransmit, NetworkElement, Verdict,
+};
 pub use receiver::{JoinPolicy, Receiver, ReceiverConfig, ReceiverEvent, ReceiverStats};
 pub use sender::{RateLimit, SendError, Sender, SenderConfig, SenderStats};
 pub use time::{Duration, Instant};

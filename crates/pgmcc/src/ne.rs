@@ -22,14 +22,20 @@
 //!
 //! Repair state is bounded ([`NeConfig::max_repair_states`]); NAKs that would exceed it are
 //! confirmed but not forwarded, and counted.
+//!
+//! pgmcc (paper §3.7): forwarded NAKs keep their OPT_PGMCC_FEEDBACK report, and
+//! [`NeConfig::suppression`] selects how duplicates are eliminated: always (RFC 3208), unless
+//! they report a higher loss than the NAK forwarded (the paper's fix), or with a probability
+//! (the fairness benchmark's fix).
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 
-use pgm_wire::{Body, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi};
+use pgm_wire::{Body, NakRepr, Options, PgmccFeedback, Repr, SpmRepr, SqnList, Tsi};
 use serde::Serialize;
 use tracing::trace;
 
+use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -64,6 +70,23 @@ pub struct NeTransmit {
     pub len: usize,
 }
 
+/// How duplicate NAKs are eliminated (RFC 3208 §7.4, pgmcc paper §3.7, fairness benchmark
+/// Set 3). Elimination can hide the worst receiver's reports from the source, so pgmcc's
+/// acker election may pick too fast a receiver.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub enum NakSuppression {
+    /// RFC 3208: every duplicate is eliminated while repair state lives.
+    Always,
+    /// pgmcc paper §3.7: a duplicate whose OPT_PGMCC_FEEDBACK reports a higher loss than the
+    /// NAK forwarded for that sequence number is forwarded too.
+    LossAware,
+    /// Fairness benchmark Set 3: each duplicate is forwarded with this probability.
+    Probabilistic {
+        /// Probability of forwarding a duplicate, 0..=1.
+        forward: f64,
+    },
+}
+
 /// Network element configuration.
 #[derive(Debug, Clone)]
 pub struct NeConfig {
@@ -82,6 +105,10 @@ pub struct NeConfig {
     pub max_repair_states: usize,
     /// Most sessions tracked. Default 1024.
     pub max_sessions: usize,
+    /// Duplicate NAK elimination policy. Default [`NakSuppression::Always`] (RFC 3208).
+    pub suppression: NakSuppression,
+    /// Seed of the NE's random source (probabilistic suppression).
+    pub seed: u64,
 }
 
 impl NeConfig {
@@ -95,6 +122,8 @@ impl NeConfig {
             nak_elim_ivl: Duration::from_millis(50),
             max_repair_states: 65536,
             max_sessions: 1024,
+            suppression: NakSuppression::Always,
+            seed: 0,
         }
     }
 }
@@ -110,6 +139,8 @@ pub struct NeStats {
     pub nak_sqns_forwarded: u64,
     /// NAKed sequence numbers eliminated as duplicates.
     pub nak_sqns_eliminated: u64,
+    /// Duplicates forwarded anyway by the suppression policy (higher loss, or chance).
+    pub nak_sqns_let_through: u64,
     /// NCF packets sent downstream.
     pub ncfs_sent: u64,
     /// RDATA copies forwarded downstream.
@@ -142,6 +173,8 @@ enum RepairPhase {
 struct RepairState {
     phase: RepairPhase,
     ifaces: BTreeSet<Iface>,
+    /// The receiver report forwarded with this NAK (repeats carry it again).
+    report: Option<PgmccFeedback>,
 }
 
 #[derive(Debug)]
@@ -163,6 +196,7 @@ pub struct NetworkElement {
     order: Vec<Tsi>,
     out: VecDeque<(NeDestination, Vec<u8>)>,
     repair_count: usize,
+    rng: Rng,
     stats: NeStats,
 }
 
@@ -170,12 +204,13 @@ impl NetworkElement {
     /// A network element with no sessions.
     pub fn new(config: NeConfig) -> NetworkElement {
         NetworkElement {
-            config,
             sessions: HashMap::new(),
             order: Vec::new(),
             out: VecDeque::new(),
             repair_count: 0,
+            rng: Rng::new(config.seed),
             stats: NeStats::default(),
+            config,
         }
     }
 
@@ -299,17 +334,35 @@ impl NetworkElement {
         };
         s.group = Some(n.group);
         s.source = n.source;
+        let report = repr.options.pgmcc_feedback;
         let mut forward = Vec::new();
         for &q in &sqns {
             match s.repairs.get_mut(&q) {
                 Some(st) => {
                     st.ifaces.insert(in_iface);
-                    let eliminate = match st.phase {
+                    let duplicate = match st.phase {
                         RepairPhase::Pending { .. } => true,
                         RepairPhase::Outstanding { elim_until, .. } => now < elim_until,
                     };
-                    if eliminate {
+                    let let_through = duplicate
+                        && match cfg.suppression {
+                            NakSuppression::Always => false,
+                            NakSuppression::LossAware => match (report, st.report) {
+                                (Some(new), Some(old)) => new.loss_rate > old.loss_rate,
+                                (Some(_), None) => true,
+                                _ => false,
+                            },
+                            NakSuppression::Probabilistic { forward } => self.rng.unit() < forward,
+                        };
+                    if duplicate && !let_through {
                         self.stats.nak_sqns_eliminated += 1;
+                    } else if let_through {
+                        // Forward the report; the repair state itself is unchanged.
+                        self.stats.nak_sqns_let_through += 1;
+                        if report.is_some() {
+                            st.report = report;
+                        }
+                        forward.push(q);
                     } else {
                         st.phase = RepairPhase::Pending {
                             until: now + cfg.nak_rpt_ivl,
@@ -332,6 +385,7 @@ impl NetworkElement {
                                 next_repeat: now + cfg.nak_rpt_gap,
                             },
                             ifaces: BTreeSet::from([in_iface]),
+                            report,
                         },
                     );
                     forward.push(q);
@@ -357,10 +411,11 @@ impl NetworkElement {
             self.stats.ncfs_sent += 1;
         }
         let (upstream, dport, source, group) = (s.upstream, s.dport, n.source, n.group);
-        self.forward_nak(tsi, dport, source, group, upstream, &forward);
+        self.forward_nak(tsi, dport, source, group, upstream, &forward, report);
         Verdict::Consumed
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn forward_nak(
         &mut self,
         tsi: Tsi,
@@ -369,6 +424,7 @@ impl NetworkElement {
         group: IpAddr,
         upstream: IpAddr,
         sqns: &[u32],
+        report: Option<PgmccFeedback>,
     ) {
         for chunk in sqns.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
             let Some((&first, rest)) = chunk.split_first() else {
@@ -383,12 +439,16 @@ impl NetworkElement {
                     group,
                 }),
             );
-            if !rest.is_empty() {
-                r = r.with_options(Options {
-                    nak_list: SqnList::from_slice(rest).ok(),
-                    ..Options::default()
-                });
-            }
+            // The receiver report travels with the NAK so the source can elect its acker.
+            r = r.with_options(Options {
+                nak_list: if rest.is_empty() {
+                    None
+                } else {
+                    SqnList::from_slice(rest).ok()
+                },
+                pgmcc_feedback: report,
+                ..Options::default()
+            });
             if let Ok(bytes) = r.to_vec() {
                 self.out
                     .push_back((NeDestination::Unicast(upstream), bytes));
@@ -424,6 +484,7 @@ impl NetworkElement {
                             RepairState {
                                 phase: confirmed,
                                 ifaces: BTreeSet::new(),
+                                report: None,
                             },
                         );
                     }
@@ -458,7 +519,16 @@ impl NetworkElement {
     /// Repeats pending NAKs and expires repair state.
     pub fn handle_timeout(&mut self, now: Instant) {
         let cfg = self.config.clone();
-        let mut repeats: Vec<(Tsi, u16, IpAddr, IpAddr, IpAddr, Vec<u32>)> = Vec::new();
+        type Repeat = (
+            Tsi,
+            u16,
+            IpAddr,
+            IpAddr,
+            IpAddr,
+            Vec<u32>,
+            Option<PgmccFeedback>,
+        );
+        let mut repeats: Vec<Repeat> = Vec::new();
         for tsi in &self.order {
             let Some(s) = self.sessions.get_mut(tsi) else {
                 continue;
@@ -483,11 +553,16 @@ impl NetworkElement {
             self.stats.states_expired += expired as u64;
             if let (false, Some(group)) = (again.is_empty(), s.group) {
                 again.sort_unstable();
-                repeats.push((*tsi, s.dport, s.source, group, s.upstream, again));
+                // Repeats carry the worst report stored for the sequence numbers repeated.
+                let report = again
+                    .iter()
+                    .filter_map(|q| s.repairs.get(q).and_then(|st| st.report))
+                    .max_by_key(|r| r.loss_rate);
+                repeats.push((*tsi, s.dport, s.source, group, s.upstream, again, report));
             }
         }
-        for (tsi, dport, source, group, upstream, sqns) in repeats {
-            self.forward_nak(tsi, dport, source, group, upstream, &sqns);
+        for (tsi, dport, source, group, upstream, sqns, report) in repeats {
+            self.forward_nak(tsi, dport, source, group, upstream, &sqns, report);
         }
     }
 

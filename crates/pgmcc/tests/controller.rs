@@ -362,3 +362,28 @@ fn silence_stalls_restarts_and_then_asks_for_a_new_election() {
         "the next packet asks for an election"
     );
 }
+
+#[test]
+fn adaptive_timeout_follows_the_rtt_instead_of_a_fixed_three_seconds() {
+    let cfg = PgmccConfig::default().with_adaptive_timeout();
+    let mut l = Loop::new(cfg, 40);
+    l.run(500, &mut |_| false);
+    let silent_from = l.now;
+    // The acker dies. With a 40 ms RTT the RFC 6298 RTO is its 1 s floor.
+    let mut stalled_at = None;
+    for _ in 0..3500 {
+        l.tick(&mut |_| true);
+        if stalled_at.is_none() && l.cc.stats().stalls == 1 {
+            stalled_at = Some(l.now - silent_from);
+        }
+    }
+    // ACKs come in window-sized bursts, so the last one may precede the silence by up to
+    // one RTT: the stall comes 1 s after it, i.e. within [1 s - RTT, 1 s + RTT] of silence.
+    let t = stalled_at.unwrap();
+    assert!(
+        (950..1050).contains(&t),
+        "stalled after {t} ms, not the fixed 3 s"
+    );
+    // Backed off: the second stall comes about 2 s after the first.
+    assert_eq!(l.cc.stats().stalls, 2);
+}

@@ -8,7 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use common::*;
 use pgm_wire::*;
-use pgmcc::ne::{Iface, NeConfig, NeDestination, NetworkElement, Verdict};
+use pgmcc::ne::{Iface, NakSuppression, NeConfig, NeDestination, NetworkElement, Verdict};
 use pgmcc::Duration;
 
 const UP: Iface = 0;
@@ -176,4 +176,94 @@ fn unsolicited_ncf_from_upstream_anticipates_naks() {
     // Repair state lives NAK_RDATA_IVL (400 ms) without RDATA.
     n.handle_timeout(ms(10) + Duration::from_millis(401));
     assert_eq!(n.repair_states(), 0);
+}
+
+fn nak_reporting(sqn: u32, loss: u16) -> Vec<u8> {
+    Repr::upstream(
+        TSI,
+        7500,
+        Body::Nak(NakRepr {
+            sqn,
+            source: SRC,
+            group: GROUP,
+        }),
+    )
+    .with_options(Options {
+        pgmcc_feedback: Some(PgmccFeedback {
+            tstamp: 5,
+            loss_rate: loss,
+            rx: RX,
+        }),
+        ..Options::default()
+    })
+    .to_vec()
+    .unwrap()
+}
+
+fn ne_with(suppression: NakSuppression) -> NetworkElement {
+    let addrs = (0..4).map(|i| (i, ne_addr(i))).collect();
+    let mut cfg = NeConfig::new(addrs);
+    cfg.suppression = suppression;
+    cfg.seed = 3;
+    let mut ne = NetworkElement::new(cfg);
+    ne.handle(ms(0), UP, SRC, &spm(1, 0, 10, false), &DOWN);
+    out(&mut ne);
+    ne
+}
+
+/// Loss rates of the reports the NE forwarded upstream.
+fn forwarded_losses(ne: &mut NetworkElement) -> Vec<u16> {
+    out(ne)
+        .iter()
+        .filter(|(_, r)| r.packet_type() == PacketType::Nak)
+        .map(|(_, r)| r.options.pgmcc_feedback.map_or(0, |f| f.loss_rate))
+        .collect()
+}
+
+#[test]
+fn forwarded_naks_keep_their_pgmcc_report_and_rfc_suppression_hides_worse_ones() {
+    let mut n = ne_with(NakSuppression::Always);
+    n.handle(ms(10), 1, RX, &nak_reporting(4, 100), &DOWN);
+    assert_eq!(
+        forwarded_losses(&mut n),
+        vec![100],
+        "the report travels with the NAK"
+    );
+    n.handle(ms(11), 2, RX, &nak_reporting(4, 9000), &DOWN);
+    assert!(
+        forwarded_losses(&mut n).is_empty(),
+        "RFC 3208: the worse receiver is hidden"
+    );
+    // Repeats carry the stored report.
+    n.handle_timeout(ms(61));
+    assert_eq!(forwarded_losses(&mut n), vec![100]);
+}
+
+#[test]
+fn loss_aware_suppression_forwards_a_duplicate_reporting_higher_loss() {
+    let mut n = ne_with(NakSuppression::LossAware);
+    n.handle(ms(10), 1, RX, &nak_reporting(4, 100), &DOWN);
+    n.handle(ms(11), 2, RX, &nak_reporting(4, 9000), &DOWN);
+    n.handle(ms(12), 3, RX, &nak_reporting(4, 3000), &DOWN);
+    assert_eq!(
+        forwarded_losses(&mut n),
+        vec![100, 9000],
+        "3000 < 9000 is eliminated"
+    );
+    assert_eq!(n.stats().nak_sqns_let_through, 1);
+    assert_eq!(n.stats().nak_sqns_eliminated, 1);
+}
+
+#[test]
+fn probabilistic_suppression_forwards_duplicates_at_the_configured_rate() {
+    let mut n = ne_with(NakSuppression::Probabilistic { forward: 0.25 });
+    n.handle(ms(10), 1, RX, &nak_reporting(4, 100), &DOWN);
+    for i in 0..2000 {
+        n.handle(ms(11), 1 + (i % 3), RX, &nak_reporting(4, 100), &DOWN);
+    }
+    let through = n.stats().nak_sqns_let_through;
+    assert!(
+        (400..600).contains(&through),
+        "{through} of 2000 at p = 0.25"
+    );
 }

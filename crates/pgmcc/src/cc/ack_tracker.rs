@@ -32,6 +32,8 @@ pub struct AckTracker {
     max: Option<u32>,
     bits: u32,
     dupack_threshold: u32,
+    /// Only sequence numbers before this one count (a former acker's range).
+    end: Option<u32>,
 }
 
 impl AckTracker {
@@ -43,7 +45,22 @@ impl AckTracker {
             max: None,
             bits: 0,
             dupack_threshold: dupack_threshold.max(1),
+            end: None,
         }
+    }
+
+    /// A tracker for a former acker: counts acknowledgements of `first..end` only (the
+    /// packets that named it) and never declares losses.
+    pub fn bounded(first: u32, end: u32) -> AckTracker {
+        AckTracker {
+            end: Some(end),
+            ..AckTracker::new(first, u32::MAX)
+        }
+    }
+
+    /// True once every packet of a bounded tracker's range is settled.
+    pub fn finished(&self) -> bool {
+        self.end.is_some_and(|e| !sqn::lt(self.next, e))
     }
 
     /// Forgets everything before `first` (after an acker change or a restart).
@@ -122,10 +139,21 @@ impl AckTracker {
         for back in 0..BITS {
             if new_bits & (1 << back) != 0 {
                 let s = max.wrapping_sub(back);
-                if sqn::le(self.next, s) {
+                if sqn::le(self.next, s) && self.end.is_none_or(|e| sqn::lt(s, e)) {
                     out.newly_acked += 1;
                 }
             }
+        }
+        if let Some(end) = self.end {
+            // A former acker: advance past what it acknowledged, never judge losses.
+            while sqn::lt(self.next, end) && sqn::le(self.next, max) && self.acked(self.next) {
+                self.next = self.next.wrapping_add(1);
+            }
+            if sqn::gt(max, end) || sqn::distance(self.next, max) >= BITS {
+                // Its reports have moved past its range: whatever is left will not come.
+                self.next = end;
+            }
+            return out;
         }
         // Settle packets from `next` upwards: acknowledged, lost, or still open.
         while sqn::le(self.next, max) {
@@ -242,6 +270,16 @@ mod tests {
             "0..=8 are older than 32 behind RX_MAX"
         );
         assert!(t.next_expected() <= 40);
+    }
+
+    #[test]
+    fn a_bounded_tracker_counts_only_its_range() {
+        let mut t = AckTracker::bounded(10, 14);
+        // The former acker received 8..=20 but was named only for 10..=13.
+        let o = t.on_ack(20, bitmap(20, &(8..=20).collect::<Vec<_>>()));
+        assert_eq!(o.newly_acked, 4);
+        assert!(o.lost.is_empty());
+        assert!(t.finished());
     }
 
     #[test]

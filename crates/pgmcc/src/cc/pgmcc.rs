@@ -153,8 +153,11 @@ pub struct Pgmcc {
     window: Window,
     tracker: AckTracker,
     acker: Option<AckerState>,
-    /// The previous acker and the first sequence number that named its successor.
-    previous: Option<(IpAddr, u32, AckTracker)>,
+    /// Former ackers whose ACKs for the packets that named them still return tokens
+    /// (bounded: the most recent [`FORMER_ACKERS`]).
+    previous: VecDeque<(IpAddr, AckTracker)>,
+    /// First sequence number that named the current acker.
+    acker_since: u32,
     /// Send-time history of data packets: (ms, sqn).
     history: VecDeque<(u32, u32)>,
     last_sent: Option<u32>,
@@ -174,6 +177,9 @@ pub struct Pgmcc {
 /// Data packets remembered for RTT-in-packets lookups.
 const HISTORY: usize = 8192;
 
+/// Former ackers remembered for token credit.
+const FORMER_ACKERS: usize = 8;
+
 impl Pgmcc {
     /// A controller starting a session at `now`: `W = T = 1`, and the first data packet asks
     /// for an election.
@@ -182,7 +188,8 @@ impl Pgmcc {
             window: Window::new(cfg.ssthresh),
             tracker: AckTracker::new(0, cfg.dupack_threshold),
             acker: None,
-            previous: None,
+            previous: VecDeque::new(),
+            acker_since: 0,
             history: VecDeque::new(),
             last_sent: None,
             elect: true,
@@ -211,19 +218,25 @@ impl Pgmcc {
         match self.cfg.rtt_unit {
             RttUnit::Millis => ms.min(i32::MAX as u32),
             RttUnit::Packets => {
-                // Packets sent after the echoed time: lead - (last sqn sent at or before it).
+                // Packets sent after the echoed time. Several packets may share one
+                // millisecond, so the receiver's lead lies between the last packet sent
+                // before that millisecond and the last sent during it: take the middle.
                 let Some(lead) = self.last_sent else {
                     return 1;
                 };
-                let idx = self.history.partition_point(|&(t, _)| !sqn::gt(t, echo));
-                let before = match idx {
-                    0 => self
-                        .history
-                        .front()
-                        .map_or(lead, |&(_, s)| s.wrapping_sub(1)),
-                    i => self.history[i - 1].1,
+                let last_sent_while = |pred: &dyn Fn(u32) -> bool| -> u32 {
+                    match self.history.partition_point(|&(t, _)| pred(t)) {
+                        0 => self
+                            .history
+                            .front()
+                            .map_or(lead, |&(_, s)| s.wrapping_sub(1)),
+                        i => self.history[i - 1].1,
+                    }
                 };
-                sqn::distance(before, lead).max(1)
+                let through = last_sent_while(&|t| !sqn::gt(t, echo));
+                let before = last_sent_while(&|t| sqn::lt(t, echo));
+                let mid = before.wrapping_add(sqn::distance(before, through) / 2);
+                sqn::distance(mid, lead).max(1)
             }
         }
     }
@@ -242,10 +255,23 @@ impl Pgmcc {
         let next = self.last_sent.map_or(0, |s| s.wrapping_add(1));
         let first = self.elect_since.take().unwrap_or(next);
         if let Some(prev) = from {
-            // ACKs for packets that named the previous acker still count for tokens.
-            self.previous = Some((prev, first, self.tracker.clone()));
+            // ACKs for packets that named the previous acker still count for tokens, from
+            // the first one it had not yet acknowledged up to the switch.
+            let from_sqn = if sqn::lt(self.acker_since, self.tracker.next_expected()) {
+                self.tracker.next_expected()
+            } else {
+                self.acker_since
+            };
+            self.previous.retain(|(a, _)| *a != prev);
+            self.previous
+                .push_back((prev, AckTracker::bounded(from_sqn, first)));
+            if self.previous.len() > FORMER_ACKERS {
+                self.previous.pop_front();
+            }
             self.stats.acker_switches += 1;
         }
+        self.previous.retain(|(a, _)| *a != addr);
+        self.acker_since = first;
         self.tracker.reset(first);
         self.acker = Some(AckerState { addr, op });
         self.elect = false;
@@ -258,14 +284,24 @@ impl Pgmcc {
     }
 
     fn on_report(&mut self, now: Instant, fb: &PgmccFeedback) {
+        let rtt = self.rtt(now, fb.tstamp);
+        self.on_operating_point(fb.rx, rtt, fb.loss_rate);
+    }
+
+    /// One receiver report: elect, update the acker, or switch (§3.5).
+    fn on_operating_point(&mut self, rx: IpAddr, rtt: u32, loss: u16) {
         let op = Operating {
-            rtt: self.rtt(now, fb.tstamp),
-            loss: u32::from(fb.loss_rate),
+            rtt,
+            loss: u32::from(loss),
         };
         self.stats.reports += 1;
         match self.acker {
-            None => self.switch_to(fb.rx, op),
-            Some(cur) if cur.addr == fb.rx => {
+            None => self.switch_to(rx, op),
+            Some(cur) if cur.addr == rx => {
+                // The acker reports on every ACK: smooth its RTT (gain 1/4) so one sample
+                // taken in a burst does not make it look faster than it is.
+                let rtt = (3 * u64::from(cur.op.rtt) + u64::from(op.rtt)).div_ceil(4) as u32;
+                let op = Operating { rtt, ..op };
                 self.acker = Some(AckerState { addr: cur.addr, op });
             }
             Some(cur) => {
@@ -274,7 +310,7 @@ impl Pgmcc {
                     .model
                     .should_switch(op, cur.op, self.cfg.switch_bias)
                 {
-                    self.switch_to(fb.rx, op);
+                    self.switch_to(rx, op);
                 }
             }
         }
@@ -318,7 +354,10 @@ impl CongestionControl for Pgmcc {
             self.stats.acks_rejected += 1;
             return;
         }
-        // An ACK answering an election request is a report like a NAK's.
+        // An ACK is a report like a NAK's, measured the same way so that acker and
+        // candidates compare fairly. (RX_MAX alone would give `lead - RX_MAX`, the paper's
+        // formula, but ACKs that arrive bunched, with no transmission between them, drive
+        // it to 1: ACK compression.)
         if let Some(fb) = fb {
             if fb.rx == from {
                 self.on_report(now, fb);
@@ -326,22 +365,14 @@ impl CongestionControl for Pgmcc {
         }
         let is_acker = self.acker.is_some_and(|a| a.addr == from);
         if !is_acker {
-            if let Some((prev, first, tracker)) = &mut self.previous {
-                if *prev == from {
-                    // Tokens only, for packets that named the previous acker.
-                    let before = tracker.next_expected();
-                    let o = tracker.on_ack(ack.rx_max, ack.bitmap);
-                    let counted = if sqn::lt(before, *first) {
-                        o.newly_acked
-                    } else {
-                        0
-                    };
-                    self.window.on_ack(counted);
-                    if !sqn::lt(tracker.next_expected(), *first) {
-                        self.previous = None;
-                    }
-                    return;
+            if let Some(i) = self.previous.iter().position(|(a, _)| *a == from) {
+                // Tokens only, for packets that named this former acker.
+                let o = self.previous[i].1.on_ack(ack.rx_max, ack.bitmap);
+                self.window.on_ack(o.newly_acked);
+                if self.previous[i].1.finished() {
+                    self.previous.remove(i);
                 }
+                return;
             }
             self.stats.acks_ignored += 1;
             return;
@@ -413,7 +444,7 @@ impl CongestionControl for Pgmcc {
         if self.stalls_in_a_row >= self.cfg.stalls_before_election {
             self.elect = true;
             self.acker = None;
-            self.previous = None;
+            self.previous.clear();
         }
         self.events.push_back(CcEvent::Stalled {
             stalls_in_a_row: self.stalls_in_a_row,

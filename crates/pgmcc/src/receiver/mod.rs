@@ -86,6 +86,10 @@ pub struct ReceiverConfig {
     /// Upper bound of the random wait before answering an election request (OpenPGM's
     /// `ack_bo_ivl`, 50 ms in its examples).
     pub ack_bo_ivl: Duration,
+    /// Reliable delivery (default). When false (pgmcc paper §3.9, unreliable transfers), a
+    /// gap is NAKed once, only to carry this receiver's pgmcc report, and is reported
+    /// `Unrecoverable` at once so later data is delivered without waiting.
+    pub reliable: bool,
 }
 
 impl ReceiverConfig {
@@ -108,6 +112,7 @@ impl ReceiverConfig {
             pgmcc: true,
             loss_filter_w: DEFAULT_W,
             ack_bo_ivl: Duration::from_millis(50),
+            reliable: true,
         }
     }
 
@@ -239,8 +244,9 @@ enum Pending {
     /// Sequence numbers for one NAK packet (at most 63: one in the header, 62 listed).
     Nak(Vec<u32>),
     Spmr(IpAddr),
-    /// A pgmcc ACK reflecting the receive state when it is emitted.
-    Ack,
+    /// A pgmcc ACK with the receive state and report as they were when the ODATA that
+    /// elicited it arrived (several datagrams may be handled before `poll_transmit`).
+    Ack(AckRepr, PgmccFeedback),
 }
 
 /// The receive status of the latest 32 data sequence numbers (bit 0 = the highest), as a
@@ -272,6 +278,19 @@ impl RecvBitmap {
             }
         }
     }
+}
+
+/// The ACK `peer`'s acker would send now: RX_MAX, the receive bitmap and the report.
+fn ack_snapshot(peer: &Peer, nla: IpAddr, now: Instant) -> Option<(AckRepr, PgmccFeedback)> {
+    let rx_max = peer.recv.max?;
+    let report = feedback(peer, nla, now)?;
+    Some((
+        AckRepr {
+            rx_max,
+            bitmap: peer.recv.bits,
+        },
+        report,
+    ))
 }
 
 /// The report this receiver attaches for `peer`, if the source runs pgmcc.
@@ -464,11 +483,19 @@ impl Receiver {
         if matches!(ins, Insert::New) {
             peer.recv.mark(s);
         }
+        let mut report_gap = None;
         if !rdata && sqn::gt(s, old_lead) {
             // The loss signal in sequence space: 1 per gap, 0 for this packet (§3.2.2).
-            peer.loss
-                .update_lost(sqn::distance(old_lead, s).saturating_sub(1));
+            let gap = sqn::distance(old_lead, s).saturating_sub(1);
+            peer.loss.update_lost(gap);
             peer.loss.update(false);
+            if gap > 0 && !self.config.reliable {
+                let first = old_lead.wrapping_add(1);
+                w.give_up(first, s.wrapping_sub(1));
+                if peer.path.is_some() && peer.tstamp.is_some() {
+                    report_gap = Some(first);
+                }
+            }
         }
         let mut ack_now = false;
         if let (true, false, Some(d)) = (self.config.pgmcc, rdata, repr.options.pgmcc_data) {
@@ -508,14 +535,28 @@ impl Receiver {
             self.transmits.push_back((tsi, Pending::Spmr(from)));
         }
         if ack_now {
-            self.transmits.push_back((tsi, Pending::Ack));
+            if let Some(ack) = self
+                .peers
+                .get(&tsi)
+                .and_then(|p| ack_snapshot(p, self.config.nla, now))
+            {
+                self.transmits.push_back((tsi, Pending::Ack(ack.0, ack.1)));
+            }
+        }
+        if let Some(first) = report_gap {
+            // Unreliable mode: one NAK, for the pgmcc report it carries.
+            self.transmits.push_back((tsi, Pending::Nak(vec![first])));
         }
     }
 
     fn on_spm(&mut self, now: Instant, from: IpAddr, repr: &Repr<'_>, spm: pgm_wire::SpmRepr) {
         let tsi = repr.tsi();
-        let (timers, rxw_sqns, max_apdu) =
-            (self.timers, self.config.rxw_sqns, self.config.max_apdu);
+        let (timers, rxw_sqns, max_apdu, reliable) = (
+            self.timers,
+            self.config.rxw_sqns,
+            self.config.max_apdu,
+            self.config.reliable,
+        );
         if !self.ensure_peer(tsi, now) {
             return;
         }
@@ -544,6 +585,9 @@ impl Receiver {
             w.extend_to(spm.lead, now, &timers, &mut self.rng);
             if sqn::gt(spm.lead, old_lead) {
                 peer.loss.update_lost(sqn::distance(old_lead, spm.lead));
+                if !reliable {
+                    w.give_up(old_lead.wrapping_add(1), spm.lead);
+                }
             }
             w.set_trail(spm.trail);
         }
@@ -582,7 +626,9 @@ impl Receiver {
             let can_nak = peer.path.is_some();
             if peer.election_ack.is_some_and(|t| t <= now) {
                 peer.election_ack = None;
-                self.transmits.push_back((*tsi, Pending::Ack));
+                if let Some((ack, report)) = ack_snapshot(peer, self.config.nla, now) {
+                    self.transmits.push_back((*tsi, Pending::Ack(ack, report)));
+                }
             }
             let Some(w) = peer.rxw.as_mut() else {
                 continue;
@@ -659,22 +705,15 @@ impl Receiver {
                     // NAKs go hop by hop: to the SPM path (the nearest PGM network element).
                     (repr, Destination::Unicast(path))
                 }
-                Pending::Ack => {
-                    let (Some(source), Some(rx_max), Some(report)) = (
-                        peer.data_from,
-                        peer.recv.max,
-                        feedback(peer, self.config.nla, now),
-                    ) else {
+                Pending::Ack(ack, report) => {
+                    let Some(source) = peer.data_from else {
                         continue;
                     };
-                    let body = Body::Ack(AckRepr {
-                        rx_max,
-                        bitmap: peer.recv.bits,
-                    });
-                    let repr = Repr::upstream(tsi, self.config.dport, body).with_options(Options {
-                        pgmcc_feedback: Some(report),
-                        ..Options::default()
-                    });
+                    let repr = Repr::upstream(tsi, self.config.dport, Body::Ack(*ack))
+                        .with_options(Options {
+                            pgmcc_feedback: Some(*report),
+                            ..Options::default()
+                        });
                     // ACKs go straight to the source, not through network elements.
                     (repr, Destination::Unicast(source))
                 }
@@ -691,7 +730,7 @@ impl Receiver {
                             self.stats.nak_sqns_sent += list.len() as u64;
                         }
                         Pending::Spmr(_) => self.stats.spmrs_sent += 1,
-                        Pending::Ack => self.stats.acks_sent += 1,
+                        Pending::Ack(..) => self.stats.acks_sent += 1,
                     }
                     return Some(Transmit { dst, len });
                 }

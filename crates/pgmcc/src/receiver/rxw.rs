@@ -158,6 +158,17 @@ impl ReceiveWindow {
         // APDU, in order.
     }
 
+    /// Gives up on every missing sequence number from `first` to `last` (unreliable mode).
+    pub(crate) fn give_up(&mut self, first: u32, last: u32) {
+        let mut cur = self.base;
+        for slot in self.slots.iter_mut() {
+            if sqn::le(first, cur) && sqn::le(cur, last) && matches!(slot, Slot::Missing(_)) {
+                *slot = Slot::Lost;
+            }
+            cur = cur.wrapping_add(1);
+        }
+    }
+
     /// Records the sender's trailing edge: missing data before it is lost.
     pub(crate) fn set_trail(&mut self, trail: u32) {
         if sqn::gt(trail, self.trail) {

@@ -104,6 +104,9 @@ pub struct SenderConfig {
     /// Congestion control: [`CcConfig::None`] (the rate limiter alone, plain PGM) or pgmcc.
     /// Default none.
     pub cc: CcConfig,
+    /// Answer NAKs with NCF and RDATA (default). When false (pgmcc paper §3.9, unreliable
+    /// transfers) NAKs only feed congestion control their reports.
+    pub repairs: bool,
 }
 
 impl SenderConfig {
@@ -127,6 +130,7 @@ impl SenderConfig {
             join_window: None,
             send_queue: 1024,
             cc: CcConfig::None,
+            repairs: true,
         }
     }
 
@@ -359,7 +363,11 @@ impl Sender {
         };
         match repr.body {
             Body::Nak(nak) => {
-                self.on_nak(&repr, &nak);
+                if self.config.repairs {
+                    self.on_nak(&repr, &nak);
+                } else {
+                    self.stats.naks_received += 1;
+                }
                 if let (Some(cc), Some(fb)) = (self.cc.as_mut(), repr.options.pgmcc_feedback) {
                     if repr.tsi() == self.config.tsi {
                         cc.on_nak_report(now, &fb);
