@@ -359,6 +359,26 @@ impl Body {
     }
 }
 
+impl Options<'static> {
+    /// The options of a NAK, NNAK or NCF for several sequence numbers: the ones after the
+    /// first (which goes in the header) in OPT_NAK_LIST (at most [`MAX_NAK_LIST`]; extra
+    /// ones are dropped), and an optional pgmcc receiver report.
+    pub fn nak(rest: &[u32], report: Option<PgmccFeedback>) -> Options<'static> {
+        let list = (!rest.is_empty()).then(|| {
+            let mut l = SqnList::new();
+            for &q in rest.iter().take(MAX_NAK_LIST) {
+                let _ = l.push(q);
+            }
+            l
+        });
+        Options {
+            nak_list: list,
+            pgmcc_feedback: report,
+            ..Options::default()
+        }
+    }
+}
+
 impl<'a> Options<'a> {
     /// True when no option is present.
     pub fn is_empty(&self) -> bool {

@@ -31,7 +31,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 
-use pgm_wire::{Body, NakRepr, Options, PgmccFeedback, Repr, SpmRepr, SqnList, Tsi};
+use pgm_wire::{Body, NakRepr, Options, PgmccFeedback, Repr, SpmRepr, Tsi};
 use serde::Serialize;
 use tracing::trace;
 
@@ -440,15 +440,7 @@ impl NetworkElement {
                 }),
             );
             // The receiver report travels with the NAK so the source can elect its acker.
-            r = r.with_options(Options {
-                nak_list: if rest.is_empty() {
-                    None
-                } else {
-                    SqnList::from_slice(rest).ok()
-                },
-                pgmcc_feedback: report,
-                ..Options::default()
-            });
+            r = r.with_options(Options::nak(rest, report));
             if let Ok(bytes) = r.to_vec() {
                 self.out
                     .push_back((NeDestination::Unicast(upstream), bytes));

@@ -26,7 +26,7 @@ mod rxw;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, Body, NakRepr, Options, PgmccFeedback, Repr, SqnList, Tsi, OPT_PARITY};
+use pgm_wire::{AckRepr, Body, NakRepr, Options, PgmccFeedback, Repr, Tsi, OPT_PARITY};
 use serde::Serialize;
 use tracing::trace;
 
@@ -693,15 +693,8 @@ impl Receiver {
                     } else {
                         None
                     };
-                    let repr = Repr::upstream(tsi, self.config.dport, body).with_options(Options {
-                        nak_list: if rest.is_empty() {
-                            None
-                        } else {
-                            SqnList::from_slice(rest).ok()
-                        },
-                        pgmcc_feedback: report,
-                        ..Options::default()
-                    });
+                    let repr = Repr::upstream(tsi, self.config.dport, body)
+                        .with_options(Options::nak(rest, report));
                     // NAKs go hop by hop: to the SPM path (the nearest PGM network element).
                     (repr, Destination::Unicast(path))
                 }

@@ -554,14 +554,8 @@ impl Sender {
             source: self.config.source_nla,
             group: self.config.group,
         });
-        let mut repr = Repr::downstream(self.config.tsi, self.config.dport, body);
-        if !rest.is_empty() {
-            let opts = Options {
-                nak_list: SqnList::from_slice(rest).ok(),
-                ..Options::default()
-            };
-            repr = repr.with_options(opts);
-        }
+        let repr = Repr::downstream(self.config.tsi, self.config.dport, body)
+            .with_options(Options::nak(rest, None));
         self.stats.ncf_packets += 1;
         self.finish(now, &repr, Destination::Group, buf)
     }
