@@ -388,3 +388,38 @@ fn rate_limit_paces_data_and_close_sends_fin() {
         .iter()
         .any(|r| r.packet_type() == PacketType::Spm && r.options.fin));
 }
+
+#[test]
+fn pgmcc_can_be_switched_off_and_on_at_run_time() {
+    use pgmcc::cc::pgmcc::PgmccConfig;
+    use pgmcc::cc::CcConfig;
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.cc = CcConfig::Pgmcc(PgmccConfig::default());
+    let mut s = Sender::new(cfg, Instant::ZERO);
+    for _ in 0..5 {
+        s.send(b"data").unwrap();
+    }
+    let odata = |out: &[Repr<'static>]| -> Vec<bool> {
+        out.iter()
+            .filter(|r| r.packet_type() == PacketType::Odata)
+            .map(|r| r.options.pgmcc_data.is_some())
+            .collect()
+    };
+    // pgmcc: W = T = 1 and no acker yet, so one packet (an election request) goes out.
+    assert_eq!(odata(&drain(&mut s, ms(0))), vec![true]);
+    // Switched off: the rate limiter alone paces; the rest goes out without pgmcc options.
+    s.set_congestion_control(CcConfig::None, ms(1));
+    assert!(s.congestion_control().is_none());
+    assert_eq!(odata(&drain(&mut s, ms(1))), vec![false; 4]);
+    // And back on: a fresh controller, W = T = 1, asking for an election again.
+    s.set_congestion_control(CcConfig::Pgmcc(PgmccConfig::default()), ms(2));
+    s.send(b"a").unwrap();
+    s.send(b"b").unwrap();
+    let out = drain(&mut s, ms(2));
+    assert_eq!(odata(&out), vec![true]);
+    let acker = out
+        .iter()
+        .find_map(|r| r.options.pgmcc_data)
+        .map(|d| d.acker);
+    assert!(acker.is_some_and(|a| a.is_unspecified()));
+}
