@@ -1,6 +1,26 @@
 //! `netsim`: a deterministic discrete-event network simulator.
 //!
-//! What will live here (issue 6): integer-nanosecond virtual time, links with rate, delay,
-//! drop-tail queues and loss models, multicast source trees, PGM network elements, agents
-//! wrapping the real `pgmcc` core and TCP Reno/NewReno/SACK models, TOML scenarios, and the
-//! plots and HTML report. Nothing is implemented yet.
+//! Integer-nanosecond virtual time, one event queue with deterministic tie-breaking, one
+//! seeded random generator per component: the same network, agents and seed give the same
+//! run. Links are unidirectional pipes (rate, propagation delay, drop-tail queue in packets
+//! or bytes, Bernoulli or Gilbert-Elliott loss); unicast follows shortest paths by delay,
+//! multicast follows the source tree (one copy per link); routers may run the real PGM
+//! network element. Agents wrap the real `pgmcc` core, so the simulator runs exactly the
+//! code that runs over UDP.
+//!
+//! Still to come (issue 6): TCP models, TOML scenarios, traces, plots and the HTML report.
+
+pub mod agent;
+pub mod agents;
+pub mod link;
+pub mod packet;
+pub mod sim;
+
+pub use agent::{Agent, Ctx};
+pub use link::{LinkConfig, LinkId, LossModel, NodeId, QueueLimit};
+pub use packet::{Dest, Packet, Payload, TcpSegment};
+pub use sim::{AgentId, Sim};
+
+/// Bytes of IPv4 + UDP headers added to every PGM datagram on the simulated wire (UDP
+/// encapsulation, as OpenPGM runs it).
+pub const UDP_IP_OVERHEAD: u32 = 28;

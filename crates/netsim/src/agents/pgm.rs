@@ -1,0 +1,291 @@
+//! pgmcc sender and receiver agents: the real `pgmcc` core, driven by virtual time.
+
+use std::net::IpAddr;
+
+use pgmcc::cc::CcEvent;
+use pgmcc::{Destination, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig};
+
+use crate::agent::serde_json_value::Value;
+use crate::agent::{Agent, Ctx};
+use crate::packet::{Dest, Packet, Payload};
+use crate::UDP_IP_OVERHEAD;
+
+/// A PGM source with an application that always has data (bulk transfer), or a fixed amount.
+#[derive(Debug)]
+pub struct PgmSenderAgent {
+    flow: u32,
+    group: IpAddr,
+    sender: Option<Sender>,
+    config: SenderConfig,
+    /// Bytes still to send (`None` = unlimited).
+    remaining: Option<u64>,
+    apdu: Vec<u8>,
+    stopped: bool,
+    buf: Vec<u8>,
+    /// Acker switches observed, with their times (for plots).
+    pub acker_changes: Vec<(Instant, IpAddr)>,
+    /// ODATA payload bytes sent.
+    pub bytes_sent: u64,
+}
+
+impl PgmSenderAgent {
+    /// A sender for `group`; its source NLA is filled in with the node's address at start.
+    pub fn new(
+        flow: u32,
+        group: IpAddr,
+        config: SenderConfig,
+        bytes: Option<u64>,
+    ) -> PgmSenderAgent {
+        let apdu = vec![0x5a; config.max_tsdu()];
+        PgmSenderAgent {
+            flow,
+            group,
+            sender: None,
+            config,
+            remaining: bytes,
+            apdu,
+            stopped: false,
+            buf: vec![0u8; 65536],
+            acker_changes: Vec::new(),
+            bytes_sent: 0,
+        }
+    }
+
+    /// The core's sender.
+    pub fn sender(&self) -> Option<&Sender> {
+        self.sender.as_ref()
+    }
+
+    fn pump(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        let Some(s) = self.sender.as_mut() else {
+            return;
+        };
+        // Keep the send queue topped up.
+        while !self.stopped && self.remaining != Some(0) && s.queued_packets() < 64 {
+            let n = self
+                .remaining
+                .map_or(self.apdu.len(), |r| r.min(self.apdu.len() as u64) as usize);
+            if s.send(&self.apdu[..n]).is_err() {
+                break;
+            }
+            if let Some(r) = &mut self.remaining {
+                *r -= n as u64;
+                if *r == 0 {
+                    s.close();
+                }
+            }
+        }
+        while let Some(t) = s.poll_transmit(now, &mut self.buf) {
+            let dst = match t.dst {
+                Destination::Group => Dest::Group(self.group),
+                Destination::Unicast(a) => Dest::Unicast(a),
+            };
+            ctx.send(Packet {
+                src: ctx.addr,
+                dst,
+                size: t.len as u32 + UDP_IP_OVERHEAD,
+                flow: self.flow,
+                payload: Payload::Pgm(self.buf[..t.len].to_vec()),
+            });
+        }
+        self.bytes_sent = s.stats().odata_bytes;
+        while let Some(ev) = s.poll_event() {
+            if let CcEvent::AckerChanged { to, .. } = ev {
+                self.acker_changes.push((now, to));
+            }
+        }
+    }
+}
+
+impl Agent for PgmSenderAgent {
+    fn flow(&self) -> u32 {
+        self.flow
+    }
+
+    fn wants(&self, p: &Packet) -> bool {
+        matches!(p.payload, Payload::Pgm(_)) && p.flow == self.flow
+    }
+
+    fn start(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        let mut cfg = self.config.clone();
+        cfg.source_nla = ctx.addr;
+        cfg.group = self.group;
+        self.sender = Some(Sender::new(cfg, now));
+        self.pump(now, ctx);
+    }
+
+    fn on_packet(&mut self, now: Instant, p: &Packet, ctx: &mut Ctx<'_>) {
+        if let (Some(s), Payload::Pgm(b)) = (self.sender.as_mut(), &p.payload) {
+            s.handle(now, p.src, b);
+        }
+        self.pump(now, ctx);
+    }
+
+    fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        if let Some(s) = self.sender.as_mut() {
+            s.handle_timeout(now);
+        }
+        self.pump(now, ctx);
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.sender.as_ref().and_then(|s| s.poll_timeout())
+    }
+
+    fn stop(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        self.stopped = true;
+        if let Some(s) = self.sender.as_mut() {
+            s.close();
+        }
+        self.pump(now, ctx);
+    }
+
+    fn goodput_bytes(&self) -> u64 {
+        self.bytes_sent
+    }
+
+    fn summary(&self) -> Value {
+        let mut v = Value {
+            kind: "pgm-sender".into(),
+            ..Value::default()
+        };
+        if let Some(s) = &self.sender {
+            let st = s.stats();
+            let cc = s.cc_stats();
+            v.counters = vec![
+                ("odata_bytes".into(), st.odata_bytes as f64),
+                ("odata_packets".into(), st.odata_packets as f64),
+                ("rdata_packets".into(), st.rdata_packets as f64),
+                ("naks_received".into(), st.naks_received as f64),
+                ("acks".into(), cc.acks as f64),
+                ("acker_switches".into(), cc.acker_switches as f64),
+                ("loss_events".into(), cc.loss_events as f64),
+                ("stalls".into(), cc.stalls as f64),
+            ];
+            if let Some(a) = s.congestion_control().and_then(|c| c.acker()) {
+                v.notes.push(("acker".into(), a.to_string()));
+            }
+        }
+        v
+    }
+}
+
+/// A PGM receiver counting what it delivers.
+#[derive(Debug)]
+pub struct PgmReceiverAgent {
+    flow: u32,
+    receiver: Option<Receiver>,
+    config: ReceiverConfig,
+    buf: Vec<u8>,
+    /// Application bytes delivered in order.
+    pub delivered: u64,
+    /// Sequence numbers reported unrecoverable.
+    pub unrecoverable: u64,
+    /// The session ended (FIN seen and everything accounted for).
+    pub ended: bool,
+}
+
+impl PgmReceiverAgent {
+    /// A receiver; its NLA is filled in with the node's address at start.
+    pub fn new(flow: u32, config: ReceiverConfig) -> PgmReceiverAgent {
+        PgmReceiverAgent {
+            flow,
+            receiver: None,
+            config,
+            buf: vec![0u8; 65536],
+            delivered: 0,
+            unrecoverable: 0,
+            ended: false,
+        }
+    }
+
+    /// The core's receiver.
+    pub fn receiver(&self) -> Option<&Receiver> {
+        self.receiver.as_ref()
+    }
+
+    fn pump(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        let Some(r) = self.receiver.as_mut() else {
+            return;
+        };
+        while let Some(t) = r.poll_transmit(now, &mut self.buf) {
+            let dst = match t.dst {
+                Destination::Group => Dest::Group(self.config.group),
+                Destination::Unicast(a) => Dest::Unicast(a),
+            };
+            ctx.send(Packet {
+                src: ctx.addr,
+                dst,
+                size: t.len as u32 + UDP_IP_OVERHEAD,
+                flow: self.flow,
+                payload: Payload::Pgm(self.buf[..t.len].to_vec()),
+            });
+        }
+        while let Some(ev) = r.poll_event() {
+            match ev {
+                ReceiverEvent::Data { data, .. } => self.delivered += data.len() as u64,
+                ReceiverEvent::Unrecoverable { first, last, .. } => {
+                    self.unrecoverable += u64::from(last.wrapping_sub(first)) + 1
+                }
+                ReceiverEvent::SessionEnded { .. } => self.ended = true,
+                ReceiverEvent::SessionStarted { .. } => {}
+            }
+        }
+    }
+}
+
+impl Agent for PgmReceiverAgent {
+    fn flow(&self) -> u32 {
+        self.flow
+    }
+
+    fn wants(&self, p: &Packet) -> bool {
+        matches!(p.payload, Payload::Pgm(_)) && p.flow == self.flow
+    }
+
+    fn start(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        let mut cfg = self.config.clone();
+        cfg.nla = ctx.addr;
+        self.config = cfg.clone();
+        self.receiver = Some(Receiver::new(cfg, now));
+    }
+
+    fn on_packet(&mut self, now: Instant, p: &Packet, ctx: &mut Ctx<'_>) {
+        if let (Some(r), Payload::Pgm(b)) = (self.receiver.as_mut(), &p.payload) {
+            r.handle(now, p.src, b);
+        }
+        self.pump(now, ctx);
+    }
+
+    fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        if let Some(r) = self.receiver.as_mut() {
+            r.handle_timeout(now);
+        }
+        self.pump(now, ctx);
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.receiver.as_ref().and_then(|r| r.poll_timeout())
+    }
+
+    fn goodput_bytes(&self) -> u64 {
+        self.delivered
+    }
+
+    fn summary(&self) -> Value {
+        let mut v = Value {
+            kind: "pgm-receiver".into(),
+            ..Value::default()
+        };
+        if let Some(r) = &self.receiver {
+            let st = r.stats();
+            v.counters = vec![
+                ("bytes_delivered".into(), self.delivered as f64),
+                ("unrecoverable_sqns".into(), self.unrecoverable as f64),
+                ("naks_sent".into(), st.naks_sent as f64),
+                ("acks_sent".into(), st.acks_sent as f64),
+            ];
+        }
+        v
+    }
+}

@@ -1,0 +1,52 @@
+//! What travels through the simulated network.
+
+use std::net::IpAddr;
+
+/// Where a packet goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Dest {
+    /// One node, by address.
+    Unicast(IpAddr),
+    /// Every member of a multicast group, along the source's tree.
+    Group(IpAddr),
+}
+
+/// A TCP segment as the TCP models exchange it (no byte-level encoding: the models are not
+/// the object of study, their behaviour is).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TcpSegment {
+    /// Sequence number of the first payload byte (data) or 0 (pure ACK).
+    pub seq: u64,
+    /// Payload bytes.
+    pub len: u32,
+    /// Cumulative ACK: next byte expected (ACKs only).
+    pub ack: u64,
+    /// SACK blocks `[start, end)` (at most 3), ACKs only.
+    pub sack: Vec<(u64, u64)>,
+    /// True for ACK segments.
+    pub is_ack: bool,
+}
+
+/// The payload of a simulated packet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Payload {
+    /// A real PGM datagram, as the pgmcc core emitted it.
+    Pgm(Vec<u8>),
+    /// A TCP segment.
+    Tcp(TcpSegment),
+}
+
+/// A packet in flight.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Packet {
+    /// Sender's address.
+    pub src: IpAddr,
+    /// Destination.
+    pub dst: Dest,
+    /// Size on the wire in bytes (headers included): what links serialise and queues count.
+    pub size: u32,
+    /// The flow it belongs to (for delivery to agents and for measurement).
+    pub flow: u32,
+    /// Contents.
+    pub payload: Payload,
+}

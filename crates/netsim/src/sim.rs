@@ -1,0 +1,566 @@
+//! The discrete-event engine: integer-nanosecond virtual time, one binary-heap event queue
+//! with ties broken by insertion order, one seeded random generator per component. The same
+//! topology, agents and seed give the same run, event for event.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::net::{IpAddr, Ipv4Addr};
+
+use pgmcc::ne::{Iface, NeConfig, NeDestination, NetworkElement, Verdict};
+use pgmcc::{Duration, Instant};
+
+use crate::agent::{Agent, Ctx};
+use crate::link::{Link, LinkConfig, LinkId, NodeId};
+use crate::packet::{Dest, Packet, Payload};
+
+/// Index of an agent.
+pub type AgentId = usize;
+
+#[derive(Debug)]
+struct Node {
+    name: String,
+    addr: IpAddr,
+    out_links: Vec<LinkId>,
+    agents: Vec<AgentId>,
+    /// Groups joined by agents on this node.
+    groups: BTreeSet<IpAddr>,
+    ne: Option<NetworkElement>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum EventKind {
+    /// A link finished serialising its head packet.
+    TxDone(LinkId),
+    /// A packet reached the head of a link.
+    Arrive(LinkId, u64),
+    /// An agent's timer (with the generation that scheduled it).
+    AgentTimer(AgentId, u64),
+    /// A network element's timer.
+    NeTimer(NodeId, u64),
+    /// Scheduled start / stop / join / leave.
+    Start(AgentId),
+    /// Stop an agent.
+    Stop(AgentId),
+    /// A node joins a group.
+    Join(NodeId, IpAddr),
+    /// A node leaves a group.
+    Leave(NodeId, IpAddr),
+}
+
+/// The simulator.
+#[derive(Debug)]
+pub struct Sim {
+    now: Instant,
+    seq: u64,
+    events: BinaryHeap<Reverse<(Instant, u64, EventKind)>>,
+    nodes: Vec<Node>,
+    links: Vec<Link>,
+    /// Packet on each link's wire and packets in propagation, by id.
+    in_flight: HashMap<u64, Packet>,
+    on_wire: HashMap<LinkId, Packet>,
+    agents: Vec<(NodeId, Box<dyn Agent>)>,
+    agent_gen: Vec<u64>,
+    ne_gen: Vec<u64>,
+    /// Next hop from each node towards each node.
+    next_hop: Vec<Vec<Option<LinkId>>>,
+    /// Multicast forwarding: (node, source node, group) -> outgoing links.
+    mcast: HashMap<(NodeId, NodeId, IpAddr), Vec<LinkId>>,
+    addr_to_node: BTreeMap<IpAddr, NodeId>,
+    seed: u64,
+    routes_dirty: bool,
+    last_wake: Option<(AgentId, Instant)>,
+    /// Agent wake-ups pushed ahead because the agent asked for the past again.
+    pub spins: u64,
+    /// Events processed.
+    pub events_processed: u64,
+}
+
+impl Sim {
+    /// An empty network; `seed` derives every component's random generator.
+    pub fn new(seed: u64) -> Sim {
+        Sim {
+            now: Instant::ZERO,
+            seq: 0,
+            events: BinaryHeap::new(),
+            nodes: Vec::new(),
+            links: Vec::new(),
+            in_flight: HashMap::new(),
+            on_wire: HashMap::new(),
+            agents: Vec::new(),
+            agent_gen: Vec::new(),
+            ne_gen: Vec::new(),
+            next_hop: Vec::new(),
+            mcast: HashMap::new(),
+            addr_to_node: BTreeMap::new(),
+            seed,
+            routes_dirty: true,
+            last_wake: None,
+            spins: 0,
+            events_processed: 0,
+        }
+    }
+
+    /// Current virtual time.
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+
+    /// Adds a node; its address is 10.x.y.z from its index.
+    pub fn add_node(&mut self, name: &str) -> NodeId {
+        let id = self.nodes.len();
+        let n = id as u32 + 1;
+        let addr = IpAddr::V4(Ipv4Addr::new(10, (n >> 16) as u8, (n >> 8) as u8, n as u8));
+        self.addr_to_node.insert(addr, id);
+        self.nodes.push(Node {
+            name: name.to_string(),
+            addr,
+            out_links: Vec::new(),
+            agents: Vec::new(),
+            groups: BTreeSet::new(),
+            ne: None,
+        });
+        self.ne_gen.push(0);
+        self.routes_dirty = true;
+        id
+    }
+
+    /// A node's address.
+    pub fn addr(&self, n: NodeId) -> IpAddr {
+        self.nodes[n].addr
+    }
+
+    /// A node's name.
+    pub fn node_name(&self, n: NodeId) -> &str {
+        &self.nodes[n].name
+    }
+
+    /// Adds a unidirectional link.
+    pub fn add_link(&mut self, from: NodeId, to: NodeId, config: LinkConfig) -> LinkId {
+        let id = self.links.len();
+        let seed = self.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(id as u64 + 1));
+        self.links.push(Link::new(from, to, config, seed));
+        self.nodes[from].out_links.push(id);
+        self.routes_dirty = true;
+        id
+    }
+
+    /// Adds a link in each direction with the same parameters; returns (forward, reverse).
+    pub fn add_duplex(&mut self, a: NodeId, b: NodeId, config: LinkConfig) -> (LinkId, LinkId) {
+        (self.add_link(a, b, config), self.add_link(b, a, config))
+    }
+
+    /// A link, for its statistics.
+    pub fn link(&self, l: LinkId) -> &Link {
+        &self.links[l]
+    }
+
+    /// Number of links.
+    pub fn link_count(&self) -> usize {
+        self.links.len()
+    }
+
+    /// Makes a node a PGM network element.
+    pub fn enable_ne(&mut self, n: NodeId, mut config: NeConfig) {
+        let addr = self.nodes[n].addr;
+        config.iface_addrs = self.nodes[n]
+            .out_links
+            .iter()
+            .map(|&l| (l as Iface, addr))
+            .collect();
+        config.seed ^= self.seed.wrapping_add(n as u64);
+        self.nodes[n].ne = Some(NetworkElement::new(config));
+    }
+
+    /// The network element of a node, if any.
+    pub fn ne(&self, n: NodeId) -> Option<&NetworkElement> {
+        self.nodes[n].ne.as_ref()
+    }
+
+    /// Attaches an agent to a node, started at `start` and stopped at `stop`.
+    pub fn add_agent(
+        &mut self,
+        node: NodeId,
+        agent: Box<dyn Agent>,
+        start: Instant,
+        stop: Option<Instant>,
+    ) -> AgentId {
+        let id = self.agents.len();
+        self.agents.push((node, agent));
+        self.agent_gen.push(0);
+        self.nodes[node].agents.push(id);
+        self.schedule(start, EventKind::Start(id));
+        if let Some(t) = stop {
+            self.schedule(t, EventKind::Stop(id));
+        }
+        id
+    }
+
+    /// An agent.
+    pub fn agent(&self, a: AgentId) -> &dyn Agent {
+        self.agents[a].1.as_ref()
+    }
+
+    /// Number of agents.
+    pub fn agent_count(&self) -> usize {
+        self.agents.len()
+    }
+
+    /// The node an agent sits on.
+    pub fn agent_node(&self, a: AgentId) -> NodeId {
+        self.agents[a].0
+    }
+
+    /// Node `n` joins `group` at `at` (and leaves at `until`, if given).
+    pub fn join(&mut self, n: NodeId, group: IpAddr, at: Instant, until: Option<Instant>) {
+        self.schedule(at, EventKind::Join(n, group));
+        if let Some(t) = until {
+            self.schedule(t, EventKind::Leave(n, group));
+        }
+    }
+
+    fn schedule(&mut self, t: Instant, kind: EventKind) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, kind)));
+    }
+
+    /// Shortest paths by propagation delay (ties: fewer hops, then lower link id).
+    fn compute_routes(&mut self) {
+        let n = self.nodes.len();
+        self.next_hop = vec![vec![None; n]; n];
+        for src in 0..n {
+            // Dijkstra from src over (delay ns, hops).
+            let mut dist: Vec<Option<(u64, u32)>> = vec![None; n];
+            let mut first: Vec<Option<LinkId>> = vec![None; n];
+            let mut heap = BinaryHeap::new();
+            dist[src] = Some((0, 0));
+            heap.push(Reverse((0u64, 0u32, src, usize::MAX)));
+            while let Some(Reverse((d, h, u, via))) = heap.pop() {
+                if dist[u].is_some_and(|best| best < (d, h)) {
+                    continue;
+                }
+                for &l in &self.nodes[u].out_links {
+                    let v = self.links[l].to;
+                    let nd = (d + self.links[l].config.delay.as_nanos() as u64, h + 1);
+                    let better = dist[v].is_none_or(|best| nd < best);
+                    if better {
+                        dist[v] = Some(nd);
+                        first[v] = Some(if u == src { l } else { via });
+                        heap.push(Reverse((nd.0, nd.1, v, first[v].unwrap_or(l))));
+                    }
+                }
+            }
+            self.next_hop[src].copy_from_slice(&first);
+        }
+        self.mcast.clear();
+        self.routes_dirty = false;
+    }
+
+    /// Outgoing links at `at` for multicast from `src` to `group`: the links of the union of
+    /// shortest paths from `src` to every member that leave `at`.
+    fn mcast_links(&mut self, at: NodeId, src: NodeId, group: IpAddr) -> Vec<LinkId> {
+        if let Some(v) = self.mcast.get(&(at, src, group)) {
+            return v.clone();
+        }
+        let mut out = BTreeSet::new();
+        for m in 0..self.nodes.len() {
+            if m == src || !self.nodes[m].groups.contains(&group) {
+                continue;
+            }
+            // Walk the path src -> m; collect the link that leaves `at`.
+            let mut cur = src;
+            let mut guard = 0;
+            while cur != m && guard <= self.nodes.len() {
+                let Some(l) = self.next_hop[cur][m] else {
+                    break;
+                };
+                if cur == at {
+                    out.insert(l);
+                }
+                cur = self.links[l].to;
+                guard += 1;
+            }
+        }
+        let v: Vec<LinkId> = out.into_iter().collect();
+        self.mcast.insert((at, src, group), v.clone());
+        v
+    }
+
+    /// Sends `p` out of node `at` on link `l`.
+    fn transmit(&mut self, l: LinkId, p: Packet) {
+        if let Some((t, p)) = self.links[l].enqueue(self.now, p) {
+            self.on_wire.insert(l, p);
+            self.schedule(t, EventKind::TxDone(l));
+        }
+    }
+
+    /// Routes a packet that is at node `at` (just sent or just arrived over `in_link`).
+    fn forward(&mut self, at: NodeId, p: Packet, in_link: Option<LinkId>) {
+        if self.routes_dirty {
+            self.compute_routes();
+        }
+        // A PGM network element on this node sees PGM packets first.
+        if let (Some(_), Payload::Pgm(bytes)) = (&self.nodes[at].ne, &p.payload) {
+            let bytes = bytes.clone();
+            let src_node = self.addr_to_node.get(&p.src).copied();
+            let downstream: Vec<Iface> = match (p.dst, src_node) {
+                (Dest::Group(g), Some(s)) => self
+                    .mcast_links(at, s, g)
+                    .into_iter()
+                    .map(|l| l as Iface)
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let addressed_here = p.dst == Dest::Unicast(self.nodes[at].addr);
+            let in_iface = in_link.map_or(Iface::MAX, |l| l as Iface);
+            let now = self.now;
+            let verdict = self.nodes[at].ne.as_mut().map_or(Verdict::Forward, |ne| {
+                ne.handle(now, in_iface, p.src, &bytes, &downstream)
+            });
+            self.drain_ne(at, &p);
+            if verdict == Verdict::Consumed || (addressed_here && in_link.is_some()) {
+                self.reschedule_ne(at);
+                return;
+            }
+        }
+        match p.dst {
+            Dest::Unicast(addr) => {
+                let Some(&dst) = self.addr_to_node.get(&addr) else {
+                    return;
+                };
+                if dst == at {
+                    if in_link.is_some() {
+                        self.deliver(at, &p);
+                    }
+                    return;
+                }
+                if let Some(l) = self.next_hop[at][dst] {
+                    self.transmit(l, p);
+                }
+            }
+            Dest::Group(g) => {
+                if in_link.is_some() && self.nodes[at].groups.contains(&g) {
+                    self.deliver(at, &p);
+                }
+                let Some(src) = self.addr_to_node.get(&p.src).copied() else {
+                    return;
+                };
+                for l in self.mcast_links(at, src, g) {
+                    self.transmit(l, p.clone());
+                }
+            }
+        }
+    }
+
+    /// Sends what the NE at `at` queued.
+    fn drain_ne(&mut self, at: NodeId, template: &Packet) {
+        let mut buf = vec![0u8; 65536];
+        while let Some(t) = self.nodes[at]
+            .ne
+            .as_mut()
+            .and_then(|ne| ne.poll_transmit(&mut buf))
+        {
+            let bytes = buf[..t.len].to_vec();
+            let size = t.len as u32 + crate::UDP_IP_OVERHEAD;
+            match t.dst {
+                NeDestination::Multicast(iface) => {
+                    let l = iface as LinkId;
+                    if l < self.links.len() {
+                        // RFC 3208 §7.2: NCFs and forwarded copies keep the source's address.
+                        let group = match template.dst {
+                            Dest::Group(g) => g,
+                            Dest::Unicast(_) => self.group_of(template),
+                        };
+                        let src = if matches!(template.dst, Dest::Group(_)) {
+                            template.src
+                        } else {
+                            self.source_of(template)
+                        };
+                        let p = Packet {
+                            src,
+                            dst: Dest::Group(group),
+                            size,
+                            flow: template.flow,
+                            payload: Payload::Pgm(bytes),
+                        };
+                        self.transmit(l, p);
+                    }
+                }
+                NeDestination::Unicast(addr) => {
+                    let p = Packet {
+                        src: self.nodes[at].addr,
+                        dst: Dest::Unicast(addr),
+                        size,
+                        flow: template.flow,
+                        payload: Payload::Pgm(bytes),
+                    };
+                    self.forward(at, p, None);
+                }
+            }
+        }
+    }
+
+    /// The group and source NLAs named inside a PGM NAK (for NCFs an NE sends).
+    fn group_of(&self, p: &Packet) -> IpAddr {
+        if let Payload::Pgm(b) = &p.payload {
+            if let Ok(r) = pgm_wire::Repr::parse(b) {
+                if let pgm_wire::Body::Nak(n) = r.body {
+                    return n.group;
+                }
+            }
+        }
+        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
+    }
+
+    fn source_of(&self, p: &Packet) -> IpAddr {
+        if let Payload::Pgm(b) = &p.payload {
+            if let Ok(r) = pgm_wire::Repr::parse(b) {
+                if let pgm_wire::Body::Nak(n) = r.body {
+                    return n.source;
+                }
+            }
+        }
+        p.src
+    }
+
+    fn deliver(&mut self, at: NodeId, p: &Packet) {
+        let agents = self.nodes[at].agents.clone();
+        for a in agents {
+            if self.agents[a].1.wants(p) {
+                self.run_agent(a, |agent, now, ctx| agent.on_packet(now, p, ctx));
+            }
+        }
+    }
+
+    fn run_agent<F>(&mut self, a: AgentId, f: F)
+    where
+        F: FnOnce(&mut dyn Agent, Instant, &mut Ctx<'_>),
+    {
+        let node = self.agents[a].0;
+        let mut out = Vec::new();
+        {
+            let mut ctx = Ctx {
+                addr: self.nodes[node].addr,
+                out: &mut out,
+            };
+            f(self.agents[a].1.as_mut(), self.now, &mut ctx);
+        }
+        for p in out {
+            self.forward(node, p, None);
+        }
+        self.agent_gen[a] += 1;
+        if let Some(t) = self.agents[a].1.next_timer() {
+            let g = self.agent_gen[a];
+            // An agent that keeps asking for the past without acting would spin forever at
+            // one instant; such wake-ups are pushed 1 µs ahead and counted.
+            let t = if t <= self.now && self.last_wake == Some((a, self.now)) {
+                self.spins += 1;
+                self.now + Duration::from_micros(1)
+            } else {
+                t.max(self.now)
+            };
+            self.last_wake = Some((a, self.now));
+            self.schedule(t, EventKind::AgentTimer(a, g));
+        }
+    }
+
+    fn reschedule_ne(&mut self, n: NodeId) {
+        self.ne_gen[n] += 1;
+        if let Some(t) = self.nodes[n].ne.as_ref().and_then(|ne| ne.poll_timeout()) {
+            let g = self.ne_gen[n];
+            self.schedule(t.max(self.now), EventKind::NeTimer(n, g));
+        }
+    }
+
+    /// Runs until virtual time `end` (events at `end` included), calling `tick` at every
+    /// multiple of `tick_every` (for progress and sampling).
+    pub fn run_until<F: FnMut(&Sim)>(&mut self, end: Instant, tick_every: Duration, mut tick: F) {
+        let mut next_tick = self.now + tick_every;
+        while let Some(Reverse((t, _, _))) = self.events.peek() {
+            let t = *t;
+            if t > end {
+                break;
+            }
+            while next_tick <= t && next_tick <= end {
+                let saved = self.now;
+                self.now = next_tick;
+                tick(self);
+                self.now = saved;
+                next_tick += tick_every;
+            }
+            let Some(Reverse((t, _, kind))) = self.events.pop() else {
+                break;
+            };
+            self.now = t;
+            self.events_processed += 1;
+            self.handle(kind);
+        }
+        while next_tick <= end {
+            self.now = next_tick;
+            tick(self);
+            next_tick += tick_every;
+        }
+        self.now = end;
+    }
+
+    fn handle(&mut self, kind: EventKind) {
+        match kind {
+            EventKind::TxDone(l) => {
+                let Some(p) = self.on_wire.remove(&l) else {
+                    return;
+                };
+                let (survived, next) = self.links[l].finish(self.now, &p);
+                if let Some((t, n)) = next {
+                    self.on_wire.insert(l, n);
+                    self.schedule(t, EventKind::TxDone(l));
+                }
+                if survived {
+                    self.seq += 1;
+                    let id = self.seq;
+                    self.in_flight.insert(id, p);
+                    let arrive = self.now + self.links[l].config.delay;
+                    self.schedule(arrive, EventKind::Arrive(l, id));
+                }
+            }
+            EventKind::Arrive(l, id) => {
+                if let Some(p) = self.in_flight.remove(&id) {
+                    let to = self.links[l].to;
+                    self.forward(to, p, Some(l));
+                }
+            }
+            EventKind::AgentTimer(a, g) => {
+                if self.agent_gen[a] == g
+                    && self.agents[a].1.next_timer().is_some_and(|t| t <= self.now)
+                {
+                    self.run_agent(a, |agent, now, ctx| agent.on_timer(now, ctx));
+                }
+            }
+            EventKind::NeTimer(n, g) => {
+                if self.ne_gen[n] == g {
+                    let now = self.now;
+                    if let Some(ne) = self.nodes[n].ne.as_mut() {
+                        ne.handle_timeout(now);
+                    }
+                    let template = Packet {
+                        src: self.nodes[n].addr,
+                        dst: Dest::Unicast(self.nodes[n].addr),
+                        size: 0,
+                        flow: 0,
+                        payload: Payload::Pgm(Vec::new()),
+                    };
+                    self.drain_ne(n, &template);
+                    self.reschedule_ne(n);
+                }
+            }
+            EventKind::Start(a) => self.run_agent(a, |agent, now, ctx| agent.start(now, ctx)),
+            EventKind::Stop(a) => self.run_agent(a, |agent, now, ctx| agent.stop(now, ctx)),
+            EventKind::Join(n, g) => {
+                self.nodes[n].groups.insert(g);
+                self.mcast.clear();
+            }
+            EventKind::Leave(n, g) => {
+                self.nodes[n].groups.remove(&g);
+                self.mcast.clear();
+            }
+        }
+    }
+}

@@ -1,0 +1,171 @@
+//! pgmcc through simulated bottlenecks: the rate tracks the slowest receiver's path.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use netsim::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
+use netsim::{LinkConfig, LossModel, QueueLimit, Sim};
+use pgm_wire::{Gsi, Tsi};
+use pgmcc::cc::pgmcc::PgmccConfig;
+use pgmcc::cc::CcConfig;
+use pgmcc::{Duration, Instant, ReceiverConfig, SenderConfig};
+
+const GROUP: IpAddr = IpAddr::V4(Ipv4Addr::new(239, 1, 1, 1));
+
+fn secs(s: u64) -> Instant {
+    Instant::ZERO + Duration::from_secs(s)
+}
+
+fn fast() -> LinkConfig {
+    LinkConfig {
+        rate_bps: 100_000_000,
+        delay: Duration::from_millis(1),
+        queue: QueueLimit::Packets(1000),
+        loss: LossModel::None,
+    }
+}
+
+fn bottleneck(kbps: u64, queue: QueueLimit) -> LinkConfig {
+    LinkConfig {
+        rate_bps: kbps * 1000,
+        delay: Duration::from_millis(50),
+        queue,
+        loss: LossModel::None,
+    }
+}
+
+fn sender_cfg() -> SenderConfig {
+    let tsi = Tsi {
+        gsi: Gsi([1, 2, 3, 4, 5, 6]),
+        sport: 1000,
+    };
+    let mut c = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), GROUP);
+    c.cc = CcConfig::Pgmcc(PgmccConfig::default());
+    // The paper's 1400-byte payloads.
+    c.max_tpdu = 1400 + 84;
+    c
+}
+
+/// Sender S -- R (router) -- L1 -> A, and R -- L2 -> B; returns the sim and agent ids.
+struct Net {
+    sim: Sim,
+    tx: usize,
+    rx_a: usize,
+    rx_b: usize,
+}
+
+fn net(seed: u64, l1: LinkConfig, l2: LinkConfig, a_join: u64, b_join: u64) -> Net {
+    let mut sim = Sim::new(seed);
+    let s = sim.add_node("S");
+    let r = sim.add_node("R");
+    let a = sim.add_node("A");
+    let b = sim.add_node("B");
+    sim.add_duplex(s, r, fast());
+    sim.add_link(r, a, l1);
+    sim.add_link(a, r, fast());
+    sim.add_link(r, b, l2);
+    sim.add_link(b, r, fast());
+    let tx = sim.add_agent(
+        s,
+        Box::new(PgmSenderAgent::new(1, GROUP, sender_cfg(), None)),
+        secs(0),
+        None,
+    );
+    let rc = |seed| ReceiverConfig::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), GROUP, seed);
+    let rx_a = sim.add_agent(
+        a,
+        Box::new(PgmReceiverAgent::new(1, rc(11))),
+        secs(a_join),
+        None,
+    );
+    let rx_b = sim.add_agent(
+        b,
+        Box::new(PgmReceiverAgent::new(1, rc(12))),
+        secs(b_join),
+        None,
+    );
+    sim.join(a, GROUP, secs(a_join), None);
+    sim.join(b, GROUP, secs(b_join), None);
+    Net {
+        sim,
+        tx,
+        rx_a,
+        rx_b,
+    }
+}
+
+/// Delivered kbit/s at agent `a` between `from` and `to` seconds.
+fn rate_kbps(sim: &mut Sim, a: usize, from: u64, to: u64) -> f64 {
+    let mut start = 0;
+    sim.run_until(secs(from), Duration::from_secs(1), |_| {});
+    start += sim.agent(a).goodput_bytes();
+    sim.run_until(secs(to), Duration::from_secs(1), |_| {});
+    let bytes = sim.agent(a).goodput_bytes() - start;
+    bytes as f64 * 8.0 / 1000.0 / (to - from) as f64
+}
+
+#[test]
+fn one_receiver_fills_a_500_kbps_bottleneck() {
+    let mut n = net(
+        1,
+        bottleneck(500, QueueLimit::Packets(30)),
+        bottleneck(10_000, QueueLimit::Packets(100)),
+        0,
+        1000,
+    );
+    let r = rate_kbps(&mut n.sim, n.rx_a, 20, 80);
+    eprintln!(
+        "A got {r:.0} kbit/s of payload; sender {:?}",
+        n.sim.agent(n.tx).summary()
+    );
+    // 1400 payload bytes travel in 1472-byte packets (PGM 16 + ODATA 8 + OPT_LENGTH 4 +
+    // OPT_PGMCC_DATA 16 + UDP/IP 28): the payload ceiling is 1400/1472 * 500 = 475.5 kbit/s.
+    assert!((400.0..=475.5).contains(&r), "{r} kbit/s");
+}
+
+#[test]
+fn a_slower_receiver_joining_brings_the_session_down_to_its_path() {
+    // B on 500 kbit/s from the start; A (400 kbit/s, 20 KB queue) joins at 30 s.
+    let mut n = net(
+        2,
+        bottleneck(400, QueueLimit::Bytes(20_000)),
+        bottleneck(500, QueueLimit::Packets(30)),
+        30,
+        0,
+    );
+    let before = rate_kbps(&mut n.sim, n.rx_b, 10, 30);
+    let after = rate_kbps(&mut n.sim, n.rx_b, 50, 110);
+    let a = rate_kbps(&mut n.sim, n.rx_a, 110, 120);
+    eprintln!(
+        "B before {before:.0}, after {after:.0}, A {a:.0} kbit/s; sender {:?}",
+        n.sim.agent(n.tx).summary()
+    );
+    // 500 kbit/s path alone: close to its 475.5 kbit/s payload ceiling; once A (400 kbit/s,
+    // ceiling 380) joins, the whole session runs at A's rate: the paper's Fig. 5 step.
+    assert!(before > 420.0, "{before}");
+    assert!((320.0..=381.0).contains(&after), "{after}");
+    assert!((320.0..=381.0).contains(&a), "{a}");
+}
+
+#[test]
+fn same_seed_same_run() {
+    let run = |seed| {
+        let mut n = net(
+            seed,
+            bottleneck(400, QueueLimit::Bytes(20_000)),
+            bottleneck(500, QueueLimit::Packets(30)),
+            5,
+            0,
+        );
+        n.sim.run_until(secs(40), Duration::from_secs(1), |_| {});
+        (
+            n.sim.events_processed,
+            n.sim.agent(n.rx_a).goodput_bytes(),
+            n.sim.agent(n.rx_b).goodput_bytes(),
+            format!("{:?}", n.sim.agent(n.tx).summary()),
+        )
+    };
+    assert_eq!(run(7), run(7));
+    assert_ne!(run(7).0, 0);
+}
