@@ -47,6 +47,8 @@ pub trait Agent: std::fmt::Debug {
     fn goodput_bytes(&self) -> u64;
     /// A serialisable summary for `summary.json`.
     fn summary(&self) -> serde_json_value::Value;
+    /// The agent as `Any`, for callers that know its concrete type.
+    fn as_any(&self) -> &dyn std::any::Any;
 }
 
 /// Minimal JSON value type for summaries, so the simulator does not depend on a JSON crate

@@ -8,13 +8,19 @@
 //! network element. Agents wrap the real `pgmcc` core, so the simulator runs exactly the
 //! code that runs over UDP.
 //!
-//! Still to come (issue 6): TCP models, TOML scenarios, traces, plots and the HTML report.
+//! TCP Reno, NewReno and SACK models with a sink sit beside the pgmcc agents
+//! ([`agents::tcp`]); [`scenario`] reads experiments from TOML files, [`run`] measures them
+//! and [`report`] draws SVG plots and a self-contained HTML report.
 
 pub mod agent;
 pub mod agents;
 pub mod link;
 pub mod packet;
+pub mod report;
+pub mod run;
+pub mod scenario;
 pub mod sim;
+pub mod units;
 
 pub use agent::{Agent, Ctx};
 pub use link::{LinkConfig, LinkId, LossModel, NodeId, QueueLimit};

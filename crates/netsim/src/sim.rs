@@ -52,7 +52,9 @@ enum EventKind {
 pub struct Sim {
     now: Instant,
     seq: u64,
-    events: BinaryHeap<Reverse<(Instant, u64, EventKind)>>,
+    /// Events by (time, class, insertion order): at one instant, group membership changes
+    /// come first (class 0), then everything else (class 1) in the order it was scheduled.
+    events: BinaryHeap<Reverse<(Instant, u8, u64, EventKind)>>,
     nodes: Vec<Node>,
     links: Vec<Link>,
     /// Packet on each link's wire and packets in propagation, by id.
@@ -200,6 +202,13 @@ impl Sim {
         self.agents[a].1.as_ref()
     }
 
+    /// An agent as its concrete type, if it is one.
+    pub fn agent_as<T: 'static>(&self, a: AgentId) -> Option<&T> {
+        self.agents
+            .get(a)
+            .and_then(|(_, ag)| ag.as_any().downcast_ref::<T>())
+    }
+
     /// Number of agents.
     pub fn agent_count(&self) -> usize {
         self.agents.len()
@@ -220,7 +229,8 @@ impl Sim {
 
     fn schedule(&mut self, t: Instant, kind: EventKind) {
         self.seq += 1;
-        self.events.push(Reverse((t, self.seq, kind)));
+        let class = u8::from(!matches!(kind, EventKind::Join(..) | EventKind::Leave(..)));
+        self.events.push(Reverse((t, class, self.seq, kind)));
     }
 
     /// Shortest paths by propagation delay (ties: fewer hops, then lower link id).
@@ -475,7 +485,7 @@ impl Sim {
     /// multiple of `tick_every` (for progress and sampling).
     pub fn run_until<F: FnMut(&Sim)>(&mut self, end: Instant, tick_every: Duration, mut tick: F) {
         let mut next_tick = self.now + tick_every;
-        while let Some(Reverse((t, _, _))) = self.events.peek() {
+        while let Some(Reverse((t, _, _, _))) = self.events.peek() {
             let t = *t;
             if t > end {
                 break;
@@ -487,7 +497,7 @@ impl Sim {
                 self.now = saved;
                 next_tick += tick_every;
             }
-            let Some(Reverse((t, _, kind))) = self.events.pop() else {
+            let Some(Reverse((t, _, _, kind))) = self.events.pop() else {
                 break;
             };
             self.now = t;

@@ -1,3 +1,4 @@
-//! Agents: the pgmcc core and (later) TCP models attached to simulated nodes.
+//! Agents: the pgmcc core and TCP models attached to simulated nodes.
 
 pub mod pgm;
+pub mod tcp;

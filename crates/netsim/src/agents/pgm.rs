@@ -144,6 +144,10 @@ impl Agent for PgmSenderAgent {
         self.bytes_sent
     }
 
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
     fn summary(&self) -> Value {
         let mut v = Value {
             kind: "pgm-sender".into(),
@@ -161,6 +165,10 @@ impl Agent for PgmSenderAgent {
                 ("acker_switches".into(), cc.acker_switches as f64),
                 ("loss_events".into(), cc.loss_events as f64),
                 ("stalls".into(), cc.stalls as f64),
+                (
+                    "window".into(),
+                    s.congestion_control().map_or(0.0, |c| c.window()),
+                ),
             ];
             if let Some(a) = s.congestion_control().and_then(|c| c.acker()) {
                 v.notes.push(("acker".into(), a.to_string()));
@@ -270,6 +278,10 @@ impl Agent for PgmReceiverAgent {
 
     fn goodput_bytes(&self) -> u64 {
         self.delivered
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
 
     fn summary(&self) -> Value {

@@ -1,0 +1,145 @@
+//! Scenario files: parsing, errors that name file/line/key, runs, and determinism.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use netsim::run::{mean_between, run, write};
+use netsim::scenario::parse;
+
+const TWO_PATHS: &str = r#"
+name = "two-paths"
+description = "pgmcc with receivers behind 500 and 400 kbit/s"
+seed = 3
+duration = "90s"
+sample = "1s"
+
+[[node]]
+name = "S"
+[[node]]
+name = "R"
+[[node]]
+name = "A"
+[[node]]
+name = "B"
+
+[[link]]
+from = "S"
+to = "R"
+rate = "10Mbit"
+delay = "1ms"
+queue = "100p"
+
+[[link]]
+from = "R"
+to = "A"
+rate = "400kbit"
+delay = "50ms"
+queue = "20KB"
+
+[[link]]
+from = "R"
+to = "B"
+rate = "500kbit"
+delay = "50ms"
+queue = "30p"
+
+[[flow]]
+name = "pgm"
+kind = "pgmcc"
+from = "S"
+[[flow.receiver]]
+node = "B"
+[[flow.receiver]]
+node = "A"
+join = "30s"
+"#;
+
+#[test]
+fn a_scenario_runs_and_measures_the_acker_move() {
+    let mut sc = parse("two-paths.toml", TWO_PATHS, "x", None).unwrap();
+    let s = run(&mut sc, |_| {});
+    let f = &s.flows[0];
+    let before = mean_between(&s, &f.series_kbps, 5.0, 30.0);
+    let after = mean_between(&s, &f.series_kbps, 40.0, 90.0);
+    eprintln!(
+        "before {before:.0} after {after:.0} switches {:?}",
+        f.acker_switches
+    );
+    assert!(before > 400.0, "{before}");
+    assert!((300.0..=385.0).contains(&after), "{after}");
+    assert!(!f.acker_switches.is_empty());
+    assert_eq!(s.times.len(), 90);
+    let b = &f.receivers[0];
+    assert_eq!(b.node, "B");
+    assert!(b.bytes > 4_000_000);
+    // A's 400 kbit/s link is busy from its join at 30 s: about 60 of 90 seconds.
+    assert!(s
+        .links
+        .iter()
+        .any(|l| l.from == "R" && l.to == "A" && l.utilisation > 0.6));
+}
+
+#[test]
+fn same_scenario_and_seed_give_byte_identical_outputs() {
+    let dir = std::env::temp_dir().join(format!("netsim-det-{}", std::process::id()));
+    let mut files = Vec::new();
+    for k in 0..2 {
+        let mut sc = parse("two-paths.toml", TWO_PATHS, "x", None).unwrap();
+        let s = run(&mut sc, |_| {});
+        let d = dir.join(k.to_string());
+        write(&s, &d).unwrap();
+        files.push((
+            std::fs::read(d.join("summary.json")).unwrap(),
+            std::fs::read(d.join("timeseries.csv")).unwrap(),
+        ));
+    }
+    assert!(
+        files[0] == files[1],
+        "outputs differ between identical runs"
+    );
+    // A different seed gives a different run.
+    let mut sc = parse("two-paths.toml", TWO_PATHS, "x", Some(99)).unwrap();
+    let s = run(&mut sc, |_| {});
+    let d = dir.join("other");
+    write(&s, &d).unwrap();
+    assert_ne!(std::fs::read(d.join("summary.json")).unwrap(), files[0].0);
+}
+
+fn error_of(src: &str) -> String {
+    parse("bad.toml", src, "x", None).unwrap_err().to_string()
+}
+
+/// 1-based line of the first occurrence of `needle`.
+fn line_of(src: &str, needle: &str) -> usize {
+    src[..src.find(needle).unwrap()].matches('\n').count() + 1
+}
+
+#[test]
+fn errors_name_file_line_and_key() {
+    let unknown_key = TWO_PATHS.replace("sample = \"1s\"", "sample = \"1s\"\nspeed = 3");
+    let e = error_of(&unknown_key);
+    let at = format!("bad.toml:{}:", line_of(&unknown_key, "speed"));
+    assert!(e.starts_with(&at) && e.contains("speed"), "{e}");
+
+    let bad_rate = TWO_PATHS.replace("rate = \"400kbit\"", "rate = \"400 furlongs\"");
+    let e = error_of(&bad_rate);
+    let at = format!("bad.toml:{}: link.rate:", line_of(&bad_rate, "furlongs"));
+    assert!(e.starts_with(&at), "{e}");
+
+    let bad_node = TWO_PATHS.replace("node = \"A\"", "node = \"Z\"");
+    let e = error_of(&bad_node);
+    assert!(
+        e.contains("flow.receiver.node") && e.contains("no node named `Z`"),
+        "{e}"
+    );
+    let at = format!("bad.toml:{}:", line_of(&bad_node, "\"Z\""));
+    assert!(e.starts_with(&at), "{e}");
+
+    let bad_kind = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"quic\"");
+    assert!(error_of(&bad_kind).contains("flow.kind"));
+
+    let bad_c = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"pgmcc\"\nc = 1.5");
+    assert!(error_of(&bad_c).contains("flow.c"));
+
+    let e = error_of("duration = 5");
+    assert!(e.starts_with("bad.toml:1:"), "{e}");
+}

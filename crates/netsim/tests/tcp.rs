@@ -1,0 +1,482 @@
+//! The TCP models against the numbers they must reproduce: the Mathis et al. throughput
+//! formula under random loss, fair sharing of a drop-tail bottleneck, and the classic
+//! Fall & Floyd comparison of Reno, NewReno and SACK with three losses in one window.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use netsim::agent::serde_json_value::Value;
+use netsim::agents::tcp::{TcpConfig, TcpSender, TcpSink, TcpSinkConfig, TcpVariant};
+use netsim::{Agent, Ctx, LinkConfig, LossModel, Packet, Payload, QueueLimit, Sim};
+use pgmcc::{Duration, Instant};
+
+fn secs(s: u64) -> Instant {
+    Instant::ZERO + Duration::from_secs(s)
+}
+
+fn link(rate_bps: u64, delay_ms: u64, queue: usize, loss: LossModel) -> LinkConfig {
+    LinkConfig {
+        rate_bps,
+        delay: Duration::from_millis(delay_ms),
+        queue: QueueLimit::Packets(queue),
+        loss,
+    }
+}
+
+fn sender(sim: &Sim, id: usize) -> &TcpSender {
+    sim.agent(id).as_any().downcast_ref::<TcpSender>().unwrap()
+}
+
+fn counter(v: &Value, name: &str) -> f64 {
+    v.counters
+        .iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, x)| *x)
+        .unwrap()
+}
+
+/// One flow S -> D over `fwd`, ACKs back over a clean link with the same delay.
+fn one_flow(
+    seed: u64,
+    fwd: LinkConfig,
+    variant: TcpVariant,
+    cfg: TcpConfig,
+    sink: Box<dyn Agent>,
+) -> (Sim, usize, usize) {
+    let mut sim = Sim::new(seed);
+    let s = sim.add_node("S");
+    let d = sim.add_node("D");
+    sim.add_link(s, d, fwd);
+    sim.add_link(
+        d,
+        s,
+        LinkConfig {
+            loss: LossModel::None,
+            ..fwd
+        },
+    );
+    let dst = sim.addr(d);
+    let tx = sim.add_agent(
+        s,
+        Box::new(TcpSender::new(1, dst, variant, cfg)),
+        secs(0),
+        None,
+    );
+    let rx = sim.add_agent(d, sink, secs(0), None);
+    (sim, tx, rx)
+}
+
+#[test]
+fn reno_under_random_loss_follows_mathis() {
+    // 10 Mbit/s, 50 ms each way, 1 % Bernoulli loss on the data path only, a queue that
+    // never fills: the rate is loss-limited (about 1.4 Mbit/s), not capacity-limited.
+    let p = 0.01;
+    let fwd = link(10_000_000, 50, 10_000, LossModel::Bernoulli { p });
+    let cfg = TcpConfig::default();
+    let (mut sim, tx, rx) = one_flow(42, fwd, TcpVariant::Reno, cfg, Box::new(TcpSink::new(1)));
+    let (from, to) = (50, 1050);
+    sim.run_until(secs(from), Duration::from_secs(10), |_| {});
+    let start = sim.agent(rx).goodput_bytes();
+    sim.run_until(secs(to), Duration::from_secs(10), |_| {});
+    let measured = (sim.agent(rx).goodput_bytes() - start) as f64 / (to - from) as f64;
+
+    // The RTT a segment sees: propagation both ways plus serialisation of the 1500-byte
+    // segment and of its 40-byte ACK (no queueing: the link is 7x faster than the flow).
+    let mss = f64::from(cfg.mss);
+    let rtt = 0.100 + 1500.0 * 8.0 / 10e6 + 40.0 * 8.0 / 10e6;
+    let mathis = mss / (rtt * (2.0 * p / 3.0).sqrt());
+    // Padhye et al. (1998), b = 1, T0 = the 1 s minimum RTO, for reference only.
+    let t0 = 1.0;
+    let padhye = mss
+        / (rtt * (2.0 * p / 3.0).sqrt()
+            + t0 * (3.0 * (3.0 * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p));
+    let s = sim.agent(tx).summary();
+    let srtt = sender(&sim, tx).srtt().unwrap().as_secs_f64();
+    let fwd_stats = &sim.link(0).stats;
+    let loss_rate = fwd_stats.random_losses as f64 / fwd_stats.packets as f64;
+    eprintln!(
+        "Reno, p = {p}: measured {measured:.0} B/s, Mathis {mathis:.0} B/s (ratio {:.3}), \
+         Padhye {padhye:.0} B/s; RTT {:.2} ms (SRTT {:.2} ms); observed loss {loss_rate:.4}; \
+         timeouts {}, fast retransmits {}, retransmits {}; queue drops {}",
+        measured / mathis,
+        rtt * 1e3,
+        srtt * 1e3,
+        counter(&s, "timeouts"),
+        counter(&s, "fast_retransmits"),
+        counter(&s, "retransmits"),
+        fwd_stats.queue_drops,
+    );
+    assert_eq!(fwd_stats.queue_drops, 0);
+    assert!(
+        (measured / mathis - 1.0).abs() <= 0.20,
+        "measured {measured:.0} B/s vs Mathis {mathis:.0} B/s"
+    );
+}
+
+#[test]
+fn two_reno_flows_share_a_drop_tail_bottleneck() {
+    // S1, S2 -- 100 Mbit/s, 5 ms -- R -- 1 Mbit/s, 20 ms, 30 packets -- D.
+    let mut sim = Sim::new(3);
+    let s1 = sim.add_node("S1");
+    let s2 = sim.add_node("S2");
+    let r = sim.add_node("R");
+    let d = sim.add_node("D");
+    let access = link(100_000_000, 5, 1000, LossModel::None);
+    sim.add_duplex(s1, r, access);
+    sim.add_duplex(s2, r, access);
+    let bottleneck = sim.add_link(r, d, link(1_000_000, 20, 30, LossModel::None));
+    sim.add_link(d, r, link(100_000_000, 20, 1000, LossModel::None));
+    let dst = sim.addr(d);
+    let mut flows = Vec::new();
+    for (flow, node, start_ms) in [(1, s1, 0), (2, s2, 100)] {
+        let start = Instant::ZERO + Duration::from_millis(start_ms);
+        let tx = sim.add_agent(
+            node,
+            Box::new(TcpSender::new(
+                flow,
+                dst,
+                TcpVariant::Reno,
+                TcpConfig::default(),
+            )),
+            start,
+            None,
+        );
+        let rx = sim.add_agent(d, Box::new(TcpSink::new(flow)), start, None);
+        flows.push((tx, rx));
+    }
+    let end = 300;
+    sim.run_until(secs(end), Duration::from_secs(10), |_| {});
+    let got: Vec<f64> = flows
+        .iter()
+        .map(|&(_, rx)| sim.agent(rx).goodput_bytes() as f64 * 8.0 / end as f64)
+        .collect();
+    let total = got[0] + got[1];
+    let ratio = got[0].max(got[1]) / got[0].min(got[1]);
+    let st = &sim.link(bottleneck).stats;
+    eprintln!(
+        "flow 1 {:.0} bit/s, flow 2 {:.0} bit/s, ratio {ratio:.3}, total {:.1} % of 1 Mbit/s; \
+         bottleneck drops {}; timeouts {} / {}",
+        got[0],
+        got[1],
+        total / 1e4,
+        st.queue_drops,
+        sender(&sim, flows[0].0).timeouts(),
+        sender(&sim, flows[1].0).timeouts(),
+    );
+    assert!(st.queue_drops > 0, "the flows must congest the bottleneck");
+    assert!(ratio <= 1.5, "unfair split: {got:?}");
+    assert!(total > 0.85e6, "utilisation {total} bit/s");
+}
+
+/// A sink that loses chosen copies of segments (a deterministic drop pattern): each entry
+/// of `drop` (a sequence number) loses the next copy of that segment to arrive.
+#[derive(Debug)]
+struct LossySink {
+    inner: TcpSink,
+    drop: Vec<u64>,
+}
+
+impl Agent for LossySink {
+    fn flow(&self) -> u32 {
+        self.inner.flow()
+    }
+    fn wants(&self, p: &Packet) -> bool {
+        self.inner.wants(p)
+    }
+    fn start(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        self.inner.start(now, ctx);
+    }
+    fn on_packet(&mut self, now: Instant, p: &Packet, ctx: &mut Ctx<'_>) {
+        if let Payload::Tcp(s) = &p.payload {
+            if let Some(i) = self.drop.iter().position(|&d| d == s.seq) {
+                self.drop.remove(i);
+                return;
+            }
+        }
+        self.inner.on_packet(now, p, ctx);
+    }
+    fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        self.inner.on_timer(now, ctx);
+    }
+    fn next_timer(&self) -> Option<Instant> {
+        self.inner.next_timer()
+    }
+    fn goodput_bytes(&self) -> u64 {
+        self.inner.goodput_bytes()
+    }
+    fn summary(&self) -> Value {
+        self.inner.summary()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Sends 200 segments with a 20-segment window over a 10 Mbit/s, 100 ms RTT path, losing
+/// one copy of each segment (by index) in `lost`. Returns the sender's summary, its
+/// timeouts, the bytes delivered and the completion time in seconds.
+fn scripted_losses(variant: TcpVariant, lost: &[u64]) -> (Value, u64, u64, Option<f64>) {
+    let mss = 1460u64;
+    let cfg = TcpConfig {
+        max_window: 20 * mss,
+        bytes: Some(200 * mss),
+        ..TcpConfig::default()
+    };
+    let sink = LossySink {
+        inner: TcpSink::new(1),
+        drop: lost.iter().map(|n| n * mss).collect(),
+    };
+    let fwd = link(10_000_000, 50, 1000, LossModel::None);
+    let (mut sim, tx, rx) = one_flow(1, fwd, variant, cfg, Box::new(sink));
+    let mut done_at = None;
+    sim.run_until(secs(20), Duration::from_millis(10), |sim| {
+        if done_at.is_none() && sender(sim, tx).done() {
+            done_at = Some((sim.now() - Instant::ZERO).as_secs_f64());
+        }
+    });
+    let s = sender(&sim, tx);
+    (
+        sim.agent(tx).summary(),
+        s.timeouts(),
+        sim.agent(rx).goodput_bytes(),
+        done_at,
+    )
+}
+
+#[test]
+fn newreno_and_sack_recover_three_losses_in_a_window_where_reno_times_out() {
+    let mut timeouts = Vec::new();
+    for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
+        // Segments 60, 62 and 64: three holes in one 20-segment window.
+        let (s, to, delivered, done) = scripted_losses(v, &[60, 62, 64]);
+        eprintln!(
+            "{}: timeouts {to}, fast retransmits {}, retransmits {}, delivered {delivered}, \
+             done at {done:?} s",
+            v.kind(),
+            counter(&s, "fast_retransmits"),
+            counter(&s, "retransmits"),
+        );
+        assert_eq!(delivered, 200 * 1460, "{v:?} must finish");
+        assert!(counter(&s, "retransmits") >= 3.0, "{v:?} resent the losses");
+        timeouts.push((to, done.unwrap(), counter(&s, "retransmits")));
+    }
+    let (reno, newreno, sack) = (timeouts[0], timeouts[1], timeouts[2]);
+    assert!(reno.0 >= 1, "Reno should time out: {reno:?}");
+    assert_eq!(newreno.0, 0, "NewReno timed out");
+    assert_eq!(sack.0, 0, "SACK timed out");
+    // Exactly the three lost segments are resent without a timeout.
+    assert_eq!(newreno.2, 3.0);
+    assert_eq!(sack.2, 3.0);
+    // NewReno repairs one hole per RTT, SACK all three in the first; both beat Reno's
+    // 1 s timeout.
+    assert!(sack.1 <= newreno.1 && newreno.1 < reno.1, "{timeouts:?}");
+}
+
+#[test]
+fn delayed_acks_halve_the_ack_count_and_the_transfer_completes() {
+    let run = |delayed_ack: bool| {
+        let cfg = TcpConfig {
+            bytes: Some(1_000 * 1460),
+            ..TcpConfig::default()
+        };
+        let sink = TcpSink::with_config(
+            1,
+            TcpSinkConfig {
+                delayed_ack,
+                ..TcpSinkConfig::default()
+            },
+        );
+        let fwd = link(10_000_000, 20, 1000, LossModel::None);
+        let (mut sim, tx, rx) = one_flow(9, fwd, TcpVariant::NewReno, cfg, Box::new(sink));
+        sim.run_until(secs(30), Duration::from_secs(1), |_| {});
+        assert!(sender(&sim, tx).done());
+        assert_eq!(sim.agent(rx).goodput_bytes(), 1_000 * 1460);
+        counter(&sim.agent(rx).summary(), "acks_sent")
+    };
+    let (every, delayed) = (run(false), run(true));
+    eprintln!("ACKs: {every} without delay, {delayed} with delayed ACKs");
+    assert_eq!(every, 1000.0);
+    assert!((480.0..=560.0).contains(&delayed), "{delayed}");
+}
+
+#[test]
+fn sack_times_out_less_than_reno_under_random_loss() {
+    let run = |variant| {
+        let fwd = link(10_000_000, 50, 10_000, LossModel::Bernoulli { p: 0.02 });
+        let (mut sim, tx, rx) = one_flow(
+            11,
+            fwd,
+            variant,
+            TcpConfig::default(),
+            Box::new(TcpSink::new(1)),
+        );
+        sim.run_until(secs(200), Duration::from_secs(10), |_| {});
+        (sender(&sim, tx).timeouts(), sim.agent(rx).goodput_bytes())
+    };
+    let (reno, newreno, sack) = (
+        run(TcpVariant::Reno),
+        run(TcpVariant::NewReno),
+        run(TcpVariant::Sack),
+    );
+    eprintln!(
+        "2 % loss, 200 s (timeouts, bytes): Reno {reno:?}, NewReno {newreno:?}, SACK {sack:?}"
+    );
+    assert!(sack.0 < reno.0 && newreno.0 < reno.0);
+    assert!(sack.1 > reno.1 && newreno.1 > reno.1);
+}
+
+#[test]
+fn same_seed_same_result() {
+    let run = |seed| {
+        let fwd = link(2_000_000, 30, 20, LossModel::Bernoulli { p: 0.005 });
+        let (mut sim, tx, rx) = one_flow(
+            seed,
+            fwd,
+            TcpVariant::Sack,
+            TcpConfig {
+                min_rto: Duration::from_millis(200),
+                ..TcpConfig::default()
+            },
+            Box::new(TcpSink::new(1)),
+        );
+        sim.run_until(secs(60), Duration::from_secs(1), |_| {});
+        (
+            sim.events_processed,
+            sim.agent(rx).goodput_bytes(),
+            format!("{:?}", sim.agent(tx).summary()),
+            format!("{:?}", sim.agent(rx).summary()),
+        )
+    };
+    let a = run(5);
+    assert_eq!(a, run(5));
+    assert_ne!(a.1, 0);
+    assert_ne!(a, run(6));
+}
+
+#[test]
+fn sack_repairs_six_holes_in_one_round_trip() {
+    let lost = [60, 61, 63, 65, 67, 69];
+    let mut done = Vec::new();
+    for v in [TcpVariant::NewReno, TcpVariant::Sack] {
+        let (s, to, delivered, at) = scripted_losses(v, &lost);
+        eprintln!(
+            "{}: six holes: timeouts {to}, retransmits {}, done at {at:?} s",
+            v.kind(),
+            counter(&s, "retransmits")
+        );
+        assert_eq!(delivered, 200 * 1460);
+        assert_eq!(to, 0, "{v:?} timed out");
+        assert_eq!(
+            counter(&s, "retransmits"),
+            6.0,
+            "{v:?} resent only the holes"
+        );
+        done.push(at.unwrap());
+    }
+    // NewReno fills one hole per round trip (about 100 ms each); SACK fills them together.
+    assert!(done[1] + 0.3 < done[0], "{done:?}");
+}
+
+#[test]
+fn a_lost_retransmission_needs_the_timeout() {
+    for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
+        // Segment 60 and its fast retransmission are both lost.
+        let (s, to, delivered, at) = scripted_losses(v, &[60, 60]);
+        eprintln!(
+            "{}: lost retransmission: timeouts {to}, fast retransmits {}, done at {at:?} s",
+            v.kind(),
+            counter(&s, "fast_retransmits")
+        );
+        assert_eq!(delivered, 200 * 1460);
+        assert_eq!(to, 1, "{v:?}");
+        assert_eq!(counter(&s, "fast_retransmits"), 1.0, "{v:?}");
+    }
+}
+
+/// Sends hand-made segments (sequence numbers in units of 100 bytes, 100 bytes each) in a
+/// fixed order and records the ACKs that come back.
+#[derive(Debug)]
+struct Script {
+    dst: std::net::IpAddr,
+    order: Vec<u64>,
+    acks: Vec<(u64, Vec<(u64, u64)>)>,
+}
+
+impl Agent for Script {
+    fn flow(&self) -> u32 {
+        1
+    }
+    fn wants(&self, p: &Packet) -> bool {
+        matches!(&p.payload, Payload::Tcp(s) if s.is_ack)
+    }
+    fn start(&mut self, _now: Instant, ctx: &mut Ctx<'_>) {
+        for &n in &self.order {
+            ctx.send(Packet {
+                src: ctx.addr,
+                dst: netsim::Dest::Unicast(self.dst),
+                size: 140,
+                flow: 1,
+                payload: Payload::Tcp(netsim::TcpSegment {
+                    seq: n * 100,
+                    len: 100,
+                    ack: 0,
+                    sack: Vec::new(),
+                    is_ack: false,
+                }),
+            });
+        }
+    }
+    fn on_packet(&mut self, _now: Instant, p: &Packet, _ctx: &mut Ctx<'_>) {
+        if let Payload::Tcp(s) = &p.payload {
+            let blocks = s.sack.iter().map(|&(a, b)| (a / 100, b / 100)).collect();
+            self.acks.push((s.ack / 100, blocks));
+        }
+    }
+    fn on_timer(&mut self, _now: Instant, _ctx: &mut Ctx<'_>) {}
+    fn next_timer(&self) -> Option<Instant> {
+        None
+    }
+    fn goodput_bytes(&self) -> u64 {
+        0
+    }
+    fn summary(&self) -> Value {
+        Value::default()
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+#[test]
+fn the_sink_reports_three_sack_blocks_most_recent_first() {
+    let mut sim = Sim::new(1);
+    let s = sim.add_node("S");
+    let d = sim.add_node("D");
+    sim.add_duplex(s, d, link(10_000_000, 5, 100, LossModel::None));
+    let script = Script {
+        dst: sim.addr(d),
+        order: vec![0, 2, 4, 3, 6, 8, 10, 12, 1],
+        acks: Vec::new(),
+    };
+    let tx = sim.add_agent(s, Box::new(script), secs(0), None);
+    let rx = sim.add_agent(d, Box::new(TcpSink::new(1)), secs(0), None);
+    sim.run_until(secs(1), Duration::from_secs(1), |_| {});
+    let acks = &sim
+        .agent(tx)
+        .as_any()
+        .downcast_ref::<Script>()
+        .unwrap()
+        .acks;
+    let expect: Vec<(u64, Vec<(u64, u64)>)> = vec![
+        (1, vec![]),
+        (1, vec![(2, 3)]),
+        (1, vec![(4, 5), (2, 3)]),
+        (1, vec![(2, 5)]),
+        (1, vec![(6, 7), (2, 5)]),
+        (1, vec![(8, 9), (6, 7), (2, 5)]),
+        (1, vec![(10, 11), (8, 9), (6, 7)]),
+        (1, vec![(12, 13), (10, 11), (8, 9)]),
+        (5, vec![(12, 13), (10, 11), (8, 9)]),
+    ];
+    assert_eq!(acks, &expect);
+    assert_eq!(sim.agent(rx).goodput_bytes(), 500);
+}
