@@ -295,6 +295,16 @@ impl Sim {
         v
     }
 
+    /// The link in the opposite direction of `l`, if there is one.
+    fn reverse_link(&self, l: LinkId) -> Option<LinkId> {
+        let (from, to) = (self.links[l].from, self.links[l].to);
+        self.nodes[to]
+            .out_links
+            .iter()
+            .copied()
+            .find(|&r| self.links[r].to == from)
+    }
+
     /// Sends `p` out of node `at` on link `l`.
     fn transmit(&mut self, l: LinkId, p: Packet) {
         if let Some((t, p)) = self.links[l].enqueue(self.now, p) {
@@ -308,8 +318,9 @@ impl Sim {
         if self.routes_dirty {
             self.compute_routes();
         }
-        // A PGM network element on this node sees PGM packets first.
-        if let (Some(_), Payload::Pgm(bytes)) = (&self.nodes[at].ne, &p.payload) {
+        // A PGM network element on this node sees PGM packets arriving from the network
+        // first (never the ones it or a local agent originates).
+        if let (Some(_), Payload::Pgm(bytes), Some(_)) = (&self.nodes[at].ne, &p.payload, in_link) {
             let bytes = bytes.clone();
             let src_node = self.addr_to_node.get(&p.src).copied();
             let downstream: Vec<Iface> = match (p.dst, src_node) {
@@ -321,7 +332,11 @@ impl Sim {
                 _ => Vec::new(),
             };
             let addressed_here = p.dst == Dest::Unicast(self.nodes[at].addr);
-            let in_iface = in_link.map_or(Iface::MAX, |l| l as Iface);
+            // An interface is the link pair to a neighbour, named by its outgoing link: a
+            // packet that arrived on A -> R came in on R's interface R -> A.
+            let in_iface = in_link
+                .and_then(|l| self.reverse_link(l))
+                .map_or(Iface::MAX, |l| l as Iface);
             let now = self.now;
             let verdict = self.nodes[at].ne.as_mut().map_or(Verdict::Forward, |ne| {
                 ne.handle(now, in_iface, p.src, &bytes, &downstream)
