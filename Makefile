@@ -4,12 +4,13 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors clean
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench-sim clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
 	@echo "make test    everything CI checks: rustfmt, clippy -D warnings, all tests"
 	@echo "make fuzz    run every cargo-fuzz target for FUZZ_SECONDS (default $(FUZZ_SECONDS)) each"
+	@echo "make bench-sim  simulator speed and memory: Fig. 7 setup at 100 and 10,000 receivers"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
 
 deps:
@@ -36,6 +37,13 @@ fuzz: deps
 
 vectors:
 	python3 scripts/pgm-vector.py
+
+# Not a test: prints simulated-vs-wall speed and peak memory (targets in issue 6:
+# Fig. 7 at 100 receivers faster than 60x real time; 10,000 receivers under 4 GiB).
+bench-sim: deps
+	$(CARGO) build --release --locked -p netsim --example bench_sim
+	./target/release/examples/bench_sim 100 600
+	./target/release/examples/bench_sim 10000 600
 
 clean:
 	$(CARGO) clean
