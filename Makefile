@@ -43,7 +43,7 @@ vectors:
 bench-sim: deps
 	$(CARGO) build --release --locked -p netsim --example bench_sim
 	./target/release/examples/bench_sim 100 600
-	./target/release/examples/bench_sim 10000 600
+	./target/release/examples/bench_sim 10000 600 unreliable
 
 clean:
 	$(CARGO) clean

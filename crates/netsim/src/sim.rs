@@ -21,6 +21,7 @@ struct Node {
     name: String,
     addr: IpAddr,
     out_links: Vec<LinkId>,
+    in_links: Vec<LinkId>,
     agents: Vec<AgentId>,
     /// Groups joined by agents on this node.
     groups: BTreeSet<IpAddr>,
@@ -63,13 +64,15 @@ pub struct Sim {
     agents: Vec<(NodeId, Box<dyn Agent>)>,
     agent_gen: Vec<u64>,
     ne_gen: Vec<u64>,
-    /// Next hop from each node towards each node.
-    next_hop: Vec<Vec<Option<LinkId>>>,
-    /// Multicast forwarding: (node, source node, group) -> outgoing links.
-    mcast: HashMap<(NodeId, NodeId, IpAddr), Vec<LinkId>>,
+    /// First link towards a destination, indexed by destination (computed on first use).
+    toward: Vec<Option<Vec<Option<LinkId>>>>,
+    /// Shortest-path tree from a source (parent link per node), per source.
+    tree: HashMap<NodeId, Vec<Option<LinkId>>>,
+    /// Multicast forwarding per (source, group): outgoing links indexed by node. Few groups
+    /// exist, so a short list searched linearly beats hashing on every hop.
+    mcast_trees: Vec<((NodeId, IpAddr), Vec<Vec<LinkId>>)>,
     addr_to_node: BTreeMap<IpAddr, NodeId>,
     seed: u64,
-    routes_dirty: bool,
     last_wake: Option<(AgentId, Instant)>,
     /// Agent wake-ups pushed ahead because the agent asked for the past again.
     pub spins: u64,
@@ -91,11 +94,11 @@ impl Sim {
             agents: Vec::new(),
             agent_gen: Vec::new(),
             ne_gen: Vec::new(),
-            next_hop: Vec::new(),
-            mcast: HashMap::new(),
+            toward: Vec::new(),
+            tree: HashMap::new(),
+            mcast_trees: Vec::new(),
             addr_to_node: BTreeMap::new(),
             seed,
-            routes_dirty: true,
             last_wake: None,
             spins: 0,
             events_processed: 0,
@@ -117,12 +120,13 @@ impl Sim {
             name: name.to_string(),
             addr,
             out_links: Vec::new(),
+            in_links: Vec::new(),
             agents: Vec::new(),
             groups: BTreeSet::new(),
             ne: None,
         });
         self.ne_gen.push(0);
-        self.routes_dirty = true;
+        self.routes_changed();
         id
     }
 
@@ -142,7 +146,8 @@ impl Sim {
         let seed = self.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(id as u64 + 1));
         self.links.push(Link::new(from, to, config, seed));
         self.nodes[from].out_links.push(id);
-        self.routes_dirty = true;
+        self.nodes[to].in_links.push(id);
+        self.routes_changed();
         id
     }
 
@@ -233,66 +238,100 @@ impl Sim {
         self.events.push(Reverse((t, class, self.seq, kind)));
     }
 
-    /// Shortest paths by propagation delay (ties: fewer hops, then lower link id).
-    fn compute_routes(&mut self) {
+    /// Dijkstra by (propagation delay, hops), ties broken by link id. With `reverse`, distances
+    /// are towards `root` over reversed links and the result is, for every node, its first link
+    /// towards `root`; otherwise, for every node, the last link on the path from `root`.
+    fn shortest_paths(&self, root: NodeId, reverse: bool) -> Vec<Option<LinkId>> {
         let n = self.nodes.len();
-        self.next_hop = vec![vec![None; n]; n];
-        for src in 0..n {
-            // Dijkstra from src over (delay ns, hops).
-            let mut dist: Vec<Option<(u64, u32)>> = vec![None; n];
-            let mut first: Vec<Option<LinkId>> = vec![None; n];
-            let mut heap = BinaryHeap::new();
-            dist[src] = Some((0, 0));
-            heap.push(Reverse((0u64, 0u32, src, usize::MAX)));
-            while let Some(Reverse((d, h, u, via))) = heap.pop() {
-                if dist[u].is_some_and(|best| best < (d, h)) {
-                    continue;
-                }
-                for &l in &self.nodes[u].out_links {
-                    let v = self.links[l].to;
-                    let nd = (d + self.links[l].config.delay.as_nanos() as u64, h + 1);
-                    let better = dist[v].is_none_or(|best| nd < best);
-                    if better {
-                        dist[v] = Some(nd);
-                        first[v] = Some(if u == src { l } else { via });
-                        heap.push(Reverse((nd.0, nd.1, v, first[v].unwrap_or(l))));
-                    }
+        let mut dist: Vec<Option<(u64, u32, LinkId)>> = vec![None; n];
+        let mut via: Vec<Option<LinkId>> = vec![None; n];
+        let mut heap = BinaryHeap::new();
+        dist[root] = Some((0, 0, 0));
+        heap.push(Reverse((0u64, 0u32, 0usize, root)));
+        while let Some(Reverse((d, h, lid, u))) = heap.pop() {
+            if dist[u].is_some_and(|best| best < (d, h, lid)) {
+                continue;
+            }
+            let edges: &[LinkId] = if reverse {
+                &self.nodes[u].in_links
+            } else {
+                &self.nodes[u].out_links
+            };
+            for &l in edges {
+                let v = if reverse {
+                    self.links[l].from
+                } else {
+                    self.links[l].to
+                };
+                let nd = (d + self.links[l].config.delay.as_nanos() as u64, h + 1, l);
+                if dist[v].is_none_or(|best| nd < best) {
+                    dist[v] = Some(nd);
+                    via[v] = Some(l);
+                    heap.push(Reverse((nd.0, nd.1, nd.2, v)));
                 }
             }
-            self.next_hop[src].copy_from_slice(&first);
         }
-        self.mcast.clear();
-        self.routes_dirty = false;
+        via
+    }
+
+    /// The first link from `at` towards `dst` (routes towards each destination are computed
+    /// once, on first use: memory grows with the number of unicast destinations, not n^2).
+    fn next_hop(&mut self, at: NodeId, dst: NodeId) -> Option<LinkId> {
+        if self.toward.len() < self.nodes.len() {
+            self.toward.resize(self.nodes.len(), None);
+        }
+        if self.toward[dst].is_none() {
+            self.toward[dst] = Some(self.shortest_paths(dst, true));
+        }
+        self.toward[dst].as_ref().and_then(|t| t[at])
     }
 
     /// Outgoing links at `at` for multicast from `src` to `group`: the links of the union of
-    /// shortest paths from `src` to every member that leave `at`.
+    /// shortest paths from `src` to every member that leave `at`. Computed for the whole tree
+    /// at once and cached until membership or topology changes.
     fn mcast_links(&mut self, at: NodeId, src: NodeId, group: IpAddr) -> Vec<LinkId> {
-        if let Some(v) = self.mcast.get(&(at, src, group)) {
-            return v.clone();
+        if let Some((_, per_node)) = self.mcast_trees.iter().find(|(k, _)| *k == (src, group)) {
+            return per_node.get(at).cloned().unwrap_or_default();
         }
-        let mut out = BTreeSet::new();
-        for m in 0..self.nodes.len() {
-            if m == src || !self.nodes[m].groups.contains(&group) {
-                continue;
-            }
-            // Walk the path src -> m; collect the link that leaves `at`.
-            let mut cur = src;
-            let mut guard = 0;
-            while cur != m && guard <= self.nodes.len() {
-                let Some(l) = self.next_hop[cur][m] else {
-                    break;
-                };
-                if cur == at {
-                    out.insert(l);
+        if !self.tree.contains_key(&src) {
+            let t = self.shortest_paths(src, false);
+            self.tree.insert(src, t);
+        }
+        let mut per_node: Vec<Vec<LinkId>> = vec![Vec::new(); self.nodes.len()];
+        if let Some(parent) = self.tree.get(&src) {
+            for m in 0..self.nodes.len() {
+                if m == src || !self.nodes[m].groups.contains(&group) {
+                    continue;
                 }
-                cur = self.links[l].to;
-                guard += 1;
+                // Walk from the member back to the source, marking tree links.
+                let mut cur = m;
+                let mut guard = 0;
+                while cur != src && guard <= self.nodes.len() {
+                    let Some(l) = parent[cur] else {
+                        break;
+                    };
+                    let from = self.links[l].from;
+                    if per_node[from].contains(&l) {
+                        break; // the rest of this path is already marked
+                    }
+                    per_node[from].push(l);
+                    cur = from;
+                    guard += 1;
+                }
             }
         }
-        let v: Vec<LinkId> = out.into_iter().collect();
-        self.mcast.insert((at, src, group), v.clone());
-        v
+        for v in &mut per_node {
+            v.sort_unstable();
+        }
+        let out = per_node.get(at).cloned().unwrap_or_default();
+        self.mcast_trees.push(((src, group), per_node));
+        out
+    }
+
+    fn routes_changed(&mut self) {
+        self.toward.clear();
+        self.tree.clear();
+        self.mcast_trees.clear();
     }
 
     /// The link in the opposite direction of `l`, if there is one.
@@ -315,9 +354,6 @@ impl Sim {
 
     /// Routes a packet that is at node `at` (just sent or just arrived over `in_link`).
     fn forward(&mut self, at: NodeId, p: Packet, in_link: Option<LinkId>) {
-        if self.routes_dirty {
-            self.compute_routes();
-        }
         // A PGM network element on this node sees PGM packets arriving from the network
         // first (never the ones it or a local agent originates).
         if let (Some(_), Payload::Pgm(bytes), Some(_)) = (&self.nodes[at].ne, &p.payload, in_link) {
@@ -358,7 +394,7 @@ impl Sim {
                     }
                     return;
                 }
-                if let Some(l) = self.next_hop[at][dst] {
+                if let Some(l) = self.next_hop(at, dst) {
                     self.transmit(l, p);
                 }
             }
@@ -580,11 +616,11 @@ impl Sim {
             EventKind::Stop(a) => self.run_agent(a, |agent, now, ctx| agent.stop(now, ctx)),
             EventKind::Join(n, g) => {
                 self.nodes[n].groups.insert(g);
-                self.mcast.clear();
+                self.mcast_trees.retain(|((_, group), _)| *group != g);
             }
             EventKind::Leave(n, g) => {
                 self.nodes[n].groups.remove(&g);
-                self.mcast.clear();
+                self.mcast_trees.retain(|((_, group), _)| *group != g);
             }
         }
     }

@@ -37,6 +37,7 @@ impl PgmSenderAgent {
         bytes: Option<u64>,
     ) -> PgmSenderAgent {
         let apdu = vec![0x5a; config.max_tsdu()];
+        let buf = vec![0u8; config.max_tpdu.max(1500)];
         PgmSenderAgent {
             flow,
             group,
@@ -45,7 +46,7 @@ impl PgmSenderAgent {
             remaining: bytes,
             apdu,
             stopped: false,
-            buf: vec![0u8; 65536],
+            buf,
             acker_changes: Vec::new(),
             bytes_sent: 0,
         }
@@ -200,7 +201,8 @@ impl PgmReceiverAgent {
             flow,
             receiver: None,
             config,
-            buf: vec![0u8; 65536],
+            // Receivers send NAKs, ACKs and SPMRs: a few hundred bytes at most.
+            buf: vec![0u8; 1500],
             delivered: 0,
             unrecoverable: 0,
             ended: false,
