@@ -16,6 +16,9 @@ use crate::packet::{Dest, Packet, Payload};
 /// Index of an agent.
 pub type AgentId = usize;
 
+/// Multicast forwarding state of one (source, group): outgoing links indexed by node.
+type McastTree = ((NodeId, IpAddr), Vec<Vec<LinkId>>);
+
 #[derive(Debug)]
 struct Node {
     name: String,
@@ -70,7 +73,7 @@ pub struct Sim {
     tree: HashMap<NodeId, Vec<Option<LinkId>>>,
     /// Multicast forwarding per (source, group): outgoing links indexed by node. Few groups
     /// exist, so a short list searched linearly beats hashing on every hop.
-    mcast_trees: Vec<((NodeId, IpAddr), Vec<Vec<LinkId>>)>,
+    mcast_trees: Vec<McastTree>,
     addr_to_node: BTreeMap<IpAddr, NodeId>,
     seed: u64,
     last_wake: Option<(AgentId, Instant)>,
