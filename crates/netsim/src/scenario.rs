@@ -50,6 +50,41 @@ struct File {
     links: Vec<LinkSpec>,
     #[serde(default, rename = "flow")]
     flows: Vec<FlowSpec>,
+    reproduce: Option<ReproduceSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReproduceSpec {
+    experiment: String,
+    source: String,
+    tcp: Spanned<String>,
+    pgm: Spanned<String>,
+    from: Option<Spanned<String>>,
+    published_f: Option<f64>,
+    expectation: Option<String>,
+    explanation: Option<String>,
+}
+
+/// What a scenario reproduces from a paper, for `pgmcc reproduce`.
+#[derive(Debug, Clone)]
+pub struct Reproduce {
+    /// Row label, e.g. "Set 1, TCP Reno, fixed timeout".
+    pub experiment: String,
+    /// Where the published value comes from (paper, figure).
+    pub source: String,
+    /// Index of the TCP flow in `Scenario::flows`.
+    pub tcp: usize,
+    /// Index of the pgmcc flow.
+    pub pgm: usize,
+    /// Measure from this time on (seconds), skipping start-up.
+    pub from_s: f64,
+    /// The published fairness f = TCP / pgmcc, if the paper gives one.
+    pub published_f: Option<f64>,
+    /// The paper's qualitative statement, when it gives no number.
+    pub expectation: Option<String>,
+    /// Our explanation of the comparison, written after measuring.
+    pub explanation: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -102,6 +137,7 @@ struct FlowSpec {
     #[serde(default, rename = "receiver")]
     receivers: Vec<ReceiverSpec>,
     start: Option<Spanned<String>>,
+    start_jitter: Option<Spanned<String>>,
     stop: Option<Spanned<String>>,
     bytes: Option<u64>,
     payload: Option<Spanned<u32>>,
@@ -190,6 +226,8 @@ pub struct Scenario {
     pub node_names: Vec<String>,
     /// Links as (from name, to name), by id.
     pub link_names: Vec<(String, String)>,
+    /// Present when the scenario is part of `pgmcc reproduce`.
+    pub reproduce: Option<Reproduce>,
 }
 
 struct Ctx<'a> {
@@ -431,7 +469,14 @@ pub fn parse(
             }
         };
         let from = node(&fl.from, "flow.from")?;
-        let start = cx.time(&fl.start, "flow.start")?.unwrap_or(Instant::ZERO);
+        let mut start = cx.time(&fl.start, "flow.start")?.unwrap_or(Instant::ZERO);
+        if let Some(j) = &fl.start_jitter {
+            // A seed-dependent start offset in [0, jitter]: runs with different seeds differ
+            // in phase even on loss-free drop-tail paths.
+            let max = cx.dur(j, "flow.start_jitter")?;
+            let mut rng = pgmcc::rng::Rng::new(seed ^ (0x5eed_0000 + u64::from(id)));
+            start += rng.duration_up_to(max);
+        }
         let stop = cx.time(&fl.stop, "flow.stop")?;
         let info = if kind.is_tcp() {
             build_tcp(&cx, &mut sim, fl, kind, id, from, start, stop, &node)?
@@ -440,7 +485,35 @@ pub fn parse(
         };
         flows.push(info);
     }
+    let reproduce = match &f.reproduce {
+        None => None,
+        Some(r) => {
+            let find = |s: &Spanned<String>, key: &str| -> Result<usize, ScenarioError> {
+                match flows.iter().position(|fl| &fl.name == s.get_ref()) {
+                    Some(i) => Ok(i),
+                    None => cx.err(s.span(), key, format!("no flow named `{}`", s.get_ref())),
+                }
+            };
+            let tcp = find(&r.tcp, "reproduce.tcp")?;
+            let pgm = find(&r.pgm, "reproduce.pgm")?;
+            let from_s = match &r.from {
+                Some(t) => cx.dur(t, "reproduce.from")?.as_secs_f64(),
+                None => 0.0,
+            };
+            Some(Reproduce {
+                experiment: r.experiment.clone(),
+                source: r.source.clone(),
+                tcp,
+                pgm,
+                from_s,
+                published_f: r.published_f,
+                expectation: r.expectation.clone(),
+                explanation: r.explanation.clone(),
+            })
+        }
+    };
     Ok(Scenario {
+        reproduce,
         name: f.name.unwrap_or_else(|| default_name.to_string()),
         description: f.description.unwrap_or_default(),
         seed,

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod decode;
+mod reproduce;
 mod sim;
 
 /// pgmcc: TCP-friendly reliable multicast (PGM, RFC 3208, with pgmcc congestion control).
@@ -42,6 +43,10 @@ enum Command {
     /// Exit status: 0 on success, 2 if the scenario is invalid (the message names the file,
     /// line and key) or the output cannot be written.
     Sim(sim::Args),
+    /// Reproduce the papers: run every scenario with a [reproduce] table over several seeds,
+    /// compute f = TCP / pgmcc throughput, and write docs/reproduction.md (published value
+    /// next to ours, mean and spread over seeds) and out/reproduce/report.html.
+    Reproduce(reproduce::Args),
 }
 
 fn main() -> ExitCode {
@@ -49,6 +54,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Decode(args) => decode::run(&args),
         Command::Sim(args) => sim::run(&args),
+        Command::Reproduce(args) => reproduce::run(&args),
     };
     match result {
         Ok(code) => code,
