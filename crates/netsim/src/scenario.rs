@@ -148,6 +148,7 @@ struct FlowSpec {
     rate_limit: Option<Spanned<String>>,
     delayed_ack: Option<bool>,
     min_rto: Option<Spanned<String>>,
+    repairs: Option<bool>,
 }
 
 /// Which kind of flow.
@@ -657,6 +658,9 @@ fn build_pgm(
             return cx.err(fl.kind.span(), &format!("flow.{k}"), "only for TCP flows");
         }
     }
+    // Unreliable PGM (pgmcc paper §3.9): no NCF/RDATA; receivers report gaps at once.
+    let reliable = fl.repairs.unwrap_or(true);
+    cfg.repairs = reliable;
     let sender = sim.add_agent(
         from,
         Box::new(PgmSenderAgent::new(id, group, cfg, fl.bytes)),
@@ -668,11 +672,12 @@ fn build_pgm(
         let n = node(&r.node, "flow.receiver.node")?;
         let join = cx.time(&r.join, "flow.receiver.join")?.unwrap_or(start);
         let leave = cx.time(&r.leave, "flow.receiver.leave")?;
-        let rcfg = ReceiverConfig::new(
+        let mut rcfg = ReceiverConfig::new(
             IpAddr::V4(Ipv4Addr::UNSPECIFIED),
             group,
             u64::from(id) << 32 | j as u64,
         );
+        rcfg.reliable = reliable;
         let a = sim.add_agent(n, Box::new(PgmReceiverAgent::new(id, rcfg)), join, leave);
         sim.join(n, group, join, leave);
         receivers.push((a, r.node.get_ref().clone(), join, leave));
@@ -722,6 +727,7 @@ fn build_tcp(
         ("model", fl.model.is_some()),
         ("rtt_unit", fl.rtt_unit.is_some()),
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+        ("repairs", fl.repairs.is_some()),
     ] {
         if present {
             return cx.err(fl.kind.span(), &format!("flow.{k}"), "only for PGM flows");
