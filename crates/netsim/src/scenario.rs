@@ -61,6 +61,7 @@ struct ReproduceSpec {
     tcp: Spanned<String>,
     pgm: Spanned<String>,
     from: Option<Spanned<String>>,
+    to: Option<Spanned<String>>,
     published_f: Option<f64>,
     expectation: Option<String>,
     explanation: Option<String>,
@@ -79,6 +80,8 @@ pub struct Reproduce {
     pub pgm: usize,
     /// Measure from this time on (seconds), skipping start-up.
     pub from_s: f64,
+    /// Measure up to this time (seconds; `None` = the end of the run).
+    pub to_s: Option<f64>,
     /// The published fairness f = TCP / pgmcc, if the paper gives one.
     pub published_f: Option<f64>,
     /// The paper's qualitative statement, when it gives no number.
@@ -501,7 +504,12 @@ pub fn parse(
                 Some(t) => cx.dur(t, "reproduce.from")?.as_secs_f64(),
                 None => 0.0,
             };
+            let to_s = match &r.to {
+                Some(t) => Some(cx.dur(t, "reproduce.to")?.as_secs_f64()),
+                None => None,
+            };
             Some(Reproduce {
+                to_s,
                 experiment: r.experiment.clone(),
                 source: r.source.clone(),
                 tcp,

@@ -119,7 +119,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let mut rows: Vec<Row> = Vec::new();
     for (i, seed, r) in results {
         let (summary, rep) = r.with_context(|| format!("{} seed {seed}", chosen[i].display()))?;
-        let end = summary.duration_s;
+        let end = rep.to_s.unwrap_or(summary.duration_s);
         let pgm = mean_between(
             &summary,
             &summary.flows[rep.pgm].series_kbps,
