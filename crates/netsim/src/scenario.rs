@@ -152,6 +152,7 @@ struct FlowSpec {
     delayed_ack: Option<bool>,
     min_rto: Option<Spanned<String>>,
     repairs: Option<bool>,
+    realign_tokens: Option<bool>,
 }
 
 /// Which kind of flow.
@@ -642,6 +643,7 @@ fn build_pgm(
         if fl.adaptive_timeout.unwrap_or(false) {
             pc = pc.with_adaptive_timeout();
         }
+        pc.realign_tokens = fl.realign_tokens.unwrap_or(false);
         cfg.cc = CcConfig::Pgmcc(pc);
     } else {
         for (k, present) in [

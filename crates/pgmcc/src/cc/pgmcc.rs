@@ -71,6 +71,11 @@ pub struct PgmccConfig {
     /// Stalls in a row after which the next data packet asks for a new election (§3.6: "a
     /// couple": 2).
     pub stalls_before_election: u32,
+    /// Keep the tokens at least at `W - packets in flight` (ours; default off = the paper's
+    /// literal token rule). The literal rule leaks tokens (lost packets never return theirs,
+    /// ignored ACKs may be the last in flight), so with small windows the pipe can empty and
+    /// wait for a stall timeout: see `docs/pgmcc.md`. Recommended on outside reproductions.
+    pub realign_tokens: bool,
 }
 
 impl Default for PgmccConfig {
@@ -83,6 +88,7 @@ impl Default for PgmccConfig {
             rtt_unit: RttUnit::Packets,
             timeout: TimeoutPolicy::Fixed(Duration::from_secs(3)),
             stalls_before_election: 2,
+            realign_tokens: false,
         }
     }
 }
@@ -396,6 +402,12 @@ impl CongestionControl for Pgmcc {
         }
         let had_tokens = self.window.can_send();
         self.window.on_ack(out.newly_acked);
+        if self.cfg.realign_tokens {
+            // Packets not yet settled (acknowledged or declared lost), an upper bound on the
+            // packets in flight.
+            let in_flight = sqn::distance(self.tracker.next_expected(), lead.wrapping_add(1));
+            self.window.realign_tokens(in_flight);
+        }
         if !had_tokens && self.window.can_send() {
             self.events.push_back(CcEvent::TokensAvailable {
                 tokens: self.window.tokens(),

@@ -106,6 +106,18 @@ impl Window {
         }
     }
 
+    /// Keeps the tokens at least at the room left in the window, `W - in_flight`. A lost
+    /// packet spent a token that no ACK will return, and after a halving the ignored ACKs may
+    /// be the last ones in flight: without this the pipe can empty with `T < 1` and only a
+    /// stall timeout restarts it. (Paper §3.4 realigns W to the packets in flight for the same
+    /// reason; footnote 2 leaves the W/2 strategy open.)
+    pub fn realign_tokens(&mut self, in_flight: u32) {
+        let room = self.w as i64 - i64::from(in_flight) * ONE as i64;
+        if room > self.t {
+            self.t = room;
+        }
+    }
+
     /// A packet `lost` was found missing. `in_flight` is the number of packets sent beyond
     /// the acker's RX_MAX and `last_sent` the newest sequence number sent. Returns true when
     /// the window reacted (false inside the one-RTT grace after an earlier reaction).
@@ -186,6 +198,23 @@ mod tests {
         assert_eq!(w.tokens(), t0, "the next W ACKs regenerate no tokens");
         w.on_ack(1);
         assert!(w.tokens() > t0);
+    }
+
+    #[test]
+    fn tokens_are_realigned_to_the_room_left_in_the_window() {
+        let mut w = Window::new(6);
+        w.on_ack(3); // W = 4
+        while w.can_send() {
+            w.on_transmit();
+        }
+        // One packet lost, halving; the ACKs of the other three are all ignored.
+        w.on_loss(10, 4, 10);
+        w.on_ack(2);
+        assert!(!w.can_send(), "tokens leaked: nothing to send with");
+        // Nothing is in flight any more: the window has room for W packets.
+        w.realign_tokens(0);
+        assert_eq!(w.tokens(), w.window() as u32);
+        assert!(w.can_send());
     }
 
     #[test]
