@@ -100,11 +100,18 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         summary.events
     );
     for f in &summary.flows {
-        let rx: Vec<String> = f
+        let mut rx: Vec<String> = f
             .receivers
             .iter()
+            .take(8)
             .map(|r| format!("{} {:.0}", r.node, r.mean_kbps))
             .collect();
+        if f.receivers.len() > 8 {
+            rx.push(format!(
+                "... and {} more (summary.json)",
+                f.receivers.len() - 8
+            ));
+        }
         println!(
             "  {:<12} {:<11} {:>8.1} kbit/s mean  acker switches {:<3} receivers: {}",
             f.name,
