@@ -210,6 +210,40 @@ pub struct FlowInfo {
     pub stop: Option<Instant>,
 }
 
+/// A reproduction row measured on one run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Measured {
+    /// Mean TCP rate over the row's window, kbit/s.
+    pub tcp_kbps: f64,
+    /// Mean pgmcc rate over the row's window, kbit/s.
+    pub pgm_kbps: f64,
+    /// f = TCP / pgmcc (NaN when pgmcc sent nothing).
+    pub f: f64,
+}
+
+impl Reproduce {
+    /// The row's rates and fairness f in a run of its scenario.
+    pub fn measure(&self, s: &crate::run::Summary) -> Measured {
+        let end = self.to_s.unwrap_or(s.duration_s);
+        let mean = |flow: usize| {
+            s.flows.get(flow).map_or(0.0, |f| {
+                crate::run::mean_between(s, &f.series_kbps, self.from_s, end)
+            })
+        };
+        let (tcp_kbps, pgm_kbps) = (mean(self.tcp), mean(self.pgm));
+        let f = if pgm_kbps > 0.0 {
+            tcp_kbps / pgm_kbps
+        } else {
+            f64::NAN
+        };
+        Measured {
+            tcp_kbps,
+            pgm_kbps,
+            f,
+        }
+    }
+}
+
 /// A scenario turned into a ready-to-run simulator.
 #[derive(Debug)]
 pub struct Scenario {

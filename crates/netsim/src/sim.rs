@@ -19,6 +19,25 @@ pub type AgentId = usize;
 /// Multicast forwarding state of one (source, group): outgoing links indexed by node.
 type McastTree = ((NodeId, IpAddr), Vec<Vec<LinkId>>);
 
+/// Source and group for multicast a network element sends because of `trigger`: a multicast
+/// packet's own; for a NAK, the source and group NLAs it names (RFC 3208 §7.2: NCFs carry the
+/// ODATA source's address).
+fn multicast_origin(trigger: &Packet) -> (IpAddr, IpAddr) {
+    if let Dest::Group(g) = trigger.dst {
+        return (trigger.src, g);
+    }
+    if let Payload::Pgm(b) = &trigger.payload {
+        if let Ok(pgm_wire::Repr {
+            body: pgm_wire::Body::Nak(n),
+            ..
+        }) = pgm_wire::Repr::parse(b)
+        {
+            return (n.source, n.group);
+        }
+    }
+    (trigger.src, IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
 #[derive(Debug)]
 struct Node {
     name: String,
@@ -79,6 +98,8 @@ pub struct Sim {
     last_wake: Option<(AgentId, Instant)>,
     /// Agent wake-ups pushed ahead because the agent asked for the past again.
     pub spins: u64,
+    /// Reused datagram buffer for network-element output.
+    ne_buf: Vec<u8>,
     /// Events processed.
     pub events_processed: u64,
 }
@@ -104,6 +125,7 @@ impl Sim {
             seed,
             last_wake: None,
             spins: 0,
+            ne_buf: Vec::new(),
             events_processed: 0,
         }
     }
@@ -417,7 +439,11 @@ impl Sim {
 
     /// Sends what the NE at `at` queued.
     fn drain_ne(&mut self, at: NodeId, template: &Packet) {
-        let mut buf = vec![0u8; 65536];
+        // One reusable buffer: this runs for every PGM packet crossing a network element.
+        let mut buf = std::mem::take(&mut self.ne_buf);
+        buf.resize(65536, 0);
+        // Source and group of NE-made multicast (NCF, SPM copies, RDATA), found once.
+        let mut origin = None;
         while let Some(t) = self.nodes[at]
             .ne
             .as_mut()
@@ -429,16 +455,8 @@ impl Sim {
                 NeDestination::Multicast(iface) => {
                     let l = iface as LinkId;
                     if l < self.links.len() {
-                        // RFC 3208 §7.2: NCFs and forwarded copies keep the source's address.
-                        let group = match template.dst {
-                            Dest::Group(g) => g,
-                            Dest::Unicast(_) => self.group_of(template),
-                        };
-                        let src = if matches!(template.dst, Dest::Group(_)) {
-                            template.src
-                        } else {
-                            self.source_of(template)
-                        };
+                        let (src, group) =
+                            *origin.get_or_insert_with(|| multicast_origin(template));
                         let p = Packet {
                             src,
                             dst: Dest::Group(group),
@@ -461,29 +479,7 @@ impl Sim {
                 }
             }
         }
-    }
-
-    /// The group and source NLAs named inside a PGM NAK (for NCFs an NE sends).
-    fn group_of(&self, p: &Packet) -> IpAddr {
-        if let Payload::Pgm(b) = &p.payload {
-            if let Ok(r) = pgm_wire::Repr::parse(b) {
-                if let pgm_wire::Body::Nak(n) = r.body {
-                    return n.group;
-                }
-            }
-        }
-        IpAddr::V4(Ipv4Addr::UNSPECIFIED)
-    }
-
-    fn source_of(&self, p: &Packet) -> IpAddr {
-        if let Payload::Pgm(b) = &p.payload {
-            if let Ok(r) = pgm_wire::Repr::parse(b) {
-                if let pgm_wire::Body::Nak(n) = r.body {
-                    return n.source;
-                }
-            }
-        }
-        p.src
+        self.ne_buf = buf;
     }
 
     fn deliver(&mut self, at: NodeId, p: &Packet) {

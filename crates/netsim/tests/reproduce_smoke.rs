@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use netsim::run::{mean_between, run};
+use netsim::run::run;
 use netsim::scenario::load;
 
 fn f_of(name: &str) -> f64 {
@@ -15,10 +15,7 @@ fn f_of(name: &str) -> f64 {
     let mut sc = load(&path, Some(1)).unwrap();
     let rep = sc.reproduce.clone().unwrap();
     let s = run(&mut sc, |_| {});
-    let end = rep.to_s.unwrap_or(s.duration_s);
-    let tcp = mean_between(&s, &s.flows[rep.tcp].series_kbps, rep.from_s, end);
-    let pgm = mean_between(&s, &s.flows[rep.pgm].series_kbps, rep.from_s, end);
-    tcp / pgm
+    rep.measure(&s).f
 }
 
 #[test]

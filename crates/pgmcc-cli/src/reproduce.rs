@@ -9,7 +9,7 @@ use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
-use netsim::run::{mean_between, Summary};
+use netsim::run::Summary;
 use netsim::scenario::{self, Reproduce};
 use netsim::{report, run};
 
@@ -119,19 +119,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let mut rows: Vec<Row> = Vec::new();
     for (i, seed, r) in results {
         let (summary, rep) = r.with_context(|| format!("{} seed {seed}", chosen[i].display()))?;
-        let end = rep.to_s.unwrap_or(summary.duration_s);
-        let pgm = mean_between(
-            &summary,
-            &summary.flows[rep.pgm].series_kbps,
-            rep.from_s,
-            end,
-        );
-        let tcp = mean_between(
-            &summary,
-            &summary.flows[rep.tcp].series_kbps,
-            rep.from_s,
-            end,
-        );
+        let m = rep.measure(&summary);
         let sw = summary.flows[rep.pgm].acker_switches.len();
         if rows.last().is_none_or(|r| r.file != chosen[i]) {
             let name = summary.scenario.clone();
@@ -147,9 +135,9 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             });
         }
         if let Some(row) = rows.last_mut() {
-            row.f.push(if pgm > 0.0 { tcp / pgm } else { f64::NAN });
-            row.pgm_kbps.push(pgm);
-            row.tcp_kbps.push(tcp);
+            row.f.push(m.f);
+            row.pgm_kbps.push(m.pgm_kbps);
+            row.tcp_kbps.push(m.tcp_kbps);
             row.switches.push(sw);
         }
     }

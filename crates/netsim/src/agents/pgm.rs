@@ -3,12 +3,34 @@
 use std::net::IpAddr;
 
 use pgmcc::cc::CcEvent;
-use pgmcc::{Destination, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig};
+use pgmcc::{
+    Destination, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig, Transmit,
+};
 
 use crate::agent::serde_json_value::Value;
 use crate::agent::{Agent, Ctx};
 use crate::packet::{Dest, Packet, Payload};
 use crate::UDP_IP_OVERHEAD;
+
+/// The simulated packet for a datagram the core asked to send (UDP encapsulation sizes).
+fn pgm_packet(src: IpAddr, t: Transmit, buf: &[u8], group: IpAddr, flow: u32) -> Packet {
+    let dst = match t.dst {
+        Destination::Group => Dest::Group(group),
+        Destination::Unicast(a) => Dest::Unicast(a),
+    };
+    Packet {
+        src,
+        dst,
+        size: t.len as u32 + UDP_IP_OVERHEAD,
+        flow,
+        payload: Payload::Pgm(buf[..t.len].to_vec()),
+    }
+}
+
+/// PGM agents take the PGM packets of their own flow.
+fn is_pgm_of(p: &Packet, flow: u32) -> bool {
+    matches!(p.payload, Payload::Pgm(_)) && p.flow == flow
+}
 
 /// A PGM source with an application that always has data (bulk transfer), or a fixed amount.
 #[derive(Debug)]
@@ -77,17 +99,7 @@ impl PgmSenderAgent {
             }
         }
         while let Some(t) = s.poll_transmit(now, &mut self.buf) {
-            let dst = match t.dst {
-                Destination::Group => Dest::Group(self.group),
-                Destination::Unicast(a) => Dest::Unicast(a),
-            };
-            ctx.send(Packet {
-                src: ctx.addr,
-                dst,
-                size: t.len as u32 + UDP_IP_OVERHEAD,
-                flow: self.flow,
-                payload: Payload::Pgm(self.buf[..t.len].to_vec()),
-            });
+            ctx.send(pgm_packet(ctx.addr, t, &self.buf, self.group, self.flow));
         }
         self.bytes_sent = s.stats().odata_bytes;
         while let Some(ev) = s.poll_event() {
@@ -104,7 +116,7 @@ impl Agent for PgmSenderAgent {
     }
 
     fn wants(&self, p: &Packet) -> bool {
-        matches!(p.payload, Payload::Pgm(_)) && p.flow == self.flow
+        is_pgm_of(p, self.flow)
     }
 
     fn start(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
@@ -219,17 +231,13 @@ impl PgmReceiverAgent {
             return;
         };
         while let Some(t) = r.poll_transmit(now, &mut self.buf) {
-            let dst = match t.dst {
-                Destination::Group => Dest::Group(self.config.group),
-                Destination::Unicast(a) => Dest::Unicast(a),
-            };
-            ctx.send(Packet {
-                src: ctx.addr,
-                dst,
-                size: t.len as u32 + UDP_IP_OVERHEAD,
-                flow: self.flow,
-                payload: Payload::Pgm(self.buf[..t.len].to_vec()),
-            });
+            ctx.send(pgm_packet(
+                ctx.addr,
+                t,
+                &self.buf,
+                self.config.group,
+                self.flow,
+            ));
         }
         while let Some(ev) = r.poll_event() {
             match ev {
@@ -250,7 +258,7 @@ impl Agent for PgmReceiverAgent {
     }
 
     fn wants(&self, p: &Packet) -> bool {
-        matches!(p.payload, Payload::Pgm(_)) && p.flow == self.flow
+        is_pgm_of(p, self.flow)
     }
 
     fn start(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
