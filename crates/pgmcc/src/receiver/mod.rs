@@ -497,11 +497,12 @@ impl Receiver {
                 }
             }
         }
-        let mut ack_now = false;
+        let mut ack = None;
         if let (true, false, Some(d)) = (self.config.pgmcc, rdata, repr.options.pgmcc_data) {
             peer.tstamp = Some((d.tstamp, now));
             if d.acker == self.config.nla {
-                ack_now = true;
+                // The ACK describes the receive state as this ODATA left it.
+                ack = ack_snapshot(peer, self.config.nla, now);
                 peer.election_ack = None;
             } else if d.acker.is_unspecified() {
                 if peer.election_ack.is_none() {
@@ -519,13 +520,7 @@ impl Receiver {
         match ins {
             Insert::New => {
                 // Anything but the packet that extended the lead filled a gap.
-                if rdata
-                    || self
-                        .peers
-                        .get(&tsi)
-                        .and_then(|p| p.rxw.as_ref())
-                        .is_some_and(|w| w.lead() != s)
-                {
+                if rdata || !sqn::gt(s, old_lead) {
                     self.stats.gaps_filled += 1;
                 }
             }
@@ -534,14 +529,8 @@ impl Receiver {
         if need_spmr {
             self.transmits.push_back((tsi, Pending::Spmr(from)));
         }
-        if ack_now {
-            if let Some(ack) = self
-                .peers
-                .get(&tsi)
-                .and_then(|p| ack_snapshot(p, self.config.nla, now))
-            {
-                self.transmits.push_back((tsi, Pending::Ack(ack.0, ack.1)));
-            }
+        if let Some((ack, report)) = ack {
+            self.transmits.push_back((tsi, Pending::Ack(ack, report)));
         }
         if let Some(first) = report_gap {
             // Unreliable mode: one NAK, for the pgmcc report it carries.

@@ -500,14 +500,13 @@ impl Sender {
             self.repair_set.remove(&sqn);
             return self.emit_data(now, sqn, true, buf);
         }
-        let len = self
+        let (sqn, len) = self
             .txw
             .peek_unsent()
-            .map(|p| p.data.len() + DATA_OVERHEAD)?;
+            .map(|p| (p.sqn, p.data.len() + DATA_OVERHEAD))?;
         if !self.cc_allows() || !self.rate_allows(now, len) {
             return None;
         }
-        let sqn = self.txw.next_sqn().wrapping_sub(self.txw.queued() as u32);
         self.emit_data(now, sqn, false, buf)
     }
 
@@ -597,20 +596,18 @@ impl Sender {
             .config
             .join_window
             .map(|w| crate::sqn::max(trail, sqn.wrapping_sub(w)));
-        let (data_len, repr_fragment) = {
-            let p = if repair {
-                self.txw.get_sent(sqn)?
-            } else {
-                self.txw.peek_unsent()?
-            };
-            (p.data.len(), p.fragment)
-        };
+        let p = if repair {
+            self.txw.get_sent(sqn)
+        } else {
+            self.txw.peek_unsent()
+        }?;
+        let data_len = p.data.len();
         let pgmcc_data = match (&mut self.cc, repair) {
             (Some(cc), false) => Some(cc.on_data_sent(now, sqn)),
             _ => None,
         };
         let opts = Options {
-            fragment: repr_fragment,
+            fragment: p.fragment,
             syn: syn || (repair && sqn == self.config.initial_sqn),
             join,
             pgmcc_data,
@@ -621,17 +618,10 @@ impl Sender {
         } else {
             Body::Odata(DataRepr { sqn, trail })
         };
-        let emitted = {
-            let p = if repair {
-                self.txw.get_sent(sqn)?
-            } else {
-                self.txw.peek_unsent()?
-            };
-            let repr = Repr::downstream(self.config.tsi, self.config.dport, body)
-                .with_options(opts)
-                .with_payload(&p.data);
-            repr.emit(buf)
-        };
+        let emitted = Repr::downstream(self.config.tsi, self.config.dport, body)
+            .with_options(opts)
+            .with_payload(&p.data)
+            .emit(buf);
         let len = match emitted {
             Ok(len) => len,
             Err(e) => {
