@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use pgmcc::{Duration, Instant};
+use pgmcc::Instant;
 use serde::Serialize;
 
 use crate::agents::pgm::PgmSenderAgent;
@@ -298,9 +298,4 @@ pub fn mean_between(summary: &Summary, series: &[f64], from: f64, to: f64) -> f6
     } else {
         v.iter().sum::<f64>() / v.len() as f64
     }
-}
-
-/// Convenience: the duration of a run in seconds.
-pub fn secs(d: Duration) -> f64 {
-    d.as_secs_f64()
 }
