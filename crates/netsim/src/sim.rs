@@ -381,8 +381,8 @@ impl Sim {
     fn forward(&mut self, at: NodeId, p: Packet, in_link: Option<LinkId>) {
         // A PGM network element on this node sees PGM packets arriving from the network
         // first (never the ones it or a local agent originates).
-        if let (Some(_), Payload::Pgm(bytes), Some(_)) = (&self.nodes[at].ne, &p.payload, in_link) {
-            let bytes = bytes.clone();
+        let has_ne = self.nodes[at].ne.is_some();
+        if let (true, Payload::Pgm(bytes), Some(_)) = (has_ne, &p.payload, in_link) {
             let src_node = self.addr_to_node.get(&p.src).copied();
             let downstream: Vec<Iface> = match (p.dst, src_node) {
                 (Dest::Group(g), Some(s)) => self
