@@ -400,7 +400,7 @@ impl Sim {
                 .map_or(Iface::MAX, |l| l as Iface);
             let now = self.now;
             let verdict = self.nodes[at].ne.as_mut().map_or(Verdict::Forward, |ne| {
-                ne.handle(now, in_iface, p.src, &bytes, &downstream)
+                ne.handle(now, in_iface, p.src, bytes, &downstream)
             });
             self.drain_ne(at, &p);
             if verdict == Verdict::Consumed || (addressed_here && in_link.is_some()) {
