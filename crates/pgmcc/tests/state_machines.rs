@@ -423,3 +423,37 @@ fn pgmcc_can_be_switched_off_and_on_at_run_time() {
         .map(|d| d.acker);
     assert!(acker.is_some_and(|a| a.is_unspecified()));
 }
+
+#[test]
+fn receiver_knows_whether_it_heard_the_start_of_the_stream() {
+    let mut s = sender();
+    for i in 0..3u8 {
+        s.send(&[i; 10]).unwrap();
+    }
+    let mut buf = [0u8; 1500];
+    let mut packets = Vec::new();
+    while let Some(t) = s.poll_transmit(ms(0), &mut buf) {
+        packets.push(buf[..t.len].to_vec());
+    }
+    // Heard everything: the stream starts at the SYN packet.
+    let mut all = receiver();
+    for p in &packets {
+        all.handle(ms(1), SRC, p);
+    }
+    let first = events(&mut all).iter().find_map(|e| match e {
+        ReceiverEvent::SessionStarted { first_sqn, .. } => Some(*first_sqn),
+        _ => None,
+    });
+    assert_eq!(first, Some(0));
+    assert_eq!(all.session_syn(&TSI), Some(0));
+    // Joined after the first two packets (no SPM yet): no SYN heard, so the application can
+    // tell its copy is not the whole stream.
+    let mut late = receiver();
+    for p in packets.iter().skip(3) {
+        late.handle(ms(1), SRC, p);
+    }
+    assert!(events(&mut late)
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::SessionStarted { .. })));
+    assert_eq!(late.session_syn(&TSI), None);
+}

@@ -221,6 +221,8 @@ struct Peer {
     rxw: Option<ReceiveWindow>,
     /// Lead of the FIN SPM once heard.
     fin_lead: Option<u32>,
+    /// Sequence number of the packet marked OPT_SYN (the session's first), once heard.
+    syn_sqn: Option<u32>,
     ended: bool,
     next_spmr: Instant,
 }
@@ -339,6 +341,14 @@ impl Receiver {
             .map_or(0, |w| w.missing())
     }
 
+    /// Where `tsi`'s stream begins, as far as this receiver knows: the sequence number of the
+    /// packet the source marked OPT_SYN (its first ODATA, RFC 3208 §9.5), once one arrived.
+    /// A receiver whose [`ReceiverEvent::SessionStarted`] `first_sqn` differs from this, or
+    /// that never hears it, joined after the start. OpenPGM sources send no OPT_SYN.
+    pub fn session_syn(&self, tsi: &Tsi) -> Option<u32> {
+        self.peers.get(tsi).and_then(|p| p.syn_sqn)
+    }
+
     /// The next event for the application.
     pub fn poll_event(&mut self) -> Option<ReceiverEvent> {
         self.events.pop_front()
@@ -402,6 +412,7 @@ impl Receiver {
                     spm_sqn: None,
                     rxw: None,
                     fin_lead: None,
+                    syn_sqn: None,
                     ended: false,
                     next_spmr: now,
                 },
@@ -452,6 +463,9 @@ impl Receiver {
             return;
         }
         peer.data_from = Some(from);
+        if repr.options.syn {
+            peer.syn_sqn = Some(s);
+        }
         let mut started = None;
         if peer.rxw.is_none() {
             let mut base = s;
