@@ -1,5 +1,33 @@
 //! `pgmcc-net`: the real-socket runtime.
 //!
-//! What will live here (issue 8): the driver that runs the sans-IO core over UDP
-//! encapsulation (OpenPGM ports 3055/3056) with socket2 and tokio, and the public async and
-//! blocking `Sender`/`Receiver` API. Nothing is implemented yet.
+//! It drives the sans-IO core ([`pgmcc`]) over UDP encapsulation, framed as OpenPGM frames
+//! it (the PGM packet is the whole UDP payload; downstream packets to the group on port
+//! 3056, upstream packets to the source on port 3055), or over raw IP protocol 113 when
+//! running as root. Sockets are set up with socket2 (group join, interface, TTL, loop);
+//! tokio runs the event loop. The core never sees a clock or a socket: this crate owns both.
+//!
+//! * async: [`Sender`] / [`Receiver`] (inside a tokio runtime);
+//! * blocking: [`blocking::Sender`] / [`blocking::Receiver`].
+//!
+//! IPv4 only so far. The default multicast TTL is 1: a session stays on the local link
+//! unless the application raises it.
+
+pub mod blocking;
+mod clock;
+mod error;
+mod receiver;
+mod sender;
+pub mod socket;
+
+pub use error::Error;
+pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus};
+pub use sender::{Sender, SenderOptions, SenderStatus};
+pub use socket::{
+    local_addr_for, Encapsulation, Interface, DEFAULT_UDP_MCAST_PORT, DEFAULT_UDP_UCAST_PORT,
+};
+
+/// Re-exported so users can pick a congestion controller and join policy without depending
+/// on the core crate directly.
+pub use pgmcc::cc::pgmcc::PgmccConfig;
+pub use pgmcc::cc::CcConfig;
+pub use pgmcc::JoinPolicy;

@@ -1,0 +1,54 @@
+//! Errors of the runtime.
+
+use std::io;
+use std::net::Ipv4Addr;
+
+use thiserror::Error;
+
+/// What can go wrong setting up or running a session.
+#[derive(Debug, Error)]
+pub enum Error {
+    /// A system call failed.
+    #[error("{context}: {source}")]
+    Io {
+        /// What we were doing.
+        context: String,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The routing table has no way to the group and no interface was named.
+    #[error("no route to multicast group {group} ({source}); name an interface (--iface) or add a multicast route")]
+    NoRoute {
+        /// The group.
+        group: Ipv4Addr,
+        /// The operating system's error.
+        #[source]
+        source: io::Error,
+    },
+    /// The named interface cannot be used.
+    #[error("interface {name}: {reason}")]
+    Interface {
+        /// Interface as given.
+        name: String,
+        /// Why not.
+        reason: String,
+    },
+    /// The group address is not a multicast address.
+    #[error("{0} is not an IPv4 multicast address (224.0.0.0/4)")]
+    NotMulticast(Ipv4Addr),
+    /// Something this runtime does not do yet.
+    #[error("not supported: {0}")]
+    Unsupported(String),
+    /// The APDU is larger than the session allows.
+    #[error("message of {len} bytes exceeds the {max}-byte maximum APDU")]
+    TooLarge {
+        /// Message length.
+        len: usize,
+        /// Maximum.
+        max: usize,
+    },
+    /// The session's task ended (after `close`, or because it failed).
+    #[error("the session has ended")]
+    Closed,
+}

@@ -1,0 +1,338 @@
+//! A PGM receiver on real sockets.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use pgm_wire::Tsi;
+use pgmcc::{JoinPolicy, ReceiverConfig, ReceiverEvent, ReceiverStats};
+use serde::Serialize;
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, oneshot, watch};
+use tokio::task::JoinHandle;
+use tracing::debug;
+
+use crate::clock::{entropy, Clock};
+use crate::error::Error;
+use crate::socket::{self, Encapsulation, Interface, SocketSetup};
+
+/// How a receiver is set up. [`ReceiverOptions::new`] gives the defaults documented per field.
+#[derive(Debug, Clone)]
+pub struct ReceiverOptions {
+    /// Multicast group (IPv4).
+    pub group: Ipv4Addr,
+    /// PGM data-destination port.
+    pub port: u16,
+    /// Interface to join on; default: the one the routing table picks for the group.
+    pub interface: Option<Interface>,
+    /// UDP encapsulation (default, OpenPGM's ports 3055/3056) or raw IP.
+    pub encapsulation: Encapsulation,
+    /// Where a late joiner starts. Default: the first packet heard.
+    pub join: JoinPolicy,
+    /// Repair losses (default). When false, gaps are reported at once (unreliable mode).
+    pub reliable: bool,
+    /// Take part in pgmcc (reports, ACKs). Default true.
+    pub pgmcc: bool,
+    /// Receive window in packets. Default 8192.
+    pub rxw_sqns: u32,
+    /// Seed of the NAK back-off; default derived from host, process and time.
+    pub seed: Option<u64>,
+    /// Fault injection for tests and demonstrations: discard every Nth datagram received
+    /// (before the protocol sees it), so that NAKs, NCFs and repairs happen. Default none.
+    pub drop_every: Option<u32>,
+}
+
+impl ReceiverOptions {
+    /// Defaults for `group`, data-destination port `port`.
+    pub fn new(group: Ipv4Addr, port: u16) -> ReceiverOptions {
+        ReceiverOptions {
+            group,
+            port,
+            interface: None,
+            encapsulation: Encapsulation::default(),
+            join: JoinPolicy::default(),
+            reliable: true,
+            pgmcc: true,
+            rxw_sqns: 8192,
+            seed: None,
+            drop_every: None,
+        }
+    }
+}
+
+/// What a receiver hands the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    /// A session was heard; its stream starts at `first_sqn`.
+    SessionStarted {
+        /// The session.
+        tsi: Tsi,
+        /// First sequence number delivered.
+        first_sqn: u32,
+    },
+    /// One message, complete and in order.
+    Data {
+        /// The session.
+        tsi: Tsi,
+        /// Sequence number of its first packet.
+        sqn: u32,
+        /// The message.
+        data: Vec<u8>,
+    },
+    /// Packets `first..=last` are lost for good: the stream has a gap here.
+    Unrecoverable {
+        /// The session.
+        tsi: Tsi,
+        /// First lost sequence number.
+        first: u32,
+        /// Last lost sequence number.
+        last: u32,
+    },
+    /// The source ended the session and everything up to its end was delivered or reported.
+    SessionEnded {
+        /// The session.
+        tsi: Tsi,
+        /// Sequence number of the packet the source marked as its first (OPT_SYN), if this
+        /// receiver heard it: equal to `first_sqn` when the whole stream was received.
+        syn_sqn: Option<u32>,
+    },
+}
+
+/// A snapshot of a receiver, refreshed about ten times a second.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ReceiverStatus {
+    /// Seconds since the receiver started.
+    pub elapsed_secs: f64,
+    /// The core's counters.
+    pub stats: ReceiverStats,
+    /// Datagrams whose upstream reply could not be sent.
+    pub send_errors: u64,
+    /// Datagrams discarded on purpose ([`ReceiverOptions::drop_every`]).
+    pub injected_drops: u64,
+}
+
+/// A PGM receiver on real sockets: joins the group and runs the protocol in a background
+/// task; [`Receiver::read`] returns messages in order.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), pgmcc_net::Error> {
+/// use pgmcc_net::{Event, Receiver, ReceiverOptions};
+/// let mut rx = Receiver::bind(ReceiverOptions::new("239.192.0.1".parse().unwrap(), 7500)).await?;
+/// while let Some(ev) = rx.read().await {
+///     match ev {
+///         Event::Data { data, .. } => println!("{} bytes", data.len()),
+///         Event::Unrecoverable { first, last, .. } => eprintln!("lost {first}..={last}"),
+///         Event::SessionEnded { .. } => break,
+///         Event::SessionStarted { .. } => {}
+///     }
+/// }
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Receiver {
+    events: mpsc::Receiver<Event>,
+    status: watch::Receiver<ReceiverStatus>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<ReceiverStatus>,
+    local: Ipv4Addr,
+}
+
+impl Receiver {
+    /// Joins the group.
+    pub async fn bind(opts: ReceiverOptions) -> Result<Receiver, Error> {
+        if !opts.group.is_multicast() {
+            return Err(Error::NotMulticast(opts.group));
+        }
+        let local = socket::local_addr_for(opts.group, opts.interface.as_ref())?;
+        let setup = SocketSetup {
+            group: opts.group,
+            local,
+            encapsulation: opts.encapsulation,
+            ttl: 1,
+            multicast_loop: false,
+        };
+        let (recv, send) = socket::receiver_sockets(&setup)?;
+        let seed = opts.seed.unwrap_or_else(|| {
+            let e = entropy(&local.octets());
+            u64::from_le_bytes([e[0], e[1], e[2], e[3], e[4], e[5], e[6], e[7]])
+        });
+        let mut config = ReceiverConfig::new(IpAddr::V4(local), IpAddr::V4(opts.group), seed);
+        config.dport = opts.port;
+        config.join = opts.join;
+        config.reliable = opts.reliable;
+        config.pgmcc = opts.pgmcc;
+        config.rxw_sqns = opts.rxw_sqns;
+        let clock = Clock::new();
+        let core = pgmcc::Receiver::new(config, clock.now());
+        let (event_tx, event_rx) = mpsc::channel(1024);
+        let (status_tx, status_rx) = watch::channel(ReceiverStatus::default());
+        let (stop_tx, stop_rx) = oneshot::channel();
+        debug!(%local, group = %opts.group, "pgm receiver joined");
+        let driver = Driver {
+            core,
+            recv,
+            send,
+            setup,
+            clock,
+            events: event_tx,
+            status: status_tx,
+            send_errors: 0,
+            drop_every: opts.drop_every.filter(|&n| n > 0),
+            received: 0,
+            injected_drops: 0,
+        };
+        let task = tokio::spawn(driver.run(stop_rx));
+        Ok(Receiver {
+            events: event_rx,
+            status: status_rx,
+            stop: Some(stop_tx),
+            task,
+            local,
+        })
+    }
+
+    /// This receiver's address (its identity in pgmcc reports).
+    pub fn local_addr(&self) -> Ipv4Addr {
+        self.local
+    }
+
+    /// The next event; `None` once the receiver stopped.
+    pub async fn read(&mut self) -> Option<Event> {
+        self.events.recv().await
+    }
+
+    /// The latest status snapshot.
+    pub fn status(&self) -> ReceiverStatus {
+        self.status.borrow().clone()
+    }
+
+    /// Leaves the group and returns the final status.
+    pub async fn close(mut self) -> ReceiverStatus {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        self.events.close();
+        match self.task.await {
+            Ok(s) => s,
+            Err(_) => self.status.borrow().clone(),
+        }
+    }
+}
+
+struct Driver {
+    core: pgmcc::Receiver,
+    recv: UdpSocket,
+    send: UdpSocket,
+    setup: SocketSetup,
+    clock: Clock,
+    events: mpsc::Sender<Event>,
+    status: watch::Sender<ReceiverStatus>,
+    send_errors: u64,
+    drop_every: Option<u32>,
+    received: u64,
+    injected_drops: u64,
+}
+
+impl Driver {
+    async fn run(mut self, mut stop: oneshot::Receiver<()>) -> ReceiverStatus {
+        let mut buf = vec![0u8; 65536];
+        let mut rbuf = vec![0u8; 65536];
+        let mut next_status = self.clock.now();
+        loop {
+            let now = self.clock.now();
+            if self.core.poll_timeout().is_some_and(|d| d <= now) {
+                self.core.handle_timeout(now);
+            }
+            self.flush(now, &mut buf).await;
+            // Hand events over; a slow application stalls reading, and the network's
+            // losses that follow are repaired like any others.
+            while let Some(ev) = self.core.poll_event() {
+                let ev = self.translate(ev);
+                if self.events.send(ev).await.is_err() {
+                    return self.publish(now);
+                }
+            }
+            if now >= next_status {
+                self.publish(now);
+                next_status = now + Duration::from_millis(100);
+            }
+            let deadline = self
+                .core
+                .poll_timeout()
+                .unwrap_or(now + Duration::from_secs(1))
+                .min(next_status);
+            let wake = self.clock.deadline(deadline);
+            tokio::select! {
+                _ = &mut stop => return self.publish(self.clock.now()),
+                r = self.recv.recv_from(&mut rbuf) => {
+                    match r {
+                        Ok((n, from)) => self.input(from, &rbuf[..n]),
+                        Err(e) => debug!(error = %e, "receive error"),
+                    }
+                    for _ in 0..64 {
+                        match self.recv.try_recv_from(&mut rbuf) {
+                            Ok((n, from)) => self.input(from, &rbuf[..n]),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(wake) => {}
+            }
+        }
+    }
+
+    fn translate(&self, ev: ReceiverEvent) -> Event {
+        match ev {
+            ReceiverEvent::SessionStarted { tsi, first_sqn } => {
+                Event::SessionStarted { tsi, first_sqn }
+            }
+            ReceiverEvent::Data { tsi, sqn, data } => Event::Data { tsi, sqn, data },
+            ReceiverEvent::Unrecoverable { tsi, first, last } => {
+                Event::Unrecoverable { tsi, first, last }
+            }
+            ReceiverEvent::SessionEnded { tsi } => Event::SessionEnded {
+                tsi,
+                syn_sqn: self.core.session_syn(&tsi),
+            },
+        }
+    }
+
+    fn input(&mut self, from: SocketAddr, datagram: &[u8]) {
+        self.received += 1;
+        if let Some(n) = self.drop_every {
+            if self.received % u64::from(n) == 0 {
+                self.injected_drops += 1;
+                return;
+            }
+        }
+        if let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) {
+            self.core.handle(self.clock.now(), from.ip(), pgm);
+        }
+    }
+
+    async fn flush(&mut self, now: pgmcc::Instant, buf: &mut [u8]) {
+        while let Some(t) = self.core.poll_transmit(now, buf) {
+            let Some(bytes) = buf.get(..t.len) else {
+                continue;
+            };
+            let sent = match socket::destination(&self.setup, t.dst) {
+                Ok(to) => self.send.send_to(bytes, to).await.map(|_| ()),
+                Err(e) => Err(std::io::Error::other(e.to_string())),
+            };
+            if let Err(e) = sent {
+                self.send_errors += 1;
+                debug!(error = %e, "upstream datagram dropped");
+            }
+        }
+    }
+
+    fn publish(&mut self, now: pgmcc::Instant) -> ReceiverStatus {
+        let status = ReceiverStatus {
+            elapsed_secs: now.as_nanos() as f64 / 1e9,
+            stats: self.core.stats().clone(),
+            send_errors: self.send_errors,
+            injected_drops: self.injected_drops,
+        };
+        self.status.send_replace(status.clone());
+        status
+    }
+}

@@ -1,0 +1,368 @@
+//! A PGM source on real sockets.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use pgm_wire::{Gsi, Tsi};
+use pgmcc::cc::{CcConfig, CcStats};
+use pgmcc::{RateLimit, SendError, SenderConfig, SenderStats};
+use serde::Serialize;
+use tokio::net::UdpSocket;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tracing::{debug, warn};
+
+use crate::clock::{entropy, Clock};
+use crate::error::Error;
+use crate::socket::{self, Encapsulation, Interface, SocketSetup};
+
+/// How a source is set up. [`SenderOptions::new`] gives the defaults documented per field.
+#[derive(Debug, Clone)]
+pub struct SenderOptions {
+    /// Multicast group (IPv4).
+    pub group: Ipv4Addr,
+    /// PGM data-destination port (OpenPGM and ZeroMQ call it the port of the endpoint).
+    pub port: u16,
+    /// Interface to send on; default: the one the routing table picks for the group.
+    pub interface: Option<Interface>,
+    /// UDP encapsulation (default, OpenPGM's ports 3055/3056) or raw IP.
+    pub encapsulation: Encapsulation,
+    /// Multicast TTL. Default 1: the session stays on the local link.
+    pub ttl: u32,
+    /// Deliver our own multicast to receivers on this host. Default true.
+    pub multicast_loop: bool,
+    /// Ceiling on the total send rate, bytes per second of PGM packets. Default none.
+    pub rate_limit: Option<u64>,
+    /// Congestion control. Default pgmcc with token realignment (see docs/pgmcc.md).
+    pub cc: CcConfig,
+    /// Largest PGM packet in bytes. Default 1472 (1500-byte MTU minus IP and UDP headers).
+    pub max_tpdu: usize,
+    /// Packets kept for repairs (TXW_SQNS). Default 4096.
+    pub txw_sqns: u32,
+    /// After `close`, keep answering NAKs until none arrived for this long. Default 3 s.
+    pub linger: Duration,
+    /// Global source identifier; default derived from host, process and time.
+    pub gsi: Option<Gsi>,
+    /// Data-source port; default random.
+    pub sport: Option<u16>,
+}
+
+impl SenderOptions {
+    /// Defaults for `group`, data-destination port `port`.
+    pub fn new(group: Ipv4Addr, port: u16) -> SenderOptions {
+        let pgmcc = pgmcc::cc::pgmcc::PgmccConfig {
+            realign_tokens: true,
+            ..Default::default()
+        };
+        SenderOptions {
+            group,
+            port,
+            interface: None,
+            encapsulation: Encapsulation::default(),
+            ttl: 1,
+            multicast_loop: true,
+            rate_limit: None,
+            cc: CcConfig::Pgmcc(pgmcc),
+            max_tpdu: 1472,
+            txw_sqns: 4096,
+            linger: Duration::from_secs(3),
+            gsi: None,
+            sport: None,
+        }
+    }
+}
+
+/// A snapshot of a source, refreshed about ten times a second.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SenderStatus {
+    /// Seconds since the source started.
+    pub elapsed_secs: f64,
+    /// The core's counters.
+    pub stats: SenderStats,
+    /// Congestion control counters, when it runs.
+    pub cc: Option<CcStats>,
+    /// The current acker.
+    pub acker: Option<IpAddr>,
+    /// The acker's reported loss rate (0..1).
+    pub acker_loss: Option<f64>,
+    /// The congestion window, in packets.
+    pub window: Option<f64>,
+    /// Datagrams the network refused to take (send errors), dropped and counted.
+    pub send_errors: u64,
+    /// True once the session is closed and the linger time is over.
+    pub finished: bool,
+}
+
+/// A PGM source on real sockets. Create it inside a tokio runtime; a background task runs the
+/// protocol (NAKs, repairs, SPMs, congestion control) until [`Sender::close`] returns.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), pgmcc_net::Error> {
+/// use pgmcc_net::{Sender, SenderOptions};
+/// let opts = SenderOptions::new("239.192.0.1".parse().unwrap(), 7500);
+/// let mut tx = Sender::bind(opts).await?;
+/// tx.write(b"hello, group").await?;
+/// let status = tx.close().await?; // FIN, then serve repairs until quiet
+/// println!("{} data packets", status.stats.odata_packets);
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct Sender {
+    apdus: Option<mpsc::Sender<Vec<u8>>>,
+    status: watch::Receiver<SenderStatus>,
+    task: JoinHandle<Result<SenderStatus, Error>>,
+    tsi: Tsi,
+    local: Ipv4Addr,
+    max_apdu: usize,
+    max_tsdu: usize,
+}
+
+impl Sender {
+    /// Opens the socket and starts the session (the first SPM goes out at once).
+    pub async fn bind(opts: SenderOptions) -> Result<Sender, Error> {
+        if !opts.group.is_multicast() {
+            return Err(Error::NotMulticast(opts.group));
+        }
+        let local = socket::local_addr_for(opts.group, opts.interface.as_ref())?;
+        let setup = SocketSetup {
+            group: opts.group,
+            local,
+            encapsulation: opts.encapsulation,
+            ttl: opts.ttl,
+            multicast_loop: opts.multicast_loop,
+        };
+        let sock = socket::sender_socket(&setup)?;
+        let seed = entropy(&local.octets());
+        let gsi = opts
+            .gsi
+            .unwrap_or(Gsi([seed[0], seed[1], seed[2], seed[3], seed[4], seed[5]]));
+        let sport = opts
+            .sport
+            .unwrap_or(u16::from_le_bytes([seed[6], seed[7]]).max(1024));
+        let tsi = Tsi { gsi, sport };
+        let mut config = SenderConfig::new(tsi, IpAddr::V4(local), IpAddr::V4(opts.group));
+        config.dport = opts.port;
+        config.max_tpdu = opts.max_tpdu;
+        config.txw_sqns = opts.txw_sqns;
+        config.cc = opts.cc;
+        config.rate_limit = opts.rate_limit.map(|r| RateLimit {
+            bytes_per_sec: r,
+            burst: (r / 50).max(opts.max_tpdu as u64 * 4),
+        });
+        let max_apdu = config.max_apdu;
+        let max_tsdu = config.max_tsdu();
+        let clock = Clock::new();
+        let core = pgmcc::Sender::new(config, clock.now());
+        let (apdu_tx, apdu_rx) = mpsc::channel(64);
+        let (status_tx, status_rx) = watch::channel(SenderStatus::default());
+        debug!(%tsi, %local, group = %opts.group, "pgm source started");
+        let driver = Driver {
+            core,
+            sock,
+            setup,
+            clock,
+            apdus: apdu_rx,
+            status: status_tx,
+            linger: opts.linger,
+            send_errors: 0,
+        };
+        let task = tokio::spawn(driver.run());
+        Ok(Sender {
+            apdus: Some(apdu_tx),
+            status: status_rx,
+            task,
+            tsi,
+            local,
+            max_apdu,
+            max_tsdu,
+        })
+    }
+
+    /// The session's transport identifier.
+    pub fn tsi(&self) -> Tsi {
+        self.tsi
+    }
+
+    /// This source's address (its NLA in SPMs).
+    pub fn local_addr(&self) -> Ipv4Addr {
+        self.local
+    }
+
+    /// Largest message [`Sender::write`] takes.
+    pub fn max_apdu(&self) -> usize {
+        self.max_apdu
+    }
+
+    /// Payload bytes per packet: messages up to this size travel unfragmented.
+    pub fn max_tsdu(&self) -> usize {
+        self.max_tsdu
+    }
+
+    /// Queues one message (APDU); receivers get it whole and in order. Waits while the send
+    /// queue is full, which is how congestion control slows the application down.
+    pub async fn write(&mut self, apdu: &[u8]) -> Result<(), Error> {
+        if apdu.len() > self.max_apdu {
+            return Err(Error::TooLarge {
+                len: apdu.len(),
+                max: self.max_apdu,
+            });
+        }
+        let tx = self.apdus.as_ref().ok_or(Error::Closed)?;
+        tx.send(apdu.to_vec()).await.map_err(|_| Error::Closed)
+    }
+
+    /// The latest status snapshot.
+    pub fn status(&self) -> SenderStatus {
+        self.status.borrow().clone()
+    }
+
+    /// Ends the session: everything written is sent, the source announces the end (OPT_FIN),
+    /// answers NAKs until none came for the linger time, and returns the final status.
+    pub async fn close(mut self) -> Result<SenderStatus, Error> {
+        self.apdus = None;
+        match self.task.await {
+            Ok(r) => r,
+            Err(e) => Err(Error::Io {
+                context: "the source's task failed".into(),
+                source: std::io::Error::other(e.to_string()),
+            }),
+        }
+    }
+}
+
+struct Driver {
+    core: pgmcc::Sender,
+    sock: UdpSocket,
+    setup: SocketSetup,
+    clock: Clock,
+    apdus: mpsc::Receiver<Vec<u8>>,
+    status: watch::Sender<SenderStatus>,
+    linger: Duration,
+    send_errors: u64,
+}
+
+impl Driver {
+    async fn run(mut self) -> Result<SenderStatus, Error> {
+        let mut buf = vec![0u8; 65536];
+        let mut rbuf = vec![0u8; 65536];
+        let mut pending: Option<Vec<u8>> = None;
+        let mut closed_at: Option<pgmcc::Instant> = None;
+        let mut quiet_since = self.clock.now();
+        let mut naks_seen = 0;
+        let mut next_status = self.clock.now();
+        loop {
+            let now = self.clock.now();
+            if let Some(apdu) = pending.take() {
+                match self.core.send(&apdu) {
+                    Ok(()) => {}
+                    Err(SendError::WouldBlock) => pending = Some(apdu),
+                    Err(e) => warn!(error = %e, "message dropped by the core"),
+                }
+            }
+            if self.core.poll_timeout().is_some_and(|d| d <= now) {
+                self.core.handle_timeout(now);
+            }
+            self.flush(now, &mut buf).await;
+            let naks = self.core.stats().naks_received;
+            if naks != naks_seen {
+                naks_seen = naks;
+                quiet_since = now;
+            }
+            if now >= next_status {
+                self.publish(now, false);
+                next_status = now + Duration::from_millis(100);
+            }
+            if let Some(closed) = closed_at {
+                let since = quiet_since.max(closed);
+                if self.core.is_idle() && now.saturating_duration_since(since) >= self.linger {
+                    break;
+                }
+            }
+            let mut deadline = self.core.poll_timeout();
+            if closed_at.is_some() {
+                let end = quiet_since.max(closed_at.unwrap_or(now)) + self.linger;
+                deadline = Some(deadline.map_or(end, |d| d.min(end)));
+            }
+            let wake = self.clock.deadline(
+                deadline
+                    .unwrap_or(now + Duration::from_secs(1))
+                    .min(next_status),
+            );
+            let accepting = pending.is_none() && closed_at.is_none();
+            tokio::select! {
+                r = self.sock.recv_from(&mut rbuf) => {
+                    match r {
+                        Ok((n, from)) => self.input(from, &rbuf[..n]),
+                        Err(e) => debug!(error = %e, "receive error"),
+                    }
+                    // Take whatever else is already queued before sending again.
+                    for _ in 0..64 {
+                        match self.sock.try_recv_from(&mut rbuf) {
+                            Ok((n, from)) => self.input(from, &rbuf[..n]),
+                            Err(_) => break,
+                        }
+                    }
+                }
+                m = self.apdus.recv(), if accepting => {
+                    match m {
+                        Some(apdu) => pending = Some(apdu),
+                        None => {
+                            // The application closed: everything it wrote is in the core
+                            // (or `pending`, handled above on the next turn).
+                            self.core.close();
+                            closed_at = Some(self.clock.now());
+                            debug!("pgm source closing");
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(wake) => {}
+            }
+        }
+        let now = self.clock.now();
+        Ok(self.publish(now, true))
+    }
+
+    fn input(&mut self, from: SocketAddr, datagram: &[u8]) {
+        if let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) {
+            self.core.handle(self.clock.now(), from.ip(), pgm);
+        }
+    }
+
+    async fn flush(&mut self, now: pgmcc::Instant, buf: &mut [u8]) {
+        while let Some(t) = self.core.poll_transmit(now, buf) {
+            let Some(bytes) = buf.get(..t.len) else {
+                continue;
+            };
+            let to = match socket::destination(&self.setup, t.dst) {
+                Ok(to) => to,
+                Err(e) => {
+                    self.send_errors += 1;
+                    debug!(error = %e, "datagram dropped");
+                    continue;
+                }
+            };
+            if let Err(e) = self.sock.send_to(bytes, to).await {
+                self.send_errors += 1;
+                debug!(error = %e, %to, "send failed; datagram dropped");
+            }
+        }
+    }
+
+    fn publish(&mut self, now: pgmcc::Instant, finished: bool) -> SenderStatus {
+        let cc = self.core.congestion_control();
+        let status = SenderStatus {
+            elapsed_secs: now.as_nanos() as f64 / 1e9,
+            stats: self.core.stats().clone(),
+            cc: cc.map(|_| self.core.cc_stats()),
+            acker: cc.and_then(|c| c.acker()),
+            acker_loss: cc
+                .and_then(|c| c.acker_report())
+                .map(|op| f64::from(op.loss) / 65536.0),
+            window: cc.map(|c| c.window()),
+            send_errors: self.send_errors,
+            finished,
+        };
+        self.status.send_replace(status.clone());
+        status
+    }
+}
