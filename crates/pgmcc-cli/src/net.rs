@@ -1,0 +1,514 @@
+//! `pgmcc send` and `pgmcc recv`: files and streams over a real network.
+
+use std::io::Write;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args as ClapArgs, ValueEnum};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use pgmcc_net::{
+    CcConfig, Encapsulation, Event, Interface, PgmccConfig, Receiver, ReceiverOptions, Sender,
+    SenderOptions,
+};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+/// Network options shared by `send` and `recv`.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct NetArgs {
+    /// Multicast group and PGM data-destination port, e.g. 239.192.0.1:7500. Sender and
+    /// receivers must use the same. (ZeroMQ's epgm://IF;GROUP:PORT uses PORT here too.)
+    #[arg(long, value_name = "GROUP:PORT")]
+    group: SocketAddrV4,
+    /// Network interface, by name (eth0) or by one of its IPv4 addresses
+    /// [default: the interface the routing table picks for the group].
+    #[arg(long, value_name = "IF")]
+    iface: Option<Interface>,
+    /// UDP encapsulation ports, UCAST,MCAST: upstream packets (NAKs, ACKs) go to the source
+    /// on UCAST, downstream packets (data, SPMs, NCFs) to the group on MCAST. OpenPGM's
+    /// defaults.
+    #[arg(long, value_name = "UCAST,MCAST", default_value = "3055,3056", value_parser = parse_ports)]
+    udp_ports: (u16, u16),
+    /// Carry PGM directly over IP (protocol 113) instead of UDP; needs root or CAP_NET_RAW.
+    #[arg(long)]
+    raw_ip: bool,
+    /// Write final statistics as JSON to FILE (`-` for standard output) when done.
+    #[arg(long, value_name = "FILE")]
+    stats: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+impl NetArgs {
+    fn encapsulation(&self) -> Encapsulation {
+        if self.raw_ip {
+            Encapsulation::RawIp
+        } else {
+            Encapsulation::Udp {
+                ucast_port: self.udp_ports.0,
+                mcast_port: self.udp_ports.1,
+            }
+        }
+    }
+
+    fn group(&self) -> Result<Ipv4Addr> {
+        let g = *self.group.ip();
+        if !g.is_multicast() {
+            bail!("--group {g}: not a multicast address (224.0.0.0/4; use 239.x.y.z for a private group)");
+        }
+        Ok(g)
+    }
+}
+
+fn parse_ports(s: &str) -> Result<(u16, u16), String> {
+    let (u, m) = s
+        .split_once(',')
+        .ok_or_else(|| format!("`{s}`: give two ports, UCAST,MCAST (e.g. 3055,3056)"))?;
+    let p = |x: &str| {
+        x.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| format!("`{x}` is not a port number (1-65535)"))
+    };
+    Ok((p(u)?, p(m)?))
+}
+
+fn parse_rate(s: &str) -> Result<u64, String> {
+    netsim::units::rate(s).map(|bits| (bits / 8).max(1))
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    netsim::units::duration(s)
+}
+
+/// Congestion control choices.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Cc {
+    /// pgmcc with token realignment on acker switches (our fix, docs/pgmcc.md).
+    Pgmcc,
+    /// pgmcc exactly as the paper's §3.4 rule reads (tokens not realigned on a switch).
+    PgmccPaper,
+    /// No congestion control: only --rate-max paces the session (plain PGM).
+    None,
+}
+
+/// Arguments of `pgmcc send`.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct SendArgs {
+    #[command(flatten)]
+    net: NetArgs,
+    /// What to send: a file, or `-` for standard input (a live stream: data goes out as it
+    /// is read).
+    #[arg(value_name = "FILE|-")]
+    input: PathBuf,
+    /// Ceiling on the send rate, e.g. 20Mbit, 500kbit (bits per second of PGM packets)
+    /// [default: none; with --cc none, always set one].
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_max: Option<u64>,
+    /// Congestion control.
+    #[arg(long, value_enum, default_value = "pgmcc")]
+    cc: Cc,
+    /// Multicast TTL (hops). 1 keeps the session on the local link.
+    #[arg(long, default_value_t = 1)]
+    ttl: u32,
+    /// Do not loop multicast back to receivers on this host.
+    #[arg(long)]
+    no_loop: bool,
+    /// After the end of the input, keep answering NAKs until none arrived for this long.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    linger: Duration,
+    /// Packets kept for repairs (TXW_SQNS); a receiver further behind than this loses data.
+    #[arg(long, value_name = "PACKETS", default_value_t = 4096)]
+    txw: u32,
+}
+
+/// Arguments of `pgmcc recv`.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct RecvArgs {
+    #[command(flatten)]
+    net: NetArgs,
+    /// Where to write the data: a file (written to a temporary file beside it and renamed
+    /// only when the whole stream arrived intact), or `-` for standard output.
+    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    out: PathBuf,
+    /// Give up if nothing arrives for this long (the source may be gone).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// Accept a stream whose start this receiver did not see (joined late, or a source that
+    /// does not mark its first packet, such as OpenPGM). Without it such a transfer fails.
+    #[arg(long)]
+    allow_partial_start: bool,
+    /// Do not take part in pgmcc (no loss reports, never acker).
+    #[arg(long)]
+    no_pgmcc: bool,
+    /// Fault injection: discard every Nth datagram received, to see repairs at work.
+    #[arg(long, value_name = "N")]
+    drop_every: Option<u32>,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+fn progress(quiet: bool, len: Option<u64>) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = match len {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template(
+                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
+    pb.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+    pb
+}
+
+fn write_stats<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let json = serde_json::to_string_pretty(value).context("encoding statistics")?;
+    if path == Path::new("-") {
+        println!("{json}");
+    } else {
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("writing statistics to {}", path.display()))?;
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+struct SendReport {
+    tsi: String,
+    source: Ipv4Addr,
+    bytes: u64,
+    sha256: String,
+    /// From the start until the last byte was handed to the core.
+    sending_seconds: f64,
+    /// Including the linger.
+    seconds: f64,
+    status: pgmcc_net::SenderStatus,
+}
+
+/// Runs `pgmcc send`.
+pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
+    let group = args.net.group()?;
+    let mut opts = SenderOptions::new(group, args.net.group.port());
+    opts.interface = args.net.iface.clone();
+    opts.encapsulation = args.net.encapsulation();
+    opts.ttl = args.ttl;
+    opts.multicast_loop = !args.no_loop;
+    opts.rate_limit = args.rate_max;
+    opts.linger = args.linger;
+    opts.txw_sqns = args.txw.max(1);
+    opts.cc = match args.cc {
+        Cc::Pgmcc => opts.cc,
+        Cc::PgmccPaper => CcConfig::Pgmcc(PgmccConfig::default()),
+        Cc::None => CcConfig::None,
+    };
+    if args.cc == Cc::None && args.rate_max.is_none() {
+        eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
+    }
+    let stdin = args.input == Path::new("-");
+    let len = if stdin {
+        None
+    } else {
+        Some(
+            std::fs::metadata(&args.input)
+                .with_context(|| format!("reading {}", args.input.display()))?
+                .len(),
+        )
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let mut input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if stdin {
+            Box::new(tokio::io::stdin())
+        } else {
+            Box::new(
+                tokio::fs::File::open(&args.input)
+                    .await
+                    .with_context(|| format!("opening {}", args.input.display()))?,
+            )
+        };
+        let started = std::time::Instant::now();
+        let mut tx = Sender::bind(opts).await.context("starting the source")?;
+        eprintln!(
+            "pgmcc send: session {} from {} to {}:{}",
+            tx.tsi(),
+            tx.local_addr(),
+            group,
+            args.net.group.port()
+        );
+        let pb = progress(args.net.quiet, len);
+        let mut hash = Sha256::new();
+        let mut total = 0u64;
+        let mut buf = vec![0u8; tx.max_tsdu()];
+        loop {
+            let n = input.read(&mut buf).await.context("reading the input")?;
+            if n == 0 {
+                break;
+            }
+            let chunk = buf.get(..n).unwrap_or_default();
+            hash.update(chunk);
+            total += n as u64;
+            tx.write(chunk).await.context("sending")?;
+            pb.set_position(total);
+            let st = tx.status();
+            pb.set_message(sender_message(&st));
+        }
+        let sending_secs = started.elapsed().as_secs_f64();
+        pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
+        let (tsi, source) = (tx.tsi(), tx.local_addr());
+        let status = tx.close().await.context("closing the session")?;
+        pb.finish_and_clear();
+        let sha = hex_string(&hash.finalize());
+        let secs = status.elapsed_secs;
+        eprintln!(
+            "pgmcc send: sent {total} bytes in {sending_secs:.1} s ({:.2} Mbit/s; {secs:.1} s with the linger), {} repairs, {} NAKs; sha256 {sha}",
+            total as f64 * 8.0 / sending_secs.max(1e-9) / 1e6,
+            status.stats.rdata_packets,
+            status.stats.naks_received,
+        );
+        if let Some(path) = &args.net.stats {
+            write_stats(
+                path,
+                &SendReport {
+                    tsi: tsi.to_string(),
+                    source,
+                    bytes: total,
+                    sha256: sha,
+                    sending_seconds: sending_secs,
+                    seconds: secs,
+                    status,
+                },
+            )?;
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
+    let mut m = String::new();
+    if let Some(a) = st.acker {
+        m.push_str(&format!("acker {a}"));
+        if let Some(l) = st.acker_loss {
+            m.push_str(&format!(" loss {:.2}%", l * 100.0));
+        }
+    }
+    if let Some(w) = st.window {
+        m.push_str(&format!(" window {w:.1}"));
+    }
+    m.push_str(&format!(
+        " NAKs {} repairs {}",
+        st.stats.naks_received, st.stats.rdata_packets
+    ));
+    m
+}
+
+fn hex_string(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[derive(Serialize)]
+struct RecvReport {
+    outcome: &'static str,
+    detail: String,
+    tsi: Option<String>,
+    bytes: u64,
+    sha256: String,
+    status: pgmcc_net::ReceiverStatus,
+}
+
+/// Where received bytes go: a temporary file renamed on success, or standard output.
+enum Output {
+    File {
+        tmp: tempfile::NamedTempFile,
+        dest: PathBuf,
+    },
+    Stdout(std::io::Stdout),
+}
+
+impl Output {
+    fn open(path: &Path) -> Result<Output> {
+        if path == Path::new("-") {
+            return Ok(Output::Stdout(std::io::stdout()));
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let tmp = tempfile::Builder::new()
+            .prefix(".pgmcc-recv-")
+            .tempfile_in(&dir)
+            .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+        Ok(Output::File {
+            tmp,
+            dest: path.to_path_buf(),
+        })
+    }
+
+    fn write(&mut self, data: &[u8]) -> Result<()> {
+        match self {
+            Output::File { tmp, .. } => tmp.write_all(data).context("writing the output file"),
+            Output::Stdout(s) => {
+                let mut l = s.lock();
+                l.write_all(data)
+                    .and_then(|_| l.flush())
+                    .context("writing to standard output")
+            }
+        }
+    }
+
+    /// Keeps the data: renames the temporary file into place.
+    fn commit(self) -> Result<()> {
+        match self {
+            Output::File { tmp, dest } => {
+                tmp.as_file().sync_all().context("flushing the output file")?;
+                tmp.persist(&dest)
+                    .map_err(|e| e.error)
+                    .with_context(|| format!("renaming the output into {}", dest.display()))?;
+                Ok(())
+            }
+            Output::Stdout(_) => Ok(()),
+        }
+    }
+}
+
+/// Runs `pgmcc recv`.
+pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
+    let group = args.net.group()?;
+    let mut opts = ReceiverOptions::new(group, args.net.group.port());
+    opts.interface = args.net.iface.clone();
+    opts.encapsulation = args.net.encapsulation();
+    opts.pgmcc = !args.no_pgmcc;
+    opts.drop_every = args.drop_every;
+    let mut out = Output::open(&args.out)?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let mut rx = Receiver::bind(opts).await.context("joining the group")?;
+        if !args.net.quiet {
+            eprintln!(
+                "pgmcc recv: joined {}:{} as {}; waiting for a session",
+                group,
+                args.net.group.port(),
+                rx.local_addr()
+            );
+        }
+        let pb = progress(args.net.quiet, None);
+        let mut hash = Sha256::new();
+        let mut total = 0u64;
+        let mut session = None;
+        let mut first = None;
+        let mut failure: Option<String> = None;
+        loop {
+            let ev = match tokio::time::timeout(args.idle_timeout, rx.read()).await {
+                Ok(Some(ev)) => ev,
+                Ok(None) => {
+                    failure = Some("the receiver stopped unexpectedly".into());
+                    break;
+                }
+                Err(_) => {
+                    failure = Some(match session {
+                        None => format!(
+                            "no session heard in {:?} (--idle-timeout)",
+                            args.idle_timeout
+                        ),
+                        Some(tsi) => format!(
+                            "session {tsi} went silent for {:?} before it ended (--idle-timeout): the source stopped or the network failed",
+                            args.idle_timeout
+                        ),
+                    });
+                    break;
+                }
+            };
+            match ev {
+                Event::SessionStarted { tsi, first_sqn } => {
+                    if session.is_none() {
+                        session = Some(tsi);
+                        first = Some(first_sqn);
+                        pb.set_message(format!("session {tsi}"));
+                    }
+                }
+                Event::Data { tsi, data, .. } if Some(tsi) == session => {
+                    hash.update(&data);
+                    total += data.len() as u64;
+                    out.write(&data)?;
+                    pb.set_position(total);
+                }
+                Event::Unrecoverable { tsi, first, last } if Some(tsi) == session => {
+                    failure = Some(format!(
+                        "unrecoverable loss of packets {first}..={last} of session {tsi} (the source no longer had them, or repairs failed)"
+                    ));
+                    break;
+                }
+                Event::SessionEnded { tsi, syn_sqn } if Some(tsi) == session => {
+                    if syn_sqn.is_none() || syn_sqn != first {
+                        let why = match syn_sqn {
+                            Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
+                            None => "this receiver never saw the stream's first packet (it joined late, or the source does not mark it with OPT_SYN, as OpenPGM does not)".into(),
+                        };
+                        if !args.allow_partial_start {
+                            failure = Some(format!(
+                                "{why}; the output would be missing its beginning (pass --allow-partial-start to keep it anyway)"
+                            ));
+                        } else {
+                            eprintln!("pgmcc recv: warning: {why}");
+                        }
+                    }
+                    break;
+                }
+                _ => {}
+            }
+        }
+        pb.finish_and_clear();
+        let status = rx.close().await;
+        let sha = hex_string(&hash.finalize());
+        let report = RecvReport {
+            outcome: if failure.is_some() { "incomplete" } else { "complete" },
+            detail: failure.clone().unwrap_or_default(),
+            tsi: session.map(|t| t.to_string()),
+            bytes: total,
+            sha256: sha.clone(),
+            status,
+        };
+        if let Some(path) = &args.net.stats {
+            write_stats(path, &report)?;
+        }
+        match failure {
+            None => {
+                out.commit()?;
+                eprintln!(
+                    "pgmcc recv: received {total} bytes, complete; {} repairs, {} NAKs sent; sha256 {sha}",
+                    report.status.stats.gaps_filled, report.status.stats.naks_sent
+                );
+                Ok(ExitCode::SUCCESS)
+            }
+            Some(why) => {
+                // A file output is discarded (the temporary file is removed on drop).
+                let kept = if matches!(out, Output::Stdout(_)) {
+                    "the bytes already written to standard output are incomplete"
+                } else {
+                    "no output file was written"
+                };
+                eprintln!(
+                    "pgmcc recv: error: {why}; received {total} bytes (sha256 {sha}); {kept}"
+                );
+                Ok(ExitCode::from(1))
+            }
+        }
+    })
+}
