@@ -377,7 +377,9 @@ impl Output {
     fn commit(self) -> Result<()> {
         match self {
             Output::File { tmp, dest } => {
-                tmp.as_file().sync_all().context("flushing the output file")?;
+                tmp.as_file()
+                    .sync_all()
+                    .context("flushing the output file")?;
                 tmp.persist(&dest)
                     .map_err(|e| e.error)
                     .with_context(|| format!("renaming the output into {}", dest.display()))?;
@@ -436,12 +438,10 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 }
             };
             match ev {
-                Event::SessionStarted { tsi, first_sqn } => {
-                    if session.is_none() {
-                        session = Some(tsi);
-                        first = Some(first_sqn);
-                        pb.set_message(format!("session {tsi}"));
-                    }
+                Event::SessionStarted { tsi, first_sqn } if session.is_none() => {
+                    session = Some(tsi);
+                    first = Some(first_sqn);
+                    pb.set_message(format!("session {tsi}"));
                 }
                 Event::Data { tsi, data, .. } if Some(tsi) == session => {
                     hash.update(&data);
