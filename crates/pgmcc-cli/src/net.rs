@@ -197,7 +197,7 @@ struct SendReport {
     source: Ipv4Addr,
     bytes: u64,
     sha256: String,
-    /// From the start until the last byte was handed to the core.
+    /// From the start until the last byte had left as ODATA.
     sending_seconds: f64,
     /// Including the linger.
     seconds: f64,
@@ -277,6 +277,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         pb.finish_and_clear();
         let sha = hex_string(&hash.finalize());
         let secs = status.elapsed_secs;
+        // Until the last byte left as ODATA (the core queues what `write` hands it).
+        let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
         eprintln!(
             "pgmcc send: sent {total} bytes in {sending_secs:.1} s ({:.2} Mbit/s; {secs:.1} s with the linger), {} repairs, {} NAKs; sha256 {sha}",
             total as f64 * 8.0 / sending_secs.max(1e-9) / 1e6,

@@ -89,6 +89,9 @@ pub struct SenderStatus {
     pub window: Option<f64>,
     /// Datagrams the network refused to take (send errors), dropped and counted.
     pub send_errors: u64,
+    /// Seconds from the start until every byte written had left as ODATA, once the session
+    /// was closed and that happened: the transfer time, without the linger.
+    pub data_sent_secs: Option<f64>,
     /// True once the session is closed and the linger time is over.
     pub finished: bool,
 }
@@ -165,6 +168,7 @@ impl Sender {
             status: status_tx,
             linger: opts.linger,
             send_errors: 0,
+            drained_at: None,
         };
         let task = tokio::spawn(driver.run());
         Ok(Sender {
@@ -239,6 +243,7 @@ struct Driver {
     status: watch::Sender<SenderStatus>,
     linger: Duration,
     send_errors: u64,
+    drained_at: Option<pgmcc::Instant>,
 }
 
 impl Driver {
@@ -271,6 +276,9 @@ impl Driver {
             if now >= next_status {
                 self.publish(now, false);
                 next_status = now + Duration::from_millis(100);
+            }
+            if closed_at.is_some() && self.drained_at.is_none() && self.core.queued_packets() == 0 {
+                self.drained_at = Some(self.clock.now());
             }
             if let Some(closed) = closed_at {
                 let since = quiet_since.max(closed);
@@ -360,6 +368,7 @@ impl Driver {
                 .map(|op| f64::from(op.loss) / 65536.0),
             window: cc.map(|c| c.window()),
             send_errors: self.send_errors,
+            data_sent_secs: self.drained_at.map(|t| t.as_nanos() as f64 / 1e9),
             finished,
         };
         self.status.send_replace(status.clone());
