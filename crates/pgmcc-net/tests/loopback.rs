@@ -126,3 +126,43 @@ async fn losses_are_repaired_with_and_without_pgmcc() {
     let cc = status.cc.unwrap();
     assert!(cc.loss_events > 0, "{cc:?}");
 }
+
+#[test]
+fn blocking_api_delivers_messages_whole_including_fragmented_ones() {
+    use pgmcc_net::blocking;
+    let group = Ipv4Addr::new(239, 255, 77, 4);
+    let mut o = ReceiverOptions::new(group, 7500);
+    o.interface = Some(Interface::Addr(Ipv4Addr::new(127, 0, 0, 2)));
+    o.encapsulation = encapsulation(41040);
+    let mut rx = blocking::Receiver::bind(o).unwrap();
+    let mut o = SenderOptions::new(group, 7500);
+    o.interface = Some(Interface::Addr(Ipv4Addr::LOCALHOST));
+    o.encapsulation = encapsulation(41040);
+    o.ttl = 0;
+    o.linger = Duration::from_millis(300);
+    let mut tx = blocking::Sender::bind(o).unwrap();
+    // Messages of 1 byte up to the 65,535-byte maximum: the large ones travel as fragments.
+    let messages: Vec<Vec<u8>> = [1usize, 1000, 5000, 65535]
+        .iter()
+        .map(|&n| pattern(n))
+        .collect();
+    for m in &messages {
+        tx.write(m).unwrap();
+    }
+    assert!(matches!(
+        tx.write(&pattern(65536)),
+        Err(pgmcc_net::Error::TooLarge { .. })
+    ));
+    tx.close().unwrap();
+    let mut got = Vec::new();
+    while let Some(ev) = rx.read() {
+        match ev {
+            Event::Data { data, .. } => got.push(data),
+            Event::SessionEnded { .. } => break,
+            Event::Unrecoverable { .. } => panic!("loss on loopback"),
+            Event::SessionStarted { .. } => {}
+        }
+    }
+    assert_eq!(got, messages);
+    rx.close();
+}
