@@ -126,6 +126,10 @@ pub(crate) struct SendArgs {
     /// Packets kept for repairs (TXW_SQNS); a receiver further behind than this loses data.
     #[arg(long, value_name = "PACKETS", default_value_t = 4096)]
     txw: u32,
+    /// Fault injection: withhold every Nth data packet from the wire, so receivers must NAK
+    /// and get repairs.
+    #[arg(long, value_name = "N")]
+    drop_every: Option<u32>,
 }
 
 /// Arguments of `pgmcc recv`.
@@ -215,6 +219,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.rate_limit = args.rate_max;
     opts.linger = args.linger;
     opts.txw_sqns = args.txw.max(1);
+    opts.drop_every = args.drop_every;
     opts.cc = match args.cc {
         Cc::Pgmcc => opts.cc,
         Cc::PgmccPaper => CcConfig::Pgmcc(PgmccConfig::default()),

@@ -45,6 +45,10 @@ pub struct SenderOptions {
     pub gsi: Option<Gsi>,
     /// Data-source port; default random.
     pub sport: Option<u16>,
+    /// Fault injection for tests and demonstrations: do not put every Nth ODATA packet on
+    /// the wire (the core believes it sent it), so receivers NAK and repairs follow.
+    /// Default none.
+    pub drop_every: Option<u32>,
 }
 
 impl SenderOptions {
@@ -68,6 +72,7 @@ impl SenderOptions {
             linger: Duration::from_secs(3),
             gsi: None,
             sport: None,
+            drop_every: None,
         }
     }
 }
@@ -89,6 +94,8 @@ pub struct SenderStatus {
     pub window: Option<f64>,
     /// Datagrams the network refused to take (send errors), dropped and counted.
     pub send_errors: u64,
+    /// ODATA packets withheld on purpose ([`SenderOptions::drop_every`]).
+    pub injected_drops: u64,
     /// Seconds from the start until every byte written had left as ODATA, once the session
     /// was closed and that happened: the transfer time, without the linger.
     pub data_sent_secs: Option<f64>,
@@ -169,6 +176,9 @@ impl Sender {
             linger: opts.linger,
             send_errors: 0,
             drained_at: None,
+            drop_every: opts.drop_every.filter(|&n| n > 0),
+            odata_seen: 0,
+            injected_drops: 0,
         };
         let task = tokio::spawn(driver.run());
         Ok(Sender {
@@ -244,6 +254,9 @@ struct Driver {
     linger: Duration,
     send_errors: u64,
     drained_at: Option<pgmcc::Instant>,
+    drop_every: Option<u32>,
+    odata_seen: u64,
+    injected_drops: u64,
 }
 
 impl Driver {
@@ -341,6 +354,16 @@ impl Driver {
             let Some(bytes) = buf.get(..t.len) else {
                 continue;
             };
+            if let Some(n) = self.drop_every {
+                // Byte 4 of the PGM header is the type; 0x04 is ODATA.
+                if bytes.get(4) == Some(&0x04) {
+                    self.odata_seen += 1;
+                    if self.odata_seen % u64::from(n) == 0 {
+                        self.injected_drops += 1;
+                        continue;
+                    }
+                }
+            }
             let to = match socket::destination(&self.setup, t.dst) {
                 Ok(to) => to,
                 Err(e) => {
@@ -368,6 +391,7 @@ impl Driver {
                 .map(|op| f64::from(op.loss) / 65536.0),
             window: cc.map(|c| c.window()),
             send_errors: self.send_errors,
+            injected_drops: self.injected_drops,
             data_sent_secs: self.drained_at.map(|t| t.as_nanos() as f64 / 1e9),
             finished,
         };

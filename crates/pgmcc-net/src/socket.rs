@@ -163,7 +163,19 @@ fn into_tokio(sock: Socket) -> Result<UdpSocket, Error> {
 /// A source's socket: sends everything, receives upstream packets on the unicast port.
 pub(crate) fn sender_socket(setup: &SocketSetup) -> Result<UdpSocket, Error> {
     let sock = base_socket(setup)?;
-    if let Encapsulation::Udp { ucast_port, .. } = setup.encapsulation {
+    // The source never joins the group: keep other sockets' memberships from feeding it.
+    let _ = sock.set_multicast_all_v4(false);
+    if let Encapsulation::Udp {
+        ucast_port,
+        mcast_port,
+    } = setup.encapsulation
+    {
+        if ucast_port == mcast_port {
+            // One port for both directions (what OpenPGM sources and ZeroMQ's epgm expect):
+            // receivers on this host bind GROUP:port, which must coexist with this binding.
+            sock.set_reuse_address(true)
+                .map_err(io_err("setting SO_REUSEADDR"))?;
+        }
         let addr = SockAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, ucast_port));
         sock.bind(&addr).map_err(|source| Error::Io {
             context: format!("binding UDP port {ucast_port} (is another source running here?)"),

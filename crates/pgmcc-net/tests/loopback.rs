@@ -68,6 +68,8 @@ async fn transfer(
     o.cc = cc;
     o.rate_limit = Some(50_000_000);
     o.linger = Duration::from_millis(500);
+    // Loss at the source too: every receiver misses these.
+    o.drop_every = drop_every.map(|n| n * 2 + 1);
     let mut tx = Sender::bind(o).await.unwrap();
     let data = pattern(len);
     for chunk in data.chunks(tx.max_tsdu()) {
@@ -120,6 +122,7 @@ async fn losses_are_repaired_with_and_without_pgmcc() {
     let group = Ipv4Addr::new(239, 255, 77, 3);
     let status = transfer(group, 41020, CcConfig::None, 3, 2 << 20, Some(50)).await;
     assert!(status.stats.rdata_packets > 20, "{:?}", status.stats);
+    assert!(status.injected_drops > 10, "{status:?}");
     let cc = SenderOptions::new(group, 7500).cc;
     let status = transfer(group, 41030, cc, 3, 2 << 20, Some(50)).await;
     assert!(status.stats.rdata_packets > 20, "{:?}", status.stats);
@@ -165,4 +168,35 @@ fn blocking_api_delivers_messages_whole_including_fragmented_ones() {
     }
     assert_eq!(got, messages);
     rx.close();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_port_for_both_directions_works_on_one_host() {
+    // OpenPGM sources listen for NAKs on the multicast port only, so interoperating
+    // sessions use the same UDP port both ways; sender and receivers then share it here.
+    let group = Ipv4Addr::new(239, 255, 77, 5);
+    let mut o = ReceiverOptions::new(group, 7500);
+    o.interface = Some(Interface::Addr(Ipv4Addr::new(127, 0, 0, 2)));
+    let one = Encapsulation::Udp {
+        ucast_port: 41050,
+        mcast_port: 41050,
+    };
+    o.encapsulation = one;
+    o.drop_every = Some(40);
+    let rx = tokio::spawn(receive_all(Receiver::bind(o).await.unwrap()));
+    let mut o = SenderOptions::new(group, 7500);
+    o.interface = Some(Interface::Addr(Ipv4Addr::LOCALHOST));
+    o.encapsulation = one;
+    o.ttl = 0;
+    o.linger = Duration::from_millis(500);
+    let mut tx = Sender::bind(o).await.unwrap();
+    let data = pattern(1 << 20);
+    for chunk in data.chunks(tx.max_tsdu()) {
+        tx.write(chunk).await.unwrap();
+    }
+    let status = tx.close().await.unwrap();
+    let (got, complete) = rx.await.unwrap();
+    assert!(got == data && complete);
+    assert!(status.stats.naks_received > 0 && status.stats.rdata_packets > 0);
+    assert_eq!(status.stats.odata_packets, status.stats.apdus_sent);
 }
