@@ -60,6 +60,10 @@ impl Lab {
     }
 
     fn recv(&self, node: &str, out: &Path) -> Child {
+        self.recv_with(node, out, &[])
+    }
+
+    fn recv_with(&self, node: &str, out: &Path, extra: &[&str]) -> Child {
         self.cmd(node)
             .arg(pgmcc())
             .args([
@@ -72,6 +76,7 @@ impl Lab {
                 "--out",
             ])
             .arg(out)
+            .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -79,10 +84,15 @@ impl Lab {
     }
 
     fn send(&self, input: &Path, stats: &Path) -> Child {
+        self.send_with(input, stats, &[])
+    }
+
+    fn send_with(&self, input: &Path, stats: &Path, extra: &[&str]) -> Child {
         self.cmd("s")
             .arg(pgmcc())
             .args(["send", "--group", GROUP, "-q", "--linger", "2s", "--stats"])
             .arg(stats)
+            .args(extra)
             .arg(input)
             .stderr(Stdio::piped())
             .spawn()
@@ -327,4 +337,35 @@ fn a_receiver_killed_and_restarted_mid_transfer_reports_its_missing_start() {
         "sender: acker {}, cc {}",
         s["status"]["acker"], s["status"]["cc"]
     );
+}
+
+#[test]
+fn raw_ip_protocol_113_carries_a_session_with_repairs() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(lab) = Lab::up("r", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
+    let rx: Vec<Child> = outs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| lab.recv_with(&format!("r{}", i + 1), o, &["--raw-ip"]))
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let stats_path = dir.path().join("send.json");
+    let tx = lab.send_with(&input, &stats_path, &["--raw-ip", "--drop-every", "25"]);
+    let tx = finish(tx, Duration::from_secs(60));
+    assert!(
+        tx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tx.stderr)
+    );
+    for (child, out) in rx.into_iter().zip(&outs) {
+        let o = finish(child, Duration::from_secs(60));
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(sha_of(out), want);
+    }
+    let s = stats(&stats_path);
+    assert!(s["status"]["injected_drops"].as_u64().unwrap() > 50);
+    assert!(s["status"]["stats"]["rdata_packets"].as_u64().unwrap() > 50);
 }
