@@ -261,16 +261,21 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let pb = progress(args.net.quiet, len);
         let mut hash = Sha256::new();
         let mut total = 0u64;
-        let mut buf = vec![0u8; tx.max_tsdu()];
+        // Large reads (each tokio file read is a trip to a blocking thread), cut into
+        // packet-sized messages so nothing needs fragmenting.
+        let tsdu = tx.max_tsdu();
+        let mut buf = vec![0u8; 256 * tsdu];
         loop {
             let n = input.read(&mut buf).await.context("reading the input")?;
             if n == 0 {
                 break;
             }
-            let chunk = buf.get(..n).unwrap_or_default();
-            hash.update(chunk);
+            let block = buf.get(..n).unwrap_or_default();
+            hash.update(block);
+            for chunk in block.chunks(tsdu) {
+                tx.write(chunk).await.context("sending")?;
+            }
             total += n as u64;
-            tx.write(chunk).await.context("sending")?;
             pb.set_position(total);
             let st = tx.status();
             pb.set_message(sender_message(&st));

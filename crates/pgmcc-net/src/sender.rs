@@ -270,10 +270,20 @@ impl Driver {
         let mut next_status = self.clock.now();
         loop {
             let now = self.clock.now();
-            if let Some(apdu) = pending.take() {
+            // Move as many queued messages into the core as it takes.
+            while let Some(apdu) = pending.take().or_else(|| {
+                if closed_at.is_none() {
+                    self.apdus.try_recv().ok()
+                } else {
+                    None
+                }
+            }) {
                 match self.core.send(&apdu) {
                     Ok(()) => {}
-                    Err(SendError::WouldBlock) => pending = Some(apdu),
+                    Err(SendError::WouldBlock) => {
+                        pending = Some(apdu);
+                        break;
+                    }
                     Err(e) => warn!(error = %e, "message dropped by the core"),
                 }
             }
