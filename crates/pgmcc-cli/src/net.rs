@@ -345,19 +345,24 @@ struct RecvReport {
     status: pgmcc_net::ReceiverStatus,
 }
 
-/// Where received bytes go: a temporary file renamed on success, or standard output.
+/// Where received bytes go: a temporary file renamed on success, or standard output. Both
+/// buffered; [`Output::flush`] runs whenever no more data is waiting.
 enum Output {
     File {
-        tmp: tempfile::NamedTempFile,
+        tmp: std::io::BufWriter<tempfile::NamedTempFile>,
         dest: PathBuf,
     },
-    Stdout(std::io::Stdout),
+    Stdout(std::io::BufWriter<std::io::Stdout>),
 }
 
 impl Output {
     fn open(path: &Path) -> Result<Output> {
+        const BUF: usize = 1 << 20;
         if path == Path::new("-") {
-            return Ok(Output::Stdout(std::io::stdout()));
+            return Ok(Output::Stdout(std::io::BufWriter::with_capacity(
+                BUF,
+                std::io::stdout(),
+            )));
         }
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
@@ -368,7 +373,7 @@ impl Output {
             .tempfile_in(&dir)
             .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
         Ok(Output::File {
-            tmp,
+            tmp: std::io::BufWriter::with_capacity(BUF, tmp),
             dest: path.to_path_buf(),
         })
     }
@@ -376,12 +381,15 @@ impl Output {
     fn write(&mut self, data: &[u8]) -> Result<()> {
         match self {
             Output::File { tmp, .. } => tmp.write_all(data).context("writing the output file"),
-            Output::Stdout(s) => {
-                let mut l = s.lock();
-                l.write_all(data)
-                    .and_then(|_| l.flush())
-                    .context("writing to standard output")
-            }
+            Output::Stdout(s) => s.write_all(data).context("writing to standard output"),
+        }
+    }
+
+    /// Pushes buffered bytes out (to the pipe or terminal for standard output).
+    fn flush(&mut self) -> Result<()> {
+        match self {
+            Output::File { tmp, .. } => tmp.flush().context("writing the output file"),
+            Output::Stdout(s) => s.flush().context("writing to standard output"),
         }
     }
 
@@ -389,6 +397,10 @@ impl Output {
     fn commit(self) -> Result<()> {
         match self {
             Output::File { tmp, dest } => {
+                let tmp = tmp
+                    .into_inner()
+                    .map_err(|e| e.into_error())
+                    .context("writing the output file")?;
                 tmp.as_file()
                     .sync_all()
                     .context("flushing the output file")?;
@@ -397,7 +409,7 @@ impl Output {
                     .with_context(|| format!("renaming the output into {}", dest.display()))?;
                 Ok(())
             }
-            Output::Stdout(_) => Ok(()),
+            Output::Stdout(mut s) => s.flush().context("writing to standard output"),
         }
     }
 }
@@ -429,7 +441,19 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut first = None;
         let mut failure: Option<String> = None;
         loop {
-            let ev = match tokio::time::timeout(args.idle_timeout, rx.read()).await {
+            let ready = match rx.try_read() {
+                Some(ev) => Some(ev),
+                None => {
+                    // Nothing waiting: hand what we have to the file or pipe.
+                    out.flush()?;
+                    None
+                }
+            };
+            let next = match ready {
+                Some(ev) => Ok(Some(ev)),
+                None => tokio::time::timeout(args.idle_timeout, rx.read()).await,
+            };
+            let ev = match next {
                 Ok(Some(ev)) => ev,
                 Ok(None) => {
                     failure = Some("the receiver stopped unexpectedly".into());

@@ -200,6 +200,11 @@ impl Receiver {
         self.events.recv().await
     }
 
+    /// The next event if one is ready now, without waiting.
+    pub fn try_read(&mut self) -> Option<Event> {
+        self.events.try_recv().ok()
+    }
+
     /// The latest status snapshot.
     pub fn status(&self) -> ReceiverStatus {
         self.status.borrow().clone()
