@@ -6,7 +6,8 @@
  * heartbeats, PGMCC ACK expiry) from inside pgm_recv*(), so a second thread keeps calling
  * pgm_recv() for the whole life of the socket while the main thread sends.
  *
- * Prints "sent N bytes" on stdout. Exit status 0 on success, 2 on setup or send errors.
+ * Prints "sent N bytes" on stdout. Exit status 0 on success, 2 on setup or send errors, 3 if
+ * --deadline passed before the last byte was handed to libpgm.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -23,6 +24,7 @@ struct send_opts {
 
 static atomic_bool stop_service;
 static pgm_sock_t *g_sock;
+static uint64_t g_deadline_us; /* 0 = none */
 
 static void role_opts(pgm_sock_t *sock, const void *ctx)
 {
@@ -65,6 +67,10 @@ static void *service(void *arg)
 static void send_apdu(const void *buf, size_t len)
 {
 	for (;;) {
+		if (g_deadline_us && pgmi_now_us() > g_deadline_us) {
+			fprintf(stderr, "deadline passed while sending (PGMCC stuck without ACKs?)\n");
+			exit(3);
+		}
 		size_t sent = 0;
 		const int st = pgm_send(g_sock, buf, len, &sent);
 		switch (st) {
@@ -107,6 +113,9 @@ static void usage(void)
 		"  -r, --rate B        rate limit in bytes/s incl. IP/UDP headers (default 2000000, 0 = none)\n"
 		"  -l, --linger S      keep serving repairs S seconds after the last byte (default 10)\n"
 		"  -d, --delay MS      wait MS ms after connect before data so SPMs go first (default 500)\n"
+		"      --deadline S    give up (exit 3) if sending takes more than S seconds\n"
+		"      --src-offset N  source buffer address mod 16 (default 4 with --pgmcc, else 0;\n"
+		"                      works around a libpgm alignment crash, see the source)\n"
 		"      --txw-sqns N    transmit window in packets (default 10000)\n"
 		"      --ambient-spm MS  ambient SPM interval (default 1000)\n" PGMI_COMMON_USAGE);
 	exit(2);
@@ -121,6 +130,8 @@ int main(int argc, char **argv)
 	size_t msg = 1024;
 	double linger = 10;
 	int delay_ms = 500;
+	int src_offset = -1;
+	double deadline = 0;
 
 	pgmi_defaults(&o);
 	for (int i = 1; i < argc;) {
@@ -145,6 +156,10 @@ int main(int argc, char **argv)
 			linger = atof(v);
 		else if (!strcmp(a, "-d") || !strcmp(a, "--delay"))
 			delay_ms = atoi(v);
+		else if (!strcmp(a, "--deadline"))
+			deadline = atof(v);
+		else if (!strcmp(a, "--src-offset"))
+			src_offset = atoi(v) & 15;
 		else if (!strcmp(a, "--txw-sqns"))
 			s.txw_sqns = atoi(v);
 		else if (!strcmp(a, "--ambient-spm"))
@@ -177,6 +192,8 @@ int main(int argc, char **argv)
 		perror("pthread_create");
 		return 2;
 	}
+	if (deadline > 0)
+		g_deadline_us = pgmi_now_us() + (uint64_t)(deadline * 1e6);
 	poll(NULL, 0, delay_ms);
 
 	unsigned char hdr[PGMI_HEADER_LEN];
@@ -187,9 +204,19 @@ int main(int argc, char **argv)
 		hdr[8 + k] = (unsigned char)((unsigned long long)nbytes >> (56 - 8 * k));
 	send_apdu(hdr, sizeof hdr);
 
-	unsigned char *buf = malloc(msg);
-	if (!buf)
+	/* Debian's libpgm 5.3.128 copies the payload into its packet buffer with a checksum loop
+	 * that GCC vectorised with aligned 16-byte stores: it aligns the *source* pointer and
+	 * then assumes the destination is aligned too. The payload sits at 32 mod 16 = 0 in the
+	 * packet buffer without PGMCC and at 52 mod 16 = 4 with OPT_PGMCC_DATA, so a 16-aligned
+	 * source buffer segfaults once PGMCC is on. Keep the source congruent with the
+	 * destination (found with gdb: movaps to an address = 4 mod 16 in
+	 * pgm_compat_csum_partial_copy). */
+	if (src_offset < 0)
+		src_offset = o.pgmcc ? 4 : 0;
+	unsigned char *block = aligned_alloc(16, (msg + 16 + 15) / 16 * 16);
+	if (!block)
 		return 2;
+	unsigned char *buf = block + src_offset;
 	const uint64_t t0 = pgmi_now_us();
 	unsigned long long off = 0;
 	while (off < (unsigned long long)nbytes) {
@@ -220,7 +247,7 @@ int main(int argc, char **argv)
 	pthread_join(thr, NULL);
 	pgm_close(g_sock, true); /* sends SPMs with OPT_FIN */
 	pgm_shutdown();
-	free(buf);
+	free(block);
 	if (in)
 		fclose(in);
 	return 0;

@@ -121,9 +121,12 @@ static inline pgm_sock_t *pgmi_open(const struct pgmi_opts *o, bool sender,
 	struct pgm_addrinfo_t hints;
 	pgm_sock_t *sock = NULL;
 
-	pgm_min_log_level = o->verbose ? PGM_LOG_LEVEL_NORMAL : PGM_LOG_LEVEL_WARNING;
 	if (!pgm_init(&err))
 		pgmi_die_err("pgm_init", err);
+	/* libpgm's own PGM_MIN_LOG_LEVEL / PGM_LOG_MASK (read by pgm_init) win when set,
+	 * e.g. PGM_MIN_LOG_LEVEL=TRACE PGM_LOG_MASK=0xffff for protocol traces */
+	if (!getenv("PGM_MIN_LOG_LEVEL"))
+		pgm_min_log_level = o->verbose ? PGM_LOG_LEVEL_NORMAL : PGM_LOG_LEVEL_WARNING;
 
 	memset(&hints, 0, sizeof hints);
 	hints.ai_family = AF_INET;
