@@ -6,7 +6,8 @@
  *   0  the whole stream arrived (length from the stream header)
  *   2  setup error or bad arguments
  *   3  unrecoverable loss (libpgm reported a session reset: data fell out of the window)
- *   4  timeout: nothing new for --timeout seconds, or --deadline passed
+ *   4  timeout: nothing new for --timeout seconds, or --deadline passed (with --raw and no
+ *      --bytes, an idle timeout after some data is the normal end: exit 0)
  *   5  malformed stream (no or bad 16-byte PGMI header, or more bytes than announced)
  */
 #include <unistd.h>
@@ -40,6 +41,9 @@ static void usage(void)
 	fprintf(stderr,
 		"usage: pgm-recv [options]\n"
 		"  -o, --out PATH      write the payload here (default: discard)\n"
+		"      --raw           no PGMI stream header: keep every APDU (for senders other than\n"
+		"                      pgm-send --raw); ends after --bytes N or at the idle timeout\n"
+		"      --bytes N       with --raw: the stream's length\n"
 		"  -t, --timeout S     give up after S seconds without new data (default 30)\n"
 		"      --deadline S    give up after S seconds in total (default none)\n"
 		"      --rxw-sqns N    receive window in packets (default 10000)\n"
@@ -61,6 +65,8 @@ int main(int argc, char **argv)
 			      .nak_retries = 50};
 	const char *out_path = NULL;
 	double idle_timeout = 30, deadline = 0;
+	bool raw = false;
+	long long raw_bytes = -1;
 
 	pgmi_defaults(&o);
 	for (int i = 1; i < argc;) {
@@ -71,10 +77,17 @@ int main(int argc, char **argv)
 		}
 		const char *a = argv[i];
 		const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--raw")) {
+			raw = true;
+			i += 1;
+			continue;
+		}
 		if (!v)
 			usage();
 		if (!strcmp(a, "-o") || !strcmp(a, "--out"))
 			out_path = v;
+		else if (!strcmp(a, "--bytes"))
+			raw_bytes = atoll(v);
 		else if (!strcmp(a, "-t") || !strcmp(a, "--timeout"))
 			idle_timeout = atof(v);
 		else if (!strcmp(a, "--deadline"))
@@ -106,8 +119,10 @@ int main(int argc, char **argv)
 	pgm_sock_t *sock = pgmi_open(&o, false, role_opts, &r);
 
 	static unsigned char buf[65536];
-	bool have_header = false;
-	unsigned long long expected = 0, got = 0;
+	bool have_header = raw;
+	unsigned long long expected = raw && raw_bytes >= 0 ? (unsigned long long)raw_bytes : 0,
+			   got = 0;
+	const bool open_ended = raw && raw_bytes < 0;
 	const uint64_t start = pgmi_now_us();
 	uint64_t last = start;
 	int rc = -1;
@@ -136,7 +151,7 @@ int main(int argc, char **argv)
 				if (o.verbose)
 					fprintf(stderr, "stream of %llu bytes\n", expected);
 			} else {
-				if (got + n > expected) {
+				if (!open_ended && got + n > expected) {
 					fprintf(stderr, "stream longer than announced %llu\n", expected);
 					rc = 5;
 					break;
@@ -147,7 +162,7 @@ int main(int argc, char **argv)
 				}
 				got += n;
 			}
-			if (have_header && got == expected)
+			if (have_header && !open_ended && got == expected)
 				rc = 0;
 			break;
 		case PGM_IO_STATUS_RESET:
@@ -172,7 +187,9 @@ int main(int argc, char **argv)
 		}
 		if (rc < 0 && (now - last) / 1e6 > idle_timeout) {
 			fprintf(stderr, "timeout: nothing new for %.1f s\n", idle_timeout);
-			rc = 4;
+			rc = open_ended && got > 0 ? 0 : 4;
+			if (open_ended)
+				expected = got;
 		}
 		if (rc < 0 && deadline > 0 && (now - start) / 1e6 > deadline) {
 			fprintf(stderr, "deadline of %.1f s passed\n", deadline);

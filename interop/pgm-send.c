@@ -109,6 +109,7 @@ static void usage(void)
 		"usage: pgm-send [options] (--file PATH | --bytes N)\n"
 		"  -f, --file PATH     send the contents of PATH\n"
 		"  -b, --bytes N       send N bytes of the pattern byte[i] = (i * 131 + i / 65536) & 255\n"
+		"      --raw           no 16-byte PGMI stream header (for receivers other than pgm-recv)\n"
 		"  -m, --msg-size N    bytes per APDU (default 1024; above the TSDU size libpgm fragments)\n"
 		"  -r, --rate B        rate limit in bytes/s incl. IP/UDP headers (default 2000000, 0 = none)\n"
 		"  -l, --linger S      keep serving repairs S seconds after the last byte (default 10)\n"
@@ -132,6 +133,7 @@ int main(int argc, char **argv)
 	int delay_ms = 500;
 	int src_offset = -1;
 	double deadline = 0;
+	bool raw = false;
 
 	pgmi_defaults(&o);
 	for (int i = 1; i < argc;) {
@@ -142,6 +144,11 @@ int main(int argc, char **argv)
 		}
 		const char *a = argv[i];
 		const char *v = (i + 1 < argc) ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--raw")) {
+			raw = true;
+			i += 1;
+			continue;
+		}
 		if (!v)
 			usage();
 		if (!strcmp(a, "-f") || !strcmp(a, "--file"))
@@ -202,7 +209,8 @@ int main(int argc, char **argv)
 		hdr[4 + k] = (unsigned char)(PGMI_VERSION >> (24 - 8 * k));
 	for (int k = 0; k < 8; k++)
 		hdr[8 + k] = (unsigned char)((unsigned long long)nbytes >> (56 - 8 * k));
-	send_apdu(hdr, sizeof hdr);
+	if (!raw)
+		send_apdu(hdr, sizeof hdr);
 
 	/* Debian's libpgm 5.3.128 copies the payload into its packet buffer with a checksum loop
 	 * that GCC vectorised with aligned 16-byte stores: it aligns the *source* pointer and

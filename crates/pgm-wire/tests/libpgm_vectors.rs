@@ -130,6 +130,16 @@ fn libpgm_nak_list_and_ncf() {
 }
 
 #[test]
+fn libpgm_spmr() {
+    // a late joiner's SPMR; the TSI is the source's (sport 43268 in that session)
+    let tsi = Tsi {
+        gsi: GSI,
+        sport: 43268,
+    };
+    check("spmr", Repr::upstream(tsi, DPORT, Body::Spmr), &[]);
+}
+
+#[test]
 fn libpgm_odata_with_pgmcc_data() {
     let body = Body::Odata(DataRepr { sqn: 0, trail: 0 });
     let opts = Options {
@@ -187,6 +197,7 @@ fn every_libpgm_vector_file_is_checked() {
         "rdata",
         "rdata-pgmcc-bad-checksum",
         "spm-fin",
+        "spmr",
     ];
     assert_eq!(names, checked);
 }
