@@ -4,7 +4,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench-sim reproduce clean
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench-sim reproduce interop clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
@@ -13,6 +13,7 @@ help:
 	@echo "make bench-sim  simulator speed and memory: Fig. 7 setup at 100 and 10,000 receivers"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
+	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
 
 deps:
 	@scripts/install-deps
@@ -49,6 +50,9 @@ bench-sim: deps
 	$(CARGO) build --release --locked -p netsim --example bench_sim
 	./target/release/examples/bench_sim 100 600
 	./target/release/examples/bench_sim 10000 600 unreliable
+
+interop: deps
+	$(MAKE) -C interop
 
 clean:
 	$(CARGO) clean
