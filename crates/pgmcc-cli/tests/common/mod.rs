@@ -1,0 +1,150 @@
+//! The namespace lab and helpers shared by the real-socket test files.
+
+#![allow(dead_code, clippy::unwrap_used)] // each test file uses a subset; test code
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+/// The tests share the machine's two cores: one lab at a time.
+pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
+
+pub(crate) const GROUP: &str = "239.192.0.1:7500";
+pub(crate) const RATE_MBIT: f64 = 40.0;
+
+pub(crate) fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+pub(crate) fn pgmcc() -> &'static str {
+    env!("CARGO_BIN_EXE_pgmcc")
+}
+
+pub(crate) fn is_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// A lab of namespaces, removed on drop (also when the test fails).
+pub(crate) struct Lab {
+    prefix: String,
+}
+
+impl Lab {
+    pub(crate) fn up(name: &str, receivers: usize) -> Option<Lab> {
+        if !is_root() {
+            eprintln!("SKIPPED {name}: needs root to create network namespaces (CI runs as root)");
+            return None;
+        }
+        let prefix = format!("pgt{}{name}", std::process::id() % 10000);
+        let st = Command::new(repo().join("scripts/netns-lab"))
+            .args(["up", "-p", &prefix, "-n", &receivers.to_string()])
+            .args(["-r", &format!("{RATE_MBIT}mbit")])
+            .status()
+            .unwrap();
+        assert!(st.success(), "netns-lab up failed");
+        Some(Lab { prefix })
+    }
+
+    pub(crate) fn cmd(&self, node: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &format!("{}-{node}", self.prefix)]);
+        c
+    }
+
+    pub(crate) fn recv(&self, node: &str, out: &Path) -> Child {
+        self.recv_with(node, out, &[])
+    }
+
+    pub(crate) fn recv_with(&self, node: &str, out: &Path, extra: &[&str]) -> Child {
+        self.cmd(node)
+            .arg(pgmcc())
+            .args([
+                "recv",
+                "--group",
+                GROUP,
+                "-q",
+                "--idle-timeout",
+                "20s",
+                "--out",
+            ])
+            .arg(out)
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    pub(crate) fn send(&self, input: &Path, stats: &Path) -> Child {
+        self.send_with(input, stats, &[])
+    }
+
+    pub(crate) fn send_with(&self, input: &Path, stats: &Path, extra: &[&str]) -> Child {
+        self.cmd("s")
+            .arg(pgmcc())
+            .args(["send", "--group", GROUP, "-q", "--linger", "2s", "--stats"])
+            .arg(stats)
+            .args(extra)
+            .arg(input)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let _ = Command::new(repo().join("scripts/netns-lab"))
+            .args(["down", "-p", &self.prefix])
+            .status();
+    }
+}
+
+/// Waits for a child, killing it after `limit`.
+pub(crate) fn finish(mut child: Child, limit: Duration) -> Output {
+    let end = Instant::now() + limit;
+    while Instant::now() < end {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    let out = child.wait_with_output().unwrap();
+    panic!(
+        "timed out after {limit:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+pub(crate) fn random_file(dir: &Path, len: usize) -> (PathBuf, String) {
+    // Deterministic but incompressible enough: a hash chain.
+    let mut data = Vec::with_capacity(len + 32);
+    let mut block = Sha256::digest(b"pgmcc netns test");
+    while data.len() < len {
+        data.extend_from_slice(&block);
+        block = Sha256::digest(block);
+    }
+    data.truncate(len);
+    let path = dir.join("input.bin");
+    std::fs::write(&path, &data).unwrap();
+    (path, hex(&Sha256::digest(&data)))
+}
+
+pub(crate) fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+pub(crate) fn sha_of(path: &Path) -> String {
+    hex(&Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+pub(crate) fn stats(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
