@@ -4,12 +4,13 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench-sim reproduce interop clean
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce interop clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
 	@echo "make test    everything CI checks: rustfmt, clippy -D warnings, all tests"
 	@echo "make fuzz    run every cargo-fuzz target for FUZZ_SECONDS (default $(FUZZ_SECONDS)) each"
+	@echo "make bench   (root) core cost + loopback throughput: ours vs OpenPGM vs a UDP ceiling, one table"
 	@echo "make bench-sim  simulator speed and memory: Fig. 7 setup at 100 and 10,000 receivers"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
@@ -43,6 +44,12 @@ vectors:
 reproduce: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
 	./target/release/pgmcc reproduce --seeds 5
+
+# Not a test: criterion core costs and loopback throughput against OpenPGM and a plain UDP
+# blaster, measured in one run (scripts/bench; root for the network namespace).
+bench: deps
+	$(MAKE) -s -C interop
+	scripts/bench
 
 # Not a test: prints simulated-vs-wall speed and peak memory (targets in issue 6:
 # Fig. 7 at 100 receivers faster than 60x real time; 10,000 receivers under 4 GiB).
