@@ -228,6 +228,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     if args.cc == Cc::None && args.rate_max.is_none() {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
     }
+    let cc_on = args.cc != Cc::None;
     let stdin = args.input == Path::new("-");
     let len = if stdin {
         None
@@ -261,6 +262,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let pb = progress(args.net.quiet, len);
         let mut hash = Sha256::new();
         let mut total = 0u64;
+        let mut warned = false;
         // Large reads (each tokio file read is a trip to a blocking thread), cut into
         // packet-sized messages so nothing needs fragmenting.
         let tsdu = tx.max_tsdu();
@@ -273,11 +275,25 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             let block = buf.get(..n).unwrap_or_default();
             hash.update(block);
             for chunk in block.chunks(tsdu) {
-                tx.write(chunk).await.context("sending")?;
+                // Waits while congestion control holds the queue full; look up now and then.
+                loop {
+                    match tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)).await {
+                        Ok(r) => {
+                            r.context("sending")?;
+                            break;
+                        }
+                        Err(_) => {
+                            let st = tx.status();
+                            warn_if_no_acker(&st, cc_on, &mut warned, &pb);
+                            pb.set_message(sender_message(&st));
+                        }
+                    }
+                }
             }
             total += n as u64;
             pb.set_position(total);
             let st = tx.status();
+            warn_if_no_acker(&st, cc_on, &mut warned, &pb);
             pb.set_message(sender_message(&st));
         }
         let sending_secs = started.elapsed().as_secs_f64();
@@ -311,6 +327,28 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// pgmcc needs a receiver that answers its election with ACKs; OpenPGM receivers never do
+/// (their PGMCC is broken, docs/interop.md), and the session then crawls at one packet per
+/// stall timeout. Say so once instead of looking hung.
+fn warn_if_no_acker(
+    st: &pgmcc_net::SenderStatus,
+    cc_on: bool,
+    warned: &mut bool,
+    pb: &ProgressBar,
+) {
+    if cc_on
+        && !*warned
+        && st.elapsed_secs > 5.0
+        && st.acker.is_none()
+        && st.stats.acks_received == 0
+    {
+        *warned = true;
+        pb.suspend(|| {
+            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --cc none --rate-max RATE.");
+        });
+    }
 }
 
 fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
