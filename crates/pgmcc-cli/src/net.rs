@@ -154,6 +154,12 @@ pub(crate) struct RecvArgs {
     /// Fault injection: discard every Nth datagram received, to see repairs at work.
     #[arg(long, value_name = "N")]
     drop_every: Option<u32>,
+    /// The source is a ZeroMQ PUB socket on pgm:// or epgm:// (use the endpoint's port in
+    /// --group and in --udp-ports P,P): decode ZeroMQ's framing and write each message part
+    /// followed by a newline (meant for text messages; binary ones need the library's
+    /// pgmcc_net::zmq). Implies --allow-partial-start (ZeroMQ marks no stream start).
+    #[arg(long)]
+    zmq: bool,
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime> {
@@ -478,6 +484,8 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut session = None;
         let mut first = None;
         let mut failure: Option<String> = None;
+        let mut zmq = args.zmq.then(pgmcc_net::zmq::ZmqDecoder::default);
+        let mut zmq_parts = 0u64;
         loop {
             let ready = match rx.try_read() {
                 Some(ev) => Some(ev),
@@ -520,7 +528,22 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 Event::Data { tsi, data, .. } if Some(tsi) == session => {
                     hash.update(&data);
                     total += data.len() as u64;
-                    out.write(&data)?;
+                    match zmq.as_mut() {
+                        None => out.write(&data)?,
+                        Some(d) => match d.push(&data) {
+                            Ok(parts) => {
+                                for p in parts {
+                                    zmq_parts += 1;
+                                    out.write(&p.body)?;
+                                    out.write(b"\n")?;
+                                }
+                            }
+                            Err(e) => {
+                                failure = Some(format!("not ZeroMQ framing: {e}"));
+                                break;
+                            }
+                        },
+                    }
                     pb.set_position(total);
                 }
                 Event::Unrecoverable { tsi, first, last } if Some(tsi) == session => {
@@ -530,7 +553,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     break;
                 }
                 Event::SessionEnded { tsi, syn_sqn } if Some(tsi) == session => {
-                    if syn_sqn.is_none() || syn_sqn != first {
+                    if (syn_sqn.is_none() || syn_sqn != first) && !args.zmq {
                         let why = match syn_sqn {
                             Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
                             None => "this receiver never saw the stream's first packet (it joined late, or the source does not mark it with OPT_SYN, as OpenPGM does not)".into(),
@@ -569,6 +592,9 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     "pgmcc recv: received {total} bytes, complete; {} repairs, {} NAKs sent; sha256 {sha}",
                     report.status.stats.gaps_filled, report.status.stats.naks_sent
                 );
+                if args.zmq {
+                    eprintln!("pgmcc recv: {zmq_parts} ZeroMQ message parts");
+                }
                 Ok(ExitCode::SUCCESS)
             }
             Some(why) => {

@@ -228,3 +228,74 @@ fn our_decoder_parses_every_packet_libpgm_sends() {
     eprintln!("{text}{}", String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "self-test failed");
 }
+
+#[test]
+fn zeromq_epgm_publisher_to_our_receiver() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !libpgm_tools("zeromq_epgm_publisher_to_our_receiver") {
+        return;
+    }
+    if !tool("zmq-pub").exists() {
+        eprintln!("SKIPPED zeromq_epgm_publisher_to_our_receiver: libzmq3-dev is not installed; scripts/install-deps installs it");
+        return;
+    }
+    let Some(lab) = Lab::up("z", 1) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("messages.txt");
+    // ZeroMQ's epgm uses the endpoint's port as PGM port and as UDP port both ways.
+    let rx = lab
+        .cmd("r1")
+        .arg(pgmcc())
+        .args([
+            "recv",
+            "--group",
+            "239.192.0.1:5555",
+            "--udp-ports",
+            "5555,5555",
+        ])
+        .args([
+            "--zmq",
+            "--drop-every",
+            "50",
+            "-q",
+            "--idle-timeout",
+            "20s",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    const COUNT: usize = 5000;
+    let tx = lab
+        .cmd("s")
+        .arg(tool("zmq-pub"))
+        .args([
+            "epgm://10.77.0.1;239.192.0.1:5555",
+            &COUNT.to_string(),
+            "5000",
+            "3",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let tx = finish(tx, Duration::from_secs(60));
+    assert!(
+        tx.status.success(),
+        "zmq-pub: {}",
+        String::from_utf8_lossy(&tx.stderr)
+    );
+    let o = finish(rx, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&o.stderr);
+    eprintln!("{err}");
+    assert!(o.status.success(), "{err}");
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), COUNT);
+    for (i, l) in lines.iter().enumerate() {
+        assert_eq!(*l, format!("message {i}"));
+    }
+}

@@ -7,7 +7,8 @@
 //! tokio runs the event loop. The core never sees a clock or a socket: this crate owns both.
 //!
 //! * async: [`Sender`] / [`Receiver`] (inside a tokio runtime);
-//! * blocking: [`blocking::Sender`] / [`blocking::Receiver`].
+//! * blocking: [`blocking::Sender`] / [`blocking::Receiver`];
+//! * [`zmq::ZmqDecoder`]: ZeroMQ's framing inside PGM, to subscribe to `epgm://` publishers.
 //!
 //! IPv4 only so far. The default multicast TTL is 1: a session stays on the local link
 //! unless the application raises it.
@@ -18,6 +19,7 @@ mod error;
 mod receiver;
 mod sender;
 pub mod socket;
+pub mod zmq;
 
 pub use error::Error;
 pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus};
