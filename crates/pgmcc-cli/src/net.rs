@@ -467,6 +467,29 @@ impl Output {
     }
 }
 
+/// SIGINT and SIGTERM, so `pgmcc recv` can remove its temporary file and say what it got.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+            term: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
+}
+
 /// Runs `pgmcc recv`.
 pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     let group = args.net.group()?;
@@ -494,6 +517,8 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut first = None;
         let mut failure: Option<String> = None;
         let mut zmq = args.zmq.then(pgmcc_net::zmq::ZmqDecoder::default);
+        let mut stop = Signals::new()?;
+        let mut interrupted = false;
         let mut zmq_parts = 0u64;
         loop {
             let ready = match rx.try_read() {
@@ -506,7 +531,15 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             };
             let next = match ready {
                 Some(ev) => Ok(Some(ev)),
-                None => tokio::time::timeout(args.idle_timeout, rx.read()).await,
+                None => tokio::select! {
+                    r = tokio::time::timeout(args.idle_timeout, rx.read()) => r,
+                    () = stop.recv() => {
+                        // Interrupted: the transfer is incomplete; the temporary file goes.
+                        failure = Some("interrupted by a signal before the stream ended".into());
+                        interrupted = true;
+                        break;
+                    }
+                },
             };
             let ev = match next {
                 Ok(Some(ev)) => ev,
@@ -616,7 +649,8 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 eprintln!(
                     "pgmcc recv: error: {why}; received {total} bytes (sha256 {sha}); {kept}"
                 );
-                Ok(ExitCode::from(1))
+                // 130: the shell's code for "ended by SIGINT"; 1: the transfer failed.
+                Ok(ExitCode::from(if interrupted { 130 } else { 1 }))
             }
         }
     })

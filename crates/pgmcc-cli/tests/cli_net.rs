@@ -1,0 +1,73 @@
+//! `pgmcc send` / `pgmcc recv` behaviour that needs no traffic: bad flags are named, and an
+//! interrupted receiver leaves no file behind. Loopback only (nothing is sent).
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn pgmcc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pgmcc"))
+}
+
+#[test]
+fn a_unicast_group_is_refused_with_a_clear_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x");
+    std::fs::write(&f, b"x").unwrap();
+    let o = pgmcc()
+        .args(["send", "--group", "10.0.0.1:7500"])
+        .arg(&f)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not a multicast address"), "{err}");
+}
+
+#[test]
+fn bad_ports_and_missing_files_name_the_problem() {
+    let o = pgmcc()
+        .args(["recv", "--group", "239.1.1.1:7500", "--udp-ports", "3055"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("UCAST,MCAST"));
+    let o = pgmcc()
+        .args(["send", "--group", "239.1.1.1:7500", "/nonexistent/file"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("/nonexistent/file"));
+}
+
+#[test]
+fn an_interrupted_receiver_exits_130_and_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.bin");
+    let child = pgmcc()
+        .args([
+            "recv",
+            "--group",
+            "239.255.77.9:7500",
+            "--iface",
+            "127.0.0.2",
+        ])
+        .args(["--udp-ports", "41090,41091", "-q", "--out"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(700));
+    let st = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "files left behind: {left:?}");
+}
