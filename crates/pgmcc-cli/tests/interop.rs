@@ -299,3 +299,56 @@ fn zeromq_epgm_publisher_to_our_receiver() {
         assert_eq!(*l, format!("message {i}"));
     }
 }
+
+#[test]
+fn pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !libpgm_tools("pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver") {
+        return;
+    }
+    let Some(lab) = Lab::up("m", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), LEN);
+    let lib_out = dir.path().join("lib.bin");
+    let ours_out = dir.path().join("ours.bin");
+    let lib = lab
+        .cmd("r1")
+        .arg(tool("pgm-recv"))
+        .args(["--network", "10.77.0.11;239.192.0.1", "--raw"])
+        .args(["--bytes", &LEN.to_string(), "--timeout", "15", "--out"])
+        .arg(&lib_out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ours = lab.recv_with("r2", &ours_out, &["--udp-ports", ONE_PORT]);
+    std::thread::sleep(Duration::from_millis(500));
+    // pgmcc on: our receiver is the only one that can ACK, so it becomes the acker and the
+    // libpgm receiver follows the session (pgmcc paper §3.1).
+    let stats_path = dir.path().join("send.json");
+    let tx = lab.send_with(
+        &input,
+        &stats_path,
+        &["--udp-ports", ONE_PORT, "--drop-every", "40"],
+    );
+    let tx = finish(tx, Duration::from_secs(60));
+    assert!(
+        tx.status.success(),
+        "{}",
+        String::from_utf8_lossy(&tx.stderr)
+    );
+    let o = finish(lib, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    let o = finish(ours, Duration::from_secs(60));
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(sha_of(&lib_out), want);
+    assert_eq!(sha_of(&ours_out), want);
+    let s = stats(&stats_path);
+    assert_eq!(s["status"]["acker"].as_str(), Some("10.77.0.12"));
+    let secs = s["sending_seconds"].as_f64().unwrap();
+    eprintln!(
+        "mixed group with pgmcc: 5 MB in {secs:.1} s, acker {}, cc {}",
+        s["status"]["acker"], s["status"]["cc"]
+    );
+    assert!(secs < 10.0, "the session did not crawl");
+}
