@@ -354,7 +354,7 @@ fn warn_if_no_acker(
     {
         *warned = true;
         pb.suspend(|| {
-            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --cc none --rate-max RATE.");
+            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --cc none --rate-max RATE, or add one pgmcc receiver to the group to act as acker.");
         });
     }
 }
