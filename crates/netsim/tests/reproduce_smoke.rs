@@ -1,47 +1,305 @@
-//! Smoke versions of the reproduction rows: one seed each, asserting the qualitative result
-//! the fairness benchmark states for Set 1 (full runs with 5 seeds: `make reproduce`).
+//! Smoke versions of the reproduction rows (`make reproduce`, docs/reproduction.md): every
+//! scenario with a `[reproduce]` table runs here once, with seed 1 and a shortened timeline,
+//! and each test asserts the qualitative result the paper states. Where we knowingly
+//! disagree with the paper (the row's `explanation` says why), the test asserts what we
+//! measure instead, and says so, so that a change in behaviour shows up either way.
+//!
+//! Fig. 5's acker moves (to PR1 when it joins, to PR2 while TCP runs, back after) are pinned
+//! by `tests/fig5.rs`; here only its `[reproduce]` row (pgmcc and TCP sharing L2) is checked.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::path::Path;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
-use netsim::run::run;
-use netsim::scenario::load;
+use netsim::run::{mean_between, run, Summary};
+use netsim::scenario::parse;
 
-fn f_of(name: &str) -> f64 {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios")
-        .join(name);
-    let mut sc = load(&path, Some(1)).unwrap();
-    let rep = sc.reproduce.clone().unwrap();
-    let s = run(&mut sc, |_| {});
-    rep.measure(&s).f
+fn scenarios_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
 }
 
+/// One shortened run of a reproduction row.
+struct Smoke {
+    /// f = TCP / pgmcc over the shortened measuring window.
+    f: f64,
+    pgm_kbps: f64,
+    tcp_kbps: f64,
+    summary: Summary,
+    /// Node name -> address, to read the acker switches.
+    addrs: Vec<(String, String)>,
+    pgm: usize,
+    from_s: f64,
+}
+
+impl Smoke {
+    /// Share of [from, end] during which `node` was the pgmcc acker.
+    fn acker_share(&self, node: &str) -> f64 {
+        let addr = &self.addrs.iter().find(|(n, _)| n == node).unwrap().1;
+        let end = self.summary.duration_s;
+        let sw = &self.summary.flows[self.pgm].acker_switches;
+        let mut held = 0.0;
+        for (i, a) in sw.iter().enumerate() {
+            let t0 = a.t.max(self.from_s);
+            let t1 = sw.get(i + 1).map_or(end, |b| b.t).min(end);
+            if &a.to == addr && t1 > t0 {
+                held += t1 - t0;
+            }
+        }
+        held / (end - self.from_s)
+    }
+
+    /// Distinct receivers that held the acker role at some time.
+    fn ackers(&self) -> usize {
+        let sw = &self.summary.flows[self.pgm].acker_switches;
+        sw.iter()
+            .map(|a| a.to.as_str())
+            .collect::<BTreeSet<_>>()
+            .len()
+    }
+
+    /// Mean pgmcc throughput between two times.
+    fn pgm_between(&self, a: f64, b: f64) -> f64 {
+        mean_between(
+            &self.summary,
+            &self.summary.flows[self.pgm].series_kbps,
+            a,
+            b,
+        )
+    }
+}
+
+/// Runs `file` with seed 1 for `duration` seconds, measuring from `from_s`, after replacing
+/// each `(old, new)` text in the file (each must occur, so a changed file fails loudly).
+fn smoke(file: &str, duration: u64, from_s: f64, edits: &[(&str, &str)]) -> Smoke {
+    let path = scenarios_dir().join(file);
+    let mut src = std::fs::read_to_string(&path).unwrap();
+    let dur_line = src
+        .lines()
+        .find(|l| l.starts_with("duration = "))
+        .unwrap()
+        .to_string();
+    src = src.replacen(&dur_line, &format!("duration = \"{duration}s\""), 1);
+    for (old, new) in edits {
+        assert!(src.contains(old), "{file}: `{old}` not found");
+        src = src.replace(old, new);
+    }
+    let stem = file.trim_end_matches(".toml");
+    let mut sc = parse(file, &src, stem, Some(1)).unwrap();
+    let mut rep = sc.reproduce.clone().unwrap();
+    rep.from_s = from_s;
+    rep.to_s = rep.to_s.map(|t| t.min(duration as f64));
+    let addrs = sc
+        .node_names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), sc.sim.addr(i).to_string()))
+        .collect();
+    let summary = run(&mut sc, |_| {});
+    let m = rep.measure(&summary);
+    eprintln!(
+        "{stem}: f {:.2} (pgmcc {:.0}, tcp {:.0} kbit/s), acker switches {}",
+        m.f,
+        m.pgm_kbps,
+        m.tcp_kbps,
+        summary.flows[rep.pgm].acker_switches.len()
+    );
+    Smoke {
+        f: m.f,
+        pgm_kbps: m.pgm_kbps,
+        tcp_kbps: m.tcp_kbps,
+        summary,
+        addrs,
+        pgm: rep.pgm,
+        from_s,
+    }
+}
+
+/// Every scenario with a `[reproduce]` table has a smoke test in this file.
 #[test]
-fn set1_pgmcc_is_unfair_to_reno_and_the_adaptive_timeout_narrows_the_gap() {
-    let reno = f_of("fairness-set1-reno.toml");
-    let adaptive = f_of("fairness-set1-reno-adaptive.toml");
-    let sack = f_of("fairness-set1-sack.toml");
-    eprintln!("f: reno {reno:.2}, reno+adaptive {adaptive:.2}, sack {sack:.2}");
-    // Benchmark Set 1: pgmcc is not fair to Reno (f = 74%) ...
+fn every_reproduction_row_has_a_smoke_test() {
+    let this = include_str!("reproduce_smoke.rs");
+    let mut missing = Vec::new();
+    for e in std::fs::read_dir(scenarios_dir()).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if text.contains("\n[reproduce]") && !this.contains(&format!("\"{name}\"")) {
+            missing.push(name);
+        }
+    }
+    assert!(missing.is_empty(), "rows without a smoke test: {missing:?}");
+}
+
+// Fairness benchmark Set 1 (3000 s in the paper; 1000 s here, from 100 s). The benchmark
+// notes that at 300 s the unfairness "was not clear", so this one stays longer.
+#[test]
+fn set1_pgmcc_is_unfair_to_reno_and_the_adaptive_timeout_and_sack_narrow_the_gap() {
+    let reno = smoke("fairness-set1-reno.toml", 1000, 100.0, &[]).f;
+    let adaptive = smoke("fairness-set1-reno-adaptive.toml", 1000, 100.0, &[]).f;
+    let newreno = smoke("fairness-set1-newreno.toml", 1000, 100.0, &[]).f;
+    let sack = smoke("fairness-set1-sack.toml", 1000, 100.0, &[]).f;
+    // pgmcc is not fair to Reno (f = 74%) ...
     assert!(reno < 0.85, "{reno}");
     // ... the adaptive timeout makes it fairer (96%) ...
     assert!(adaptive > reno + 0.05, "{adaptive} vs {reno}");
-    // ... and SACK fares better than Reno (92%).
+    // ... and NewReno and SACK fare better than Reno (92% each).
+    assert!(newreno > reno + 0.05, "{newreno} vs {reno}");
     assert!(sack > reno + 0.1, "{sack} vs {reno}");
 }
 
+// Set 2, high loss: pgmcc is close to fair to TCP1 (f1 = 78%) and unfair to TCP2 on the 8%
+// loss path (f2 = 54%; we measure 41%, same direction).
 #[test]
-fn fig3_two_pgmcc_sessions_share_evenly_and_set4_switching_costs_pgmcc() {
-    // pgmcc paper Fig. 3: "the various instances share bandwidth in a fair way".
-    let fig3 = f_of("paper-fig3-nonlossy.toml");
-    // Benchmark Set 4: with 200 ms to MR3, pgmcc's throughput becomes too low, TCP's higher.
-    let set4 = f_of("fairness-set4-switching.toml");
-    // pgmcc paper Fig. 5: while TCP shares L2 the two get similar rates (~220 kbit/s each).
-    let fig5 = f_of("fig5.toml");
-    eprintln!("fig3 {fig3:.2}, set4 {set4:.2}, fig5 {fig5:.2}");
-    assert!((0.8..1.25).contains(&fig3), "{fig3}");
-    assert!(set4 > 1.2, "{set4}");
-    assert!((0.7..1.4).contains(&fig5), "{fig5}");
+fn set2_high_loss_pgmcc_is_unfair_to_the_high_loss_tcp() {
+    let f1 = smoke("fairness-set2-high-f1.toml", 1000, 100.0, &[]).f;
+    let f2 = smoke("fairness-set2-high-f2.toml", 1000, 100.0, &[]).f;
+    assert!((0.6..1.1).contains(&f1), "{f1}");
+    assert!(f2 < 0.7 && f2 < f1 - 0.2, "{f2} vs {f1}");
+}
+
+// Set 2, low loss: the benchmark has f1 = 82%, f2 = 85%. We knowingly disagree with the
+// paper's token rule: the acker flaps between the two equal receivers and pgmcc gets about
+// half of what either TCP gets (f1 = 206%, f2 = 170% over 5 seeds); with token realignment
+// (ours) f1 comes back to ~97%. Asserted: what we measure.
+#[test]
+fn set2_low_loss_acker_flapping_costs_pgmcc_unless_tokens_are_realigned() {
+    let f1 = smoke("fairness-set2-low-f1.toml", 1000, 100.0, &[]);
+    let f2 = smoke("fairness-set2-low-f2.toml", 1000, 100.0, &[]).f;
+    let realign = smoke("fairness-set2-low-f1-realign.toml", 1000, 100.0, &[]).f;
+    assert!(
+        f1.f > 1.3,
+        "disagreement with the paper's 82% changed: {}",
+        f1.f
+    );
+    assert!(f2 > 1.2, "disagreement with the paper's 85% changed: {f2}");
+    assert!(f1.summary.flows[f1.pgm].acker_switches.len() > 20);
+    assert!((0.75..1.3).contains(&realign), "{realign}");
+}
+
+// Set 3 as first reconstructed (30-packet bottleneck queue). The benchmark: with NAK
+// elimination pgmcc gets much more than TCP (f = 23%), and its proposed fixes (random
+// suppression; the pgmcc paper's loss-aware rule) should be fairer. We measure pgmcc far
+// ahead of TCP in every variant, including without an NE (the benchmark: "similar to
+// experiment 1"), because TCP Reno times out behind the ~670 ms queue and MR3 is too little
+// slower than MR1 to be elected (rows' explanations). Asserted: what we measure; the fixes
+// change f by only a few points.
+#[test]
+fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
+    let none = smoke("fairness-set3-no-ne.toml", 1000, 100.0, &[]);
+    let supp = smoke("fairness-set3-suppression.toml", 1000, 100.0, &[]);
+    let aware = smoke("fairness-set3-loss-aware.toml", 1000, 100.0, &[]).f;
+    let prob = smoke("fairness-set3-probabilistic.toml", 1000, 100.0, &[]).f;
+    // pgmcc gets more than TCP under elimination, as published (23%).
+    assert!(supp.f < 0.5, "{}", supp.f);
+    // Disagreement: also without an NE, and the fixes do not bring TCP near pgmcc.
+    assert!(none.f < 0.5, "{}", none.f);
+    for fix in [aware, prob] {
+        assert!(
+            fix < 0.5 && (fix - supp.f).abs() < 0.1,
+            "{fix} vs {}",
+            supp.f
+        );
+    }
+    // MR3 is not clearly the slowest here: it holds the acker only a minority of the time,
+    // even without elimination.
+    assert!(none.acker_share("MR3") < 0.5, "{}", none.acker_share("MR3"));
+}
+
+// Set 3b (5-packet bottleneck queue): MR3 is clearly the slowest receiver. We measure MR3
+// as the acker almost throughout with every policy: one NAK of MR3 that escapes elimination
+// elects it, and its ACKs (never eliminated) keep it there, so elimination changes nothing
+// and neither do the fixes. pgmcc still gets far more than TCP, through Reno's timeouts
+// behind the small queue. Asserted: what we measure (the benchmark expected the acker to
+// stay on MR1/MR2 under elimination, and fairness with the fixes).
+#[test]
+fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
+    let none = smoke("fairness-set3b-no-ne.toml", 300, 50.0, &[]);
+    let supp = smoke("fairness-set3b-suppression.toml", 300, 50.0, &[]);
+    let aware = smoke("fairness-set3b-loss-aware.toml", 300, 50.0, &[]);
+    let prob = smoke("fairness-set3b-probabilistic.toml", 300, 50.0, &[]);
+    for r in [&none, &supp, &aware, &prob] {
+        assert!(r.acker_share("MR3") > 0.9, "{}", r.acker_share("MR3"));
+        assert!(r.f < 0.4, "{}", r.f);
+    }
+    for r in [&aware, &prob] {
+        assert!((r.f - supp.f).abs() < 0.05, "{} vs {}", r.f, supp.f);
+    }
+}
+
+// Set 4: with 200 ms to MR3 the acker switches between far and near receivers and pgmcc's
+// throughput becomes "too low", TCP's "much higher". With token realignment (ours) the
+// penalty disappears and pgmcc is ahead, as in Set 1.
+#[test]
+fn set4_acker_switching_costs_pgmcc_unless_tokens_are_realigned() {
+    let sw = smoke("fairness-set4-switching.toml", 1000, 100.0, &[]);
+    let realign = smoke("fairness-set4-switching-realign.toml", 1000, 100.0, &[]).f;
+    assert!(sw.f > 1.2, "{}", sw.f);
+    assert!(sw.ackers() >= 2);
+    assert!(realign < 0.8, "{realign}");
+}
+
+// pgmcc paper Fig. 5 (full 300 s: the row measures 120-240 s). While TCP shares L2 the two
+// get similar rates (~220 kbit/s each). The acker moves are pinned in tests/fig5.rs.
+#[test]
+fn fig5_pgmcc_and_tcp_share_l2() {
+    let r = smoke("fig5.toml", 300, 120.0, &[]);
+    assert!((0.7..1.4).contains(&r.f), "{}", r.f);
+    assert!((180.0..300.0).contains(&r.pgm_kbps), "{}", r.pgm_kbps);
+}
+
+// pgmcc paper Fig. 3: two pgmcc sessions share a non-lossy bottleneck evenly; on a lossy one
+// each rate is set by the loss and the second session does not take from the first. The
+// non-lossy run keeps its full 600 s (it is cheap): the second session, started at 100 s,
+// still holds more than its share at 400 s (f = 1.18 there, 1.05 at 600 s).
+#[test]
+fn fig3_two_pgmcc_sessions_are_fair_to_each_other() {
+    let nonlossy = smoke("paper-fig3-nonlossy.toml", 600, 150.0, &[]).f;
+    let lossy = smoke("paper-fig3-lossy.toml", 400, 150.0, &[]).f;
+    assert!((0.8..1.25).contains(&nonlossy), "{nonlossy}");
+    assert!((0.75..1.3).contains(&lossy), "{lossy}");
+}
+
+// pgmcc paper Fig. 4: pgmcc and TCP Reno get approximately the same rate. On the lossy link
+// we measure pgmcc somewhat ahead (78% over 5 seeds, Set 1's direction); on the non-lossy
+// one the seeds spread widely (80..150%).
+#[test]
+fn fig4_pgmcc_and_tcp_get_similar_rates() {
+    let nonlossy = smoke("paper-fig4-nonlossy.toml", 300, 120.0, &[]).f;
+    let lossy = smoke("paper-fig4-lossy.toml", 300, 120.0, &[]).f;
+    assert!((0.6..1.6).contains(&nonlossy), "{nonlossy}");
+    assert!((0.6..1.2).contains(&lossy), "{lossy}");
+}
+
+// pgmcc paper Fig. 6: with receivers at diverse RTTs there is no single TCP-fair rate and
+// the acker is one of the receivers, not necessarily the farthest. We measure the acker
+// moving among receivers; with the paper's token rule the switching costs pgmcc (f = 150%
+// over 5 seeds), with token realignment (ours) pgmcc is ahead (56%).
+#[test]
+fn fig6_acker_moves_among_diverse_receivers() {
+    let plain = smoke("paper-fig6.toml", 300, 60.0, &[]);
+    let realign = smoke("paper-fig6-realign.toml", 300, 60.0, &[]);
+    assert!(plain.ackers() >= 2 && realign.ackers() >= 2);
+    assert!(plain.f > 1.1, "{}", plain.f);
+    assert!(realign.f < 0.85, "{}", realign.f);
+}
+
+// pgmcc paper Fig. 7: 90 more receivers (joining at 300 s in the file, at 150 s here) do not
+// change pgmcc's throughput appreciably. That holds with token realignment (ours). With the
+// paper's token rule we knowingly disagree: pgmcc falls far below TCP (f = 360% without
+// repairs, 375% with them, over 5 seeds), asserted as measured.
+#[test]
+fn fig7_ninety_more_receivers_do_not_change_pgmcc_with_realignment() {
+    let join = [("join = \"300s\"", "join = \"150s\"")];
+    let realign = smoke("paper-fig7-unreliable-realign.toml", 300, 170.0, &join);
+    let before = realign.pgm_between(50.0, 150.0);
+    let after = realign.pgm_between(170.0, 300.0);
+    eprintln!("fig7 realign: pgmcc {before:.0} kbit/s with 10, {after:.0} with 100 receivers");
+    assert!((after / before - 1.0).abs() < 0.25, "{before} -> {after}");
+    assert!((0.8..1.25).contains(&realign.f), "{}", realign.f);
+    let unreliable = smoke("paper-fig7-unreliable.toml", 300, 170.0, &join);
+    let repairs = smoke("paper-fig7.toml", 300, 170.0, &join);
+    assert!(unreliable.f > 2.0, "{}", unreliable.f);
+    assert!(repairs.f > 2.0, "{}", repairs.f);
+    assert!(unreliable.tcp_kbps > 600.0, "{}", unreliable.tcp_kbps);
 }
