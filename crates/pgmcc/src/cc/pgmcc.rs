@@ -186,6 +186,11 @@ const HISTORY: usize = 8192;
 /// Former ackers remembered for token credit.
 const FORMER_ACKERS: usize = 8;
 
+/// Events kept for a driver that does not poll them: the oldest go first. Reports from any
+/// number of receivers can switch the acker again and again, so an unpolled queue would grow
+/// without bound.
+const MAX_EVENTS: usize = 1024;
+
 impl Pgmcc {
     /// A controller starting a session at `now`: `W = T = 1`, and the first data packet asks
     /// for an election.
@@ -212,6 +217,23 @@ impl Pgmcc {
     /// The window in packets.
     pub fn window(&self) -> f64 {
         self.window.window()
+    }
+
+    /// How many entries the controller holds (send-time history, former ackers, the acker,
+    /// queued events). Every part has a constant bound, whatever the number of receivers
+    /// reporting: tests check that hostile reporters cannot grow it.
+    pub fn tracked_entries(&self) -> usize {
+        self.history.len()
+            + self.previous.len()
+            + usize::from(self.acker.is_some())
+            + self.events.len()
+    }
+
+    fn push_event(&mut self, ev: CcEvent) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(ev);
     }
 
     fn now_ms(now: Instant) -> u32 {
@@ -285,8 +307,7 @@ impl Pgmcc {
             // Fixed timeout until the new acker's first sample (fairness benchmark Set 1).
             self.rto = Rto::new();
         }
-        self.events
-            .push_back(CcEvent::AckerChanged { from, to: addr });
+        self.push_event(CcEvent::AckerChanged { from, to: addr });
     }
 
     fn on_report(&mut self, now: Instant, fb: &PgmccFeedback) {
@@ -395,7 +416,7 @@ impl CongestionControl for Pgmcc {
             let in_flight = sqn::distance(ack.rx_max, lead);
             if self.window.on_loss(out.lost[0], in_flight, lead) {
                 self.stats.loss_events += 1;
-                self.events.push_back(CcEvent::Congestion {
+                self.push_event(CcEvent::Congestion {
                     window: self.window.window(),
                 });
             }
@@ -409,7 +430,7 @@ impl CongestionControl for Pgmcc {
             self.window.realign_tokens(in_flight);
         }
         if !had_tokens && self.window.can_send() {
-            self.events.push_back(CcEvent::TokensAvailable {
+            self.push_event(CcEvent::TokensAvailable {
                 tokens: self.window.tokens(),
             });
         }
@@ -458,7 +479,7 @@ impl CongestionControl for Pgmcc {
             self.acker = None;
             self.previous.clear();
         }
-        self.events.push_back(CcEvent::Stalled {
+        self.push_event(CcEvent::Stalled {
             stalls_in_a_row: self.stalls_in_a_row,
         });
     }
