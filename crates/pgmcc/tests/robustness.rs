@@ -804,3 +804,50 @@ fn sender_state_does_not_grow_with_reporting_receivers() {
     assert!(s.queued_packets() == 0);
     let _: &dyn CongestionControl = s.congestion_control().unwrap();
 }
+
+/// Data packets sent in 30 s while a hostile receiver wins every election (claiming 100%
+/// loss, answering each election request at once) and never acknowledges anything.
+fn odata_under_a_silent_hostile_acker(floor: Option<Duration>) -> (u64, u64) {
+    let cfg = PgmccConfig {
+        min_interval: floor,
+        ..PgmccConfig::default()
+    };
+    let (mut s, mut now) = sent_sender(|c| c.cc = CcConfig::Pgmcc(cfg), 1);
+    let evil = rx_addr(66);
+    for i in 0..1000u32 {
+        s.send(&[i as u8; 100]).unwrap();
+    }
+    let start = s.stats().odata_packets;
+    let end = now + Duration::from_secs(30);
+    while now < end {
+        for p in drain(&mut s, now) {
+            let r = Repr::parse(&p).unwrap();
+            if let (Body::Odata(d), Some(pd)) = (r.body, r.options.pgmcc_data) {
+                if pd.acker.is_unspecified() {
+                    // Wins the election with the first report, then goes silent.
+                    s.handle(now, evil, &ack_packet(tsi(8), d.sqn, evil, u16::MAX));
+                }
+            }
+        }
+        s.handle_timeout(now);
+        now = s
+            .poll_timeout()
+            .unwrap()
+            .max(now + Duration::from_millis(1))
+            .min(end);
+    }
+    assert_eq!(s.congestion_control().unwrap().acker(), Some(evil));
+    (s.stats().odata_packets - start, s.cc_stats().floor_tokens)
+}
+
+#[test]
+fn the_rate_floor_keeps_a_session_moving_under_a_hostile_acker() {
+    // Without a floor only the stall timeout (3 s) releases a packet: a trickle.
+    let (without, granted) = odata_under_a_silent_hostile_acker(None);
+    assert!(without <= 20, "{without} packets without a floor");
+    assert_eq!(granted, 0);
+    // With a 100 ms floor, ~10 packets per second whatever the acker does.
+    let (with, granted) = odata_under_a_silent_hostile_acker(Some(Duration::from_millis(100)));
+    assert!(with >= 250, "{with} packets with a 100 ms floor");
+    assert!(granted >= 250);
+}
