@@ -9,7 +9,7 @@ FUZZ_SECONDS ?= 60
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
 	@echo "make test    everything CI checks: rustfmt, clippy -D warnings, all tests"
-	@echo "make fuzz    run every cargo-fuzz target for FUZZ_SECONDS (default $(FUZZ_SECONDS)) each"
+	@echo "make fuzz    run every cargo-fuzz target (parser, sender and receiver cores) for FUZZ_SECONDS (default $(FUZZ_SECONDS)) each"
 	@echo "make bench   (root) core cost + loopback throughput: ours vs OpenPGM vs a UDP ceiling, one table"
 	@echo "make bench-sim  simulator speed and memory: Fig. 7 setup at 100 and 10,000 receivers"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"

@@ -71,6 +71,8 @@ pub struct CcStats {
     pub stalls: u64,
     /// Data packets sent asking for an election.
     pub election_requests: u64,
+    /// Tokens granted by the rate floor ([`pgmcc::PgmccConfig::min_interval`]).
+    pub floor_tokens: u64,
 }
 
 /// A congestion controller for the PGM sender, in the style of quinn's `Controller`: the

@@ -76,6 +76,13 @@ pub struct PgmccConfig {
     /// ignored ACKs may be the last in flight), so with small windows the pipe can empty and
     /// wait for a stall timeout: see `docs/pgmcc.md`. Recommended on outside reproductions.
     pub realign_tokens: bool,
+    /// Rate floor (ours; default none = the paper): while the window holds the sender back,
+    /// one packet may still leave every `min_interval`, whatever the acker says or does not
+    /// say. With `max_tpdu` bytes per packet the session never drops below
+    /// `max_tpdu / min_interval`, so a receiver that wins the election with absurd loss and
+    /// then withholds ACKs cannot starve the session. The window itself is not changed. Choose
+    /// it well below the normal packet interval, or it overrides congestion control.
+    pub min_interval: Option<Duration>,
 }
 
 impl Default for PgmccConfig {
@@ -89,6 +96,7 @@ impl Default for PgmccConfig {
             timeout: TimeoutPolicy::Fixed(Duration::from_secs(3)),
             stalls_before_election: 2,
             realign_tokens: false,
+            min_interval: None,
         }
     }
 }
@@ -167,6 +175,8 @@ pub struct Pgmcc {
     /// Send-time history of data packets: (ms, sqn).
     history: VecDeque<(u32, u32)>,
     last_sent: Option<u32>,
+    /// When the last data packet left (for the rate floor).
+    last_sent_at: Instant,
     /// The next data packet asks for an election.
     elect: bool,
     /// First data packet sent asking for the current election: the winner's ACKs count
@@ -186,6 +196,11 @@ const HISTORY: usize = 8192;
 /// Former ackers remembered for token credit.
 const FORMER_ACKERS: usize = 8;
 
+/// Events kept for a driver that does not poll them: the oldest go first. Reports from any
+/// number of receivers can switch the acker again and again, so an unpolled queue would grow
+/// without bound.
+const MAX_EVENTS: usize = 1024;
+
 impl Pgmcc {
     /// A controller starting a session at `now`: `W = T = 1`, and the first data packet asks
     /// for an election.
@@ -198,6 +213,7 @@ impl Pgmcc {
             acker_since: 0,
             history: VecDeque::new(),
             last_sent: None,
+            last_sent_at: now,
             elect: true,
             elect_since: None,
             stalls_in_a_row: 0,
@@ -212,6 +228,23 @@ impl Pgmcc {
     /// The window in packets.
     pub fn window(&self) -> f64 {
         self.window.window()
+    }
+
+    /// How many entries the controller holds (send-time history, former ackers, the acker,
+    /// queued events). Every part has a constant bound, whatever the number of receivers
+    /// reporting: tests check that hostile reporters cannot grow it.
+    pub fn tracked_entries(&self) -> usize {
+        self.history.len()
+            + self.previous.len()
+            + usize::from(self.acker.is_some())
+            + self.events.len()
+    }
+
+    fn push_event(&mut self, ev: CcEvent) {
+        if self.events.len() >= MAX_EVENTS {
+            self.events.pop_front();
+        }
+        self.events.push_back(ev);
     }
 
     fn now_ms(now: Instant) -> u32 {
@@ -285,8 +318,7 @@ impl Pgmcc {
             // Fixed timeout until the new acker's first sample (fairness benchmark Set 1).
             self.rto = Rto::new();
         }
-        self.events
-            .push_back(CcEvent::AckerChanged { from, to: addr });
+        self.push_event(CcEvent::AckerChanged { from, to: addr });
     }
 
     fn on_report(&mut self, now: Instant, fb: &PgmccFeedback) {
@@ -334,6 +366,7 @@ impl CongestionControl for Pgmcc {
             self.tracker.reset(sqn);
         }
         self.last_sent = Some(sqn);
+        self.last_sent_at = now;
         let ms = Self::now_ms(now);
         self.history.push_back((ms, sqn));
         if self.history.len() > HISTORY {
@@ -395,7 +428,7 @@ impl CongestionControl for Pgmcc {
             let in_flight = sqn::distance(ack.rx_max, lead);
             if self.window.on_loss(out.lost[0], in_flight, lead) {
                 self.stats.loss_events += 1;
-                self.events.push_back(CcEvent::Congestion {
+                self.push_event(CcEvent::Congestion {
                     window: self.window.window(),
                 });
             }
@@ -409,7 +442,7 @@ impl CongestionControl for Pgmcc {
             self.window.realign_tokens(in_flight);
         }
         if !had_tokens && self.window.can_send() {
-            self.events.push_back(CcEvent::TokensAvailable {
+            self.push_event(CcEvent::TokensAvailable {
                 tokens: self.window.tokens(),
             });
         }
@@ -434,14 +467,27 @@ impl CongestionControl for Pgmcc {
         if self.window.can_send() || self.last_sent.is_none() {
             return None;
         }
-        Some(self.timer_from + self.fixed_timeout())
+        let stall = self.timer_from + self.fixed_timeout();
+        Some(match self.cfg.min_interval {
+            Some(floor) => stall.min(self.last_sent_at + floor),
+            None => stall,
+        })
     }
 
     fn on_timeout(&mut self, now: Instant) {
-        let Some(deadline) = self.poll_timeout() else {
+        if self.window.can_send() || self.last_sent.is_none() {
             return;
-        };
+        }
+        let deadline = self.timer_from + self.fixed_timeout();
         if now < deadline {
+            if self
+                .cfg
+                .min_interval
+                .is_some_and(|floor| now >= self.last_sent_at + floor)
+            {
+                self.stats.floor_tokens += 1;
+                self.window.grant_one();
+            }
             return;
         }
         // Stall (§3.4, 3.6): restart W = T = 1; after a couple in a row, ask for an election.
@@ -458,7 +504,7 @@ impl CongestionControl for Pgmcc {
             self.acker = None;
             self.previous.clear();
         }
-        self.events.push_back(CcEvent::Stalled {
+        self.push_event(CcEvent::Stalled {
             stalls_in_a_row: self.stalls_in_a_row,
         });
     }

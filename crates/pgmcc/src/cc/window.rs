@@ -49,6 +49,12 @@ impl Window {
         }
     }
 
+    /// Grants one token if fewer than one is left (the controller's rate floor); the window
+    /// is untouched.
+    pub fn grant_one(&mut self) {
+        self.t = self.t.max(ONE as i64);
+    }
+
     /// Session (re)start: `W = T = 1`.
     pub fn restart(&mut self) {
         self.w = ONE;

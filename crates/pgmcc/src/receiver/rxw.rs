@@ -79,6 +79,9 @@ pub(crate) struct ReceiveWindow {
     trail: u32,
     max_sqns: u32,
     max_apdu: usize,
+    /// Outputs already decided when the window skipped far ahead (see `skip_to`); `drain`
+    /// hands them out first.
+    carry: Vec<Output>,
 }
 
 impl ReceiveWindow {
@@ -90,6 +93,7 @@ impl ReceiveWindow {
             trail,
             max_sqns: max_sqns.max(1),
             max_apdu,
+            carry: Vec::new(),
         }
     }
 
@@ -140,6 +144,10 @@ impl ReceiveWindow {
 
     /// Marks every slot before `s` lost, extending the window if `s` is beyond it.
     fn give_up_before(&mut self, s: u32) {
+        if sqn::gt(s, self.lead().wrapping_add(1)) {
+            self.skip_to(s);
+            return;
+        }
         let mut cur = self.base;
         let mut i = 0usize;
         while sqn::lt(cur, s) {
@@ -156,6 +164,34 @@ impl ReceiveWindow {
         }
         // Data already held before `s` stays: `drain` delivers it, or discards it with its
         // APDU, in order.
+    }
+
+    /// Moves the window to start at `s`, beyond its lead: every missing slot and everything
+    /// between the lead and `s` is lost. The outcome (the APDUs held, then one lost range) is
+    /// decided now and kept in `carry`, so a jump of up to 2^31 sequence numbers (a hostile or
+    /// corrupt lead or trail) costs no more memory than the window already holds.
+    fn skip_to(&mut self, s: u32) {
+        for slot in self.slots.iter_mut() {
+            if matches!(slot, Slot::Missing(_)) {
+                *slot = Slot::Lost;
+            }
+        }
+        // One lost slot after the lead ends any APDU still being assembled there.
+        self.slots.push_back(Slot::Lost);
+        let mut carry = std::mem::take(&mut self.carry);
+        self.drain_slots(&mut carry);
+        if !self.slots.is_empty() {
+            // Unreachable (the trailing lost slot settles every APDU), but never silent.
+            let n = self.slots.len() as u32;
+            push_lost(&mut carry, self.base, self.base.wrapping_add(n - 1));
+            self.base = self.base.wrapping_add(n);
+            self.slots.clear();
+        }
+        if sqn::lt(self.base, s) {
+            push_lost(&mut carry, self.base, s.wrapping_sub(1));
+        }
+        self.base = s;
+        self.carry = carry;
     }
 
     /// Gives up on every missing sequence number from `first` to `last` (unreliable mode).
@@ -186,10 +222,7 @@ impl ReceiveWindow {
         }
         // A trail beyond the whole window means everything up to it is gone.
         if sqn::gt(self.trail, self.lead().wrapping_add(1)) && sqn::gt(self.trail, self.base) {
-            let lead = self.trail.wrapping_sub(1);
-            while sqn::lt(self.lead(), lead) {
-                self.slots.push_back(Slot::Lost);
-            }
+            self.skip_to(self.trail);
         }
     }
 
@@ -315,6 +348,16 @@ impl ReceiveWindow {
     /// Delivers what can be delivered in order: complete APDUs and runs of lost sequence
     /// numbers (a lost fragment takes its whole APDU with it).
     pub(crate) fn drain(&mut self, out: &mut Vec<Output>) {
+        for o in self.carry.drain(..) {
+            match o {
+                Output::Lost { first, last } => push_lost(out, first, last),
+                o => out.push(o),
+            }
+        }
+        self.drain_slots(out);
+    }
+
+    fn drain_slots(&mut self, out: &mut Vec<Output>) {
         loop {
             let Some(front) = self.slots.front() else {
                 return;

@@ -32,7 +32,7 @@
 mod rate;
 mod txw;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 
 use pgm_wire::{
@@ -107,6 +107,12 @@ pub struct SenderConfig {
     /// Answer NAKs with NCF and RDATA (default). When false (pgmcc paper §3.9, unreliable
     /// transfers) NAKs only feed congestion control their reports.
     pub repairs: bool,
+    /// Hold-off for repeated NCFs (ours; default none = RFC 3208 §6.2, every NAK is answered
+    /// by an NCF). With `Some(d)`, a NAK for a sequence number whose repair is already queued
+    /// and was confirmed less than `d` ago gets no new NCF: in a NAK storm (many late joiners)
+    /// each unicast NAK would otherwise buy one multicast NCF. Keep `d` below the receivers'
+    /// NAK_RPT_IVL so that a receiver that missed the NCF is answered when it repeats its NAK.
+    pub ncf_holdoff: Option<Duration>,
 }
 
 impl SenderConfig {
@@ -131,6 +137,7 @@ impl SenderConfig {
             send_queue: 1024,
             cc: CcConfig::None,
             repairs: true,
+            ncf_holdoff: None,
         }
     }
 
@@ -182,6 +189,8 @@ pub struct SenderStats {
     pub nak_sqns_received: u64,
     /// NAKed sequence numbers already repaired or queued (no second RDATA queued).
     pub naks_duplicate: u64,
+    /// Sequence numbers left out of an NCF by [`SenderConfig::ncf_holdoff`].
+    pub ncfs_held: u64,
     /// NAKed sequence numbers outside the transmit window (no RDATA possible).
     pub naks_outside_window: u64,
     /// NAKs for another session, source or group.
@@ -207,6 +216,8 @@ pub struct Sender {
     /// Sequence numbers waiting for RDATA, in NAK arrival order, and their set.
     repairs: VecDeque<u32>,
     repair_set: HashSet<u32>,
+    /// When each queued repair was last confirmed by an NCF (only with `ncf_holdoff`).
+    ncf_sent: HashMap<u32, Instant>,
     /// NCF lists waiting to go out (each at most 63 sequence numbers).
     ncfs: VecDeque<SqnList>,
     spm_sqn: u32,
@@ -236,6 +247,7 @@ impl Sender {
             limiter,
             repairs: VecDeque::new(),
             repair_set: HashSet::new(),
+            ncf_sent: HashMap::new(),
             ncfs: VecDeque::new(),
             spm_sqn: 0,
             next_ambient: now + config.spm_ambient,
@@ -364,7 +376,7 @@ impl Sender {
         match repr.body {
             Body::Nak(nak) => {
                 if self.config.repairs {
-                    self.on_nak(&repr, &nak);
+                    self.on_nak(now, &repr, &nak);
                 } else {
                     self.stats.naks_received += 1;
                 }
@@ -388,7 +400,7 @@ impl Sender {
         }
     }
 
-    fn on_nak(&mut self, repr: &Repr<'_>, nak: &NakRepr) {
+    fn on_nak(&mut self, now: Instant, repr: &Repr<'_>, nak: &NakRepr) {
         if repr.tsi() != self.config.tsi
             || repr.sport != self.config.dport
             || nak.source != self.config.source_nla
@@ -407,15 +419,24 @@ impl Sender {
                 self.stats.naks_outside_window += 1;
                 continue;
             }
+            let fresh = self.repair_set.insert(sqn);
+            if fresh {
+                self.repairs.push_back(sqn);
+            } else {
+                self.stats.naks_duplicate += 1;
+            }
+            if let Some(holdoff) = self.config.ncf_holdoff {
+                let recent = self.ncf_sent.get(&sqn).is_some_and(|&t| now < t + holdoff);
+                if !fresh && recent {
+                    self.stats.ncfs_held += 1;
+                    continue;
+                }
+                self.ncf_sent.insert(sqn, now);
+            }
             if ncf.push(sqn).is_err() {
                 self.ncfs.push_back(ncf);
                 ncf = SqnList::new();
                 let _ = ncf.push(sqn);
-            }
-            if self.repair_set.insert(sqn) {
-                self.repairs.push_back(sqn);
-            } else {
-                self.stats.naks_duplicate += 1;
             }
         }
         if !ncf.is_empty() {
@@ -441,6 +462,7 @@ impl Sender {
         }
         let set = &self.repair_set;
         self.repairs.retain(|s| set.contains(s));
+        self.ncf_sent.retain(|s, _| set.contains(s));
     }
 
     /// When `handle_timeout` (or `poll_transmit`) next has something to do.
@@ -491,6 +513,7 @@ impl Sender {
             let Some(len) = self.txw.get_sent(sqn).map(|p| p.data.len() + DATA_OVERHEAD) else {
                 self.repairs.pop_front();
                 self.repair_set.remove(&sqn);
+                self.ncf_sent.remove(&sqn);
                 continue;
             };
             if !self.rate_allows(now, len) {
@@ -498,6 +521,7 @@ impl Sender {
             }
             self.repairs.pop_front();
             self.repair_set.remove(&sqn);
+            self.ncf_sent.remove(&sqn);
             return self.emit_data(now, sqn, true, buf);
         }
         let (sqn, len) = self
