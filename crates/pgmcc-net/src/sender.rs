@@ -39,8 +39,11 @@ pub struct SenderOptions {
     pub max_tpdu: usize,
     /// Packets kept for repairs (TXW_SQNS). Default 4096.
     pub txw_sqns: u32,
-    /// After `close`, keep answering NAKs until none arrived for this long. Default 3 s.
+    /// After `close`, keep answering NAKs until no repair was needed for this long. Default 3 s.
     pub linger: Duration,
+    /// Upper bound on the linger, counted from when the last data left: a peer that keeps
+    /// NAKing cannot hold the source open for ever. Default 60 s.
+    pub max_linger: Duration,
     /// Global source identifier; default derived from host, process and time.
     pub gsi: Option<Gsi>,
     /// Data-source port; default random.
@@ -70,6 +73,7 @@ impl SenderOptions {
             max_tpdu: 1472,
             txw_sqns: 4096,
             linger: Duration::from_secs(3),
+            max_linger: Duration::from_secs(60),
             gsi: None,
             sport: None,
             drop_every: None,
@@ -174,6 +178,7 @@ impl Sender {
             apdus: apdu_rx,
             status: status_tx,
             linger: opts.linger,
+            max_linger: opts.max_linger.max(opts.linger),
             send_errors: 0,
             drained_at: None,
             drop_every: opts.drop_every.filter(|&n| n > 0),
@@ -252,6 +257,7 @@ struct Driver {
     apdus: mpsc::Receiver<Vec<u8>>,
     status: watch::Sender<SenderStatus>,
     linger: Duration,
+    max_linger: Duration,
     send_errors: u64,
     drained_at: Option<pgmcc::Instant>,
     drop_every: Option<u32>,
@@ -266,7 +272,7 @@ impl Driver {
         let mut pending: Option<Vec<u8>> = None;
         let mut closed_at: Option<pgmcc::Instant> = None;
         let mut quiet_since = self.clock.now();
-        let mut naks_seen = 0;
+        let mut repairs_seen = 0;
         let mut next_status = self.clock.now();
         loop {
             let now = self.clock.now();
@@ -291,9 +297,12 @@ impl Driver {
                 self.core.handle_timeout(now);
             }
             self.flush(now, &mut buf).await;
-            let naks = self.core.stats().naks_received;
-            if naks != naks_seen {
-                naks_seen = naks;
+            // Only NAKs that lead to a repair keep the source lingering: NAKs for data never
+            // sent, already repaired or out of the window say nothing about real receivers
+            // (and a hostile peer could send them for ever).
+            let repairs = self.core.stats().rdata_packets;
+            if repairs != repairs_seen {
+                repairs_seen = repairs;
                 quiet_since = now;
             }
             if now >= next_status {
@@ -303,15 +312,21 @@ impl Driver {
             if closed_at.is_some() && self.drained_at.is_none() && self.core.queued_packets() == 0 {
                 self.drained_at = Some(self.clock.now());
             }
-            if let Some(closed) = closed_at {
-                let since = quiet_since.max(closed);
-                if self.core.is_idle() && now.saturating_duration_since(since) >= self.linger {
+            // The linger starts when the last data has left (not at close: data may still be
+            // queued then, and the SPMs announcing the end, OPT_FIN with the final lead, only
+            // go out once the queue is empty).
+            if let Some(drained) = self.drained_at {
+                let since = quiet_since.max(drained);
+                let quiet =
+                    self.core.is_idle() && now.saturating_duration_since(since) >= self.linger;
+                // Whatever happens, the linger ends `max_linger` after the data went out.
+                if quiet || now.saturating_duration_since(drained) >= self.max_linger {
                     break;
                 }
             }
             let mut deadline = self.core.poll_timeout();
-            if closed_at.is_some() {
-                let end = quiet_since.max(closed_at.unwrap_or(now)) + self.linger;
+            if let Some(drained) = self.drained_at {
+                let end = (quiet_since.max(drained) + self.linger).min(drained + self.max_linger);
                 deadline = Some(deadline.map_or(end, |d| d.min(end)));
             }
             let wake = self.clock.deadline(

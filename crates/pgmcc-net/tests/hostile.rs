@@ -87,10 +87,6 @@ fn hostile_packets(session: Tsi, round: u32) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     (down, vec![garbage, spoofed_ack, far_nak])
 }
 
-// Unfinished (issue 12, see docs/robustness.md "Open"): the data arrives byte-identical, but
-// the hostile thread only gets a few rounds in before `write` returns, the reader then waits
-// out its 20 s timeout, and with the hostile peer still running `close()` never returned.
-#[ignore = "unfinished: see docs/robustness.md, Open"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_transfer_survives_hostile_traffic_on_loopback() {
     let mut o = ReceiverOptions::new(GROUP, 7500);
@@ -136,27 +132,35 @@ async fn a_transfer_survives_hostile_traffic_on_loopback() {
     let reader = tokio::spawn(async move {
         let mut got = Vec::new();
         let mut foreign = 0;
+        let mut ended = false;
         while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(20), rx.read()).await {
             match ev {
                 Event::Data { tsi, data, .. } if tsi == session => got.extend_from_slice(&data),
                 Event::Unrecoverable { tsi, first, last } if tsi == session => {
                     panic!("lost {first}..={last}")
                 }
-                Event::SessionEnded { tsi, .. } if tsi == session => break,
+                Event::SessionEnded { tsi, .. } if tsi == session => {
+                    ended = true;
+                    break;
+                }
                 _ => foreign += 1,
             }
         }
-        (got, foreign, rx.close().await)
+        (got, foreign, ended, rx.close().await)
     });
     for chunk in data.chunks(tx.max_tsdu()) {
         tx.write(chunk).await.unwrap();
     }
-    // Stop the hostile peer before closing: close() lingers until the source has been quiet
-    // for `linger`, and a peer that never stops NAKing keeps it answering (docs/robustness.md).
+    // Close with the hostile peer still NAKing: its NAKs lead to no repair, so they must not
+    // hold the source open (only repairs restart the linger, and max_linger bounds it).
+    let status = tokio::time::timeout(Duration::from_secs(30), tx.close())
+        .await
+        .expect("close() returned despite the hostile NAKs")
+        .unwrap();
     stop.store(true, Ordering::Relaxed);
     let rounds = evil.join().unwrap();
-    let status = tx.close().await.unwrap();
-    let (got, foreign, rstatus) = reader.await.unwrap();
+    let (got, foreign, ended, rstatus) = reader.await.unwrap();
+    assert!(ended, "the receiver saw the session end (OPT_FIN)");
 
     assert_eq!(
         Sha256::digest(&got),
