@@ -610,6 +610,12 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     }
                     break;
                 }
+                Event::SessionExpired { tsi } if Some(tsi) == session => {
+                    failure = Some(format!(
+                        "session {tsi} was silent so long that it expired before it ended"
+                    ));
+                    break;
+                }
                 _ => {}
             }
         }

@@ -87,6 +87,12 @@ pub enum Event {
         /// Last lost sequence number.
         last: u32,
     },
+    /// The session was silent for the peer expiry (300 s) and was dropped to make room for a
+    /// new one before it ended: whatever it had not delivered is lost.
+    SessionExpired {
+        /// The session.
+        tsi: Tsi,
+    },
     /// The source ended the session and everything up to its end was delivered or reported.
     SessionEnded {
         /// The session.
@@ -122,7 +128,7 @@ pub struct ReceiverStatus {
 ///         Event::Data { data, .. } => println!("{} bytes", data.len()),
 ///         Event::Unrecoverable { first, last, .. } => eprintln!("lost {first}..={last}"),
 ///         Event::SessionEnded { .. } => break,
-///         Event::SessionStarted { .. } => {}
+///         Event::SessionStarted { .. } | Event::SessionExpired { .. } => {}
 ///     }
 /// }
 /// # Ok(()) }
@@ -294,6 +300,7 @@ impl Driver {
             ReceiverEvent::Unrecoverable { tsi, first, last } => {
                 Event::Unrecoverable { tsi, first, last }
             }
+            ReceiverEvent::SessionExpired { tsi } => Event::SessionExpired { tsi },
             ReceiverEvent::SessionEnded { tsi } => Event::SessionEnded {
                 tsi,
                 syn_sqn: self.core.session_syn(&tsi),

@@ -31,6 +31,7 @@ async fn receive_all(mut rx: Receiver) -> (Vec<u8>, bool) {
             Event::SessionStarted { first_sqn, .. } => first = Some(first_sqn),
             Event::Data { data, .. } => got.extend_from_slice(&data),
             Event::Unrecoverable { first, last, .. } => panic!("lost {first}..={last}"),
+            Event::SessionExpired { .. } => panic!("session expired"),
             Event::SessionEnded { syn_sqn, .. } => {
                 complete = syn_sqn.is_some() && syn_sqn == first;
                 break;
@@ -163,7 +164,7 @@ fn blocking_api_delivers_messages_whole_including_fragmented_ones() {
             Event::Data { data, .. } => got.push(data),
             Event::SessionEnded { .. } => break,
             Event::Unrecoverable { .. } => panic!("loss on loopback"),
-            Event::SessionStarted { .. } => {}
+            Event::SessionStarted { .. } | Event::SessionExpired { .. } => {}
         }
     }
     assert_eq!(got, messages);

@@ -85,6 +85,7 @@ struct Sink {
     lost: BTreeMap<Tsi, Vec<(u32, u32)>>,
     started: Vec<Tsi>,
     ended: Vec<Tsi>,
+    expired: Vec<Tsi>,
 }
 
 /// Path faults applied to every downstream copy and upstream packet.
@@ -209,6 +210,7 @@ impl Lab {
                     }
                     ReceiverEvent::SessionStarted { tsi, .. } => s.started.push(tsi),
                     ReceiverEvent::SessionEnded { tsi } => s.ended.push(tsi),
+                    ReceiverEvent::SessionExpired { tsi } => s.expired.push(tsi),
                 }
             }
         }
@@ -786,6 +788,71 @@ fn a_flood_of_distinct_tsis_is_bounded_by_max_sessions() {
     assert_eq!(started, 16);
 }
 
+fn flood_tsi(g: u32) -> Tsi {
+    Tsi {
+        gsi: Gsi([
+            1,
+            0,
+            (g >> 24) as u8,
+            (g >> 16) as u8,
+            (g >> 8) as u8,
+            g as u8,
+        ]),
+        sport: 9,
+    }
+}
+
+fn odata_of(t: Tsi, sqn: u32) -> Vec<u8> {
+    Repr::downstream(t, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
+        .with_payload(b"x")
+        .to_vec()
+        .unwrap()
+}
+
+#[test]
+fn a_full_session_table_frees_ended_and_long_silent_sessions_but_never_a_live_one() {
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.max_sessions = 4;
+    let mut r = Receiver::new(c, ms(0));
+    // Four sessions fill the table; the first keeps talking throughout.
+    for g in 0..4 {
+        r.handle(ms(0), SRC, &odata_of(flood_tsi(g), 0));
+    }
+    // A flood of new TSIs over 200 s: nobody is silent for 300 s yet, so all are refused.
+    for g in 100..300u32 {
+        let t = ms(u64::from(g) * 1000);
+        r.handle(t, SRC, &odata_of(flood_tsi(0), g));
+        r.handle(t, SRC, &odata_of(flood_tsi(g), 0));
+    }
+    assert_eq!(r.stats().sessions_rejected, 200);
+    assert_eq!(r.stats().sessions_evicted, 0);
+    // At 400 s sessions 1..=3 have been silent for 400 s: the next newcomers replace them,
+    // oldest first, and the application hears that each expired; session 0 stays.
+    let t = ms(400_000);
+    r.handle(t, SRC, &odata_of(flood_tsi(0), 400));
+    for g in 1000..1004u32 {
+        r.handle(t, SRC, &odata_of(flood_tsi(g), 0));
+    }
+    assert_eq!(r.stats().sessions_evicted, 3);
+    assert_eq!(r.stats().sessions_rejected, 201);
+    let events: Vec<ReceiverEvent> = std::iter::from_fn(|| r.poll_event()).collect();
+    let expired: Vec<Tsi> = events
+        .iter()
+        .filter_map(|e| match e {
+            ReceiverEvent::SessionExpired { tsi } => Some(*tsi),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(expired, vec![flood_tsi(1), flood_tsi(2), flood_tsi(3)]);
+    // Session 0 is still tracked: its packets are taken, not refused.
+    r.handle(t, SRC, &odata_of(flood_tsi(0), 401));
+    assert_eq!(r.stats().sessions_rejected, 201);
+    assert!(
+        r.missing(&flood_tsi(0)) > 0,
+        "session 0 still has its window"
+    );
+}
+
 #[test]
 fn sender_state_does_not_grow_with_reporting_receivers() {
     // Through the whole sender: 100,000 distinct NAK reporters leave the controller bounded.
@@ -850,4 +917,26 @@ fn the_rate_floor_keeps_a_session_moving_under_a_hostile_acker() {
     let (with, granted) = odata_under_a_silent_hostile_acker(Some(Duration::from_millis(100)));
     assert!(with >= 250, "{with} packets with a 100 ms floor");
     assert!(granted >= 250);
+}
+
+#[test]
+fn an_ended_session_makes_room_at_once() {
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.max_sessions = 2;
+    let mut r = Receiver::new(c, ms(0));
+    r.handle(ms(0), SRC, &common::spm(0, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &common::odata(0, 0, b"a", None));
+    r.handle(ms(2), SRC, &common::spm(1, 0, 0, true));
+    r.handle(ms(3), SRC, &odata_of(flood_tsi(1), 0));
+    // Table full (the ended session and session 1); a third session takes the ended one's slot.
+    r.handle(ms(4), SRC, &odata_of(flood_tsi(2), 0));
+    assert_eq!(r.stats().sessions_evicted, 1);
+    assert_eq!(r.stats().sessions_rejected, 0);
+    let events: Vec<ReceiverEvent> = std::iter::from_fn(|| r.poll_event()).collect();
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::SessionEnded { tsi } if *tsi == common::TSI)));
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::SessionExpired { .. })));
 }

@@ -139,6 +139,7 @@ impl Net {
                     ReceiverEvent::Unrecoverable { first, last, .. } => s.lost.push((first, last)),
                     ReceiverEvent::SessionStarted { first_sqn, .. } => s.started = Some(first_sqn),
                     ReceiverEvent::SessionEnded { .. } => s.ended = true,
+                    ReceiverEvent::SessionExpired { .. } => panic!("one session cannot expire"),
                 }
             }
         }

@@ -246,7 +246,8 @@ impl PgmReceiverAgent {
                     self.unrecoverable += u64::from(last.wrapping_sub(first)) + 1
                 }
                 ReceiverEvent::SessionEnded { .. } => self.ended = true,
-                ReceiverEvent::SessionStarted { .. } => {}
+                // One session per agent, so its table never fills: nothing to expire.
+                ReceiverEvent::SessionStarted { .. } | ReceiverEvent::SessionExpired { .. } => {}
             }
         }
     }

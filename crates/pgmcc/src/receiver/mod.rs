@@ -76,6 +76,10 @@ pub struct ReceiverConfig {
     /// Most sessions tracked at once; packets of further sessions are dropped and counted.
     /// Default 64.
     pub max_sessions: usize,
+    /// A session silent this long may be dropped to make room for a new one when the table
+    /// is full (OpenPGM's PGM_PEER_EXPIRY; 300 s in its examples). Ended sessions make room
+    /// first. Default 300 s.
+    pub peer_expiry: Duration,
     /// Seed of this receiver's random source (NAK back-off).
     pub seed: u64,
     /// Take part in pgmcc when the source runs it: reports on NAKs, ACKs when named acker,
@@ -108,6 +112,7 @@ impl ReceiverConfig {
             max_apdu: 65535,
             join: JoinPolicy::default(),
             max_sessions: 64,
+            peer_expiry: Duration::from_secs(300),
             seed,
             pgmcc: true,
             loss_filter_w: DEFAULT_W,
@@ -162,6 +167,12 @@ pub enum ReceiverEvent {
         /// The session.
         tsi: Tsi,
     },
+    /// The session was silent for `peer_expiry` and was dropped to make room for a new one
+    /// before it ended: whatever it had not delivered is lost.
+    SessionExpired {
+        /// The session.
+        tsi: Tsi,
+    },
 }
 
 /// Counters of a receiver.
@@ -201,6 +212,9 @@ pub struct ReceiverStats {
     pub ignored: u64,
     /// Packets of new sessions dropped because `max_sessions` were tracked.
     pub sessions_rejected: u64,
+    /// Sessions dropped from a full table to make room: ended ones, or silent for
+    /// `peer_expiry` (each of the latter also reported as [`ReceiverEvent::SessionExpired`]).
+    pub sessions_evicted: u64,
 }
 
 #[derive(Debug)]
@@ -223,6 +237,8 @@ struct Peer {
     fin_lead: Option<u32>,
     /// Sequence number of the packet marked OPT_SYN (the session's first), once heard.
     syn_sqn: Option<u32>,
+    /// When a packet of this session last arrived.
+    last_heard: Instant,
     ended: bool,
     next_spmr: Instant,
 }
@@ -393,8 +409,10 @@ impl Receiver {
 
     /// Makes sure `tsi` has a peer entry; false when the session table is full.
     fn ensure_peer(&mut self, tsi: Tsi, now: Instant) -> bool {
-        if !self.peers.contains_key(&tsi) {
-            if self.peers.len() >= self.config.max_sessions {
+        if let Some(p) = self.peers.get_mut(&tsi) {
+            p.last_heard = now;
+        } else {
+            if self.peers.len() >= self.config.max_sessions && !self.evict_one(now) {
                 self.stats.sessions_rejected += 1;
                 return false;
             }
@@ -413,11 +431,47 @@ impl Receiver {
                     rxw: None,
                     fin_lead: None,
                     syn_sqn: None,
+                    last_heard: now,
                     ended: false,
                     next_spmr: now,
                 },
             );
         }
+        true
+    }
+
+    /// Frees one slot of a full session table: an ended session, else the one silent longest
+    /// if silent for `peer_expiry`. A flood of new TSIs cannot push out a session that is
+    /// still talking.
+    fn evict_one(&mut self, now: Instant) -> bool {
+        let expiry = self.config.peer_expiry;
+        let victim = self
+            .order
+            .iter()
+            .find(|t| self.peers.get(t).is_some_and(|p| p.ended))
+            .or_else(|| {
+                self.order
+                    .iter()
+                    .filter(|t| {
+                        self.peers
+                            .get(t)
+                            .is_some_and(|p| now.saturating_duration_since(p.last_heard) >= expiry)
+                    })
+                    .min_by_key(|t| self.peers.get(t).map(|p| p.last_heard))
+            })
+            .copied();
+        let Some(victim) = victim else {
+            return false;
+        };
+        if let Some(p) = self.peers.remove(&victim) {
+            if !p.ended {
+                self.events
+                    .push_back(ReceiverEvent::SessionExpired { tsi: victim });
+            }
+        }
+        self.order.retain(|t| *t != victim);
+        self.transmits.retain(|(t, _)| *t != victim);
+        self.stats.sessions_evicted += 1;
         true
     }
 
