@@ -3,9 +3,9 @@
 //!
 //! What this slice implements, and on which feedback (see `docs/tfmcc.md`):
 //!
-//! * [`tcp_rate`]: the TCP throughput equation of RFC 4654 §3.1 (b = 1, t_RTO = 4 R).
+//! * [`tcp_rate`]: the TCP throughput equation of RFC 4654 (b = 1, t_RTO = 4 R).
 //! * [`LossEvents`]: the TFRC weighted-average-loss-interval estimator of the loss event
-//!   rate (RFC 4654 §3.2.1, RFC 5348 §5.4), tested but not yet run by receivers.
+//!   rate (RFC 4654, RFC 5348), tested but not yet run by receivers.
 //! * [`Tfmcc`]: the sender. It paces data at a rate (tokens refilled over time, deadline
 //!   through `poll_timeout`), selects the current limiting receiver (CLR) as the receiver with
 //!   the lowest calculated rate, follows the CLR's rate at once downwards and at most one
@@ -29,7 +29,7 @@ use super::{CcEvent, CcStats, CongestionControl};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
-/// The TCP throughput equation of RFC 4654 §3.1 with b = 1 and t_RTO = 4 R: the rate, in
+/// The TCP throughput equation of RFC 4654 with b = 1 and t_RTO = 4 R: the rate, in
 /// packets per second, of a TCP flow with round-trip time `rtt_s` seconds and loss event rate
 /// `p`. Infinite when `p <= 0` (no loss: the equation gives no bound); `rtt_s` is taken as at
 /// least 1 microsecond.
@@ -45,12 +45,12 @@ pub fn tcp_rate(rtt_s: f64, p: f64) -> f64 {
     1.0 / denom
 }
 
-/// Weights of the last eight loss intervals (RFC 5348 §5.4, used by RFC 4654 §3.2.1).
+/// Weights of the last eight loss intervals (RFC 5348, used by RFC 4654).
 const WEIGHTS: [f64; 8] = [1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2];
 
 /// The TFRC loss event rate estimator: packets between the starts of consecutive loss events,
 /// the last eight closed intervals averaged with [`WEIGHTS`], the open interval counted only
-/// when it raises the average (RFC 5348 §5.4). Losses closer together than one RTT after the
+/// when it raises the average (RFC 5348). Losses closer together than one RTT after the
 /// start of an event belong to that event.
 #[derive(Debug, Clone, Default)]
 pub struct LossEvents {
@@ -85,7 +85,7 @@ impl LossEvents {
             self.closed.push_front(self.open.max(1));
             self.closed.truncate(WEIGHTS.len());
         }
-        // The first event has no interval before it (RFC 5348 §6.3.1 synthesises one from
+        // The first event has no interval before it (RFC 5348 synthesises one from
         // the receive rate; we start with the packets seen so far).
         else if self.open > 0 {
             self.closed.push_front(self.open);
@@ -130,16 +130,16 @@ impl LossEvents {
 /// Knobs of the TFMCC sender.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct TfmccConfig {
-    /// Initial rate in packets per second (RFC 4654 §3.5: one packet per RTT with an initial
-    /// RTT of 500 ms, i.e. 2).
+    /// Initial rate in packets per second (our reading of RFC 4654: one packet per RTT with
+    /// an initial RTT of 500 ms, i.e. 2).
     pub initial_rate: f64,
     /// Lowest rate in packets per second (one packet per 64 s in TFRC; we keep a floor that
     /// still measures something).
     pub min_rate: f64,
-    /// RTT assumed before the first measurement (RFC 4654 §3.3: 500 ms).
+    /// RTT assumed before the first measurement (RFC 4654 as we read it: 500 ms).
     pub initial_rtt: Duration,
-    /// Halve the rate when the CLR is silent for this many RTTs (RFC 4654 §3.5: 10, with a
-    /// lower bound of [`TfmccConfig::min_no_feedback`]).
+    /// Halve the rate when the CLR is silent for this many RTTs (our reading of RFC 4654: 10),
+    /// with a lower bound of [`TfmccConfig::min_no_feedback`].
     pub no_feedback_rtts: u32,
     /// Lower bound of the no-feedback timeout.
     pub min_no_feedback: Duration,
@@ -299,7 +299,7 @@ impl Tfmcc {
             return;
         };
         if clr.addr != fb.rx {
-            // CLR selection: the receiver with the lowest calculated rate (RFC 4654 §3.4).
+            // CLR selection: the receiver with the lowest calculated rate (RFC 4654).
             let x = tcp_rate(rtt, p);
             if x < tcp_rate(clr.rtt, clr.p) {
                 self.switch_to(now, fb.rx, rtt, p);
@@ -325,7 +325,7 @@ impl Tfmcc {
         self.follow(now, tcp_rate(clr.rtt, clr.p));
     }
 
-    /// Moves the rate towards the CLR's calculated rate `x_calc` (RFC 4654 §3.5).
+    /// Moves the rate towards the CLR's calculated rate `x_calc` (RFC 4654).
     fn follow(&mut self, now: Instant, x_calc: f64) {
         let Some(clr) = self.clr else { return };
         let since = now.saturating_duration_since(self.raised).as_secs_f64();
@@ -426,7 +426,7 @@ impl CongestionControl for Tfmcc {
     fn on_timeout(&mut self, now: Instant) {
         self.refill(now);
         if now >= self.no_feedback_at {
-            // No feedback from the CLR: halve the rate (RFC 4654 §3.5).
+            // No feedback from the CLR: halve the rate (RFC 4654).
             self.set_rate(self.rate / 2.0);
             self.stats.stalls += 1;
             self.silences_in_a_row += 1;
