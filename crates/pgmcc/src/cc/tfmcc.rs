@@ -526,4 +526,56 @@ mod tests {
         // tot0 = 0 + 20 + 100*(1+1+0.8+0.6+0.4+0.2) = 420 -> mean = 520/6.
         assert!((l.mean_interval().unwrap() - 520.0 / 6.0).abs() < 1e-9);
     }
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_nanos(t * 1_000_000)
+    }
+
+    fn fb(rx: [u8; 4], echo: Instant, loss: f64) -> PgmccFeedback {
+        PgmccFeedback {
+            tstamp: echo.as_millis_u32(),
+            loss_rate: (loss * 65535.0).round() as u16,
+            rx: IpAddr::from(rx),
+        }
+    }
+
+    #[test]
+    fn paces_at_the_rate_and_halves_without_feedback() {
+        let cfg = TfmccConfig::default();
+        let mut c = Tfmcc::new(cfg, ms(0));
+        assert!(c.can_send());
+        let d = c.on_data_sent(ms(0), 0);
+        assert!(d.acker.is_unspecified(), "the first packet asks for a CLR");
+        assert!(!c.can_send());
+        // 2 packets/s: the next token is due 500 ms later.
+        assert_eq!(c.poll_timeout(), Some(ms(500)));
+        c.on_timeout(ms(500));
+        assert!(c.can_send());
+        // No CLR ever answers: after max(10 x 500 ms, 500 ms) = 5 s the rate halves.
+        c.on_timeout(ms(5000));
+        assert!((c.rate() - 1.0).abs() < 1e-9, "{}", c.rate());
+        assert_eq!(c.stats().stalls, 1);
+    }
+
+    #[test]
+    fn clr_is_the_lowest_calculated_rate() {
+        let mut c = Tfmcc::new(TfmccConfig::default(), ms(0));
+        c.on_data_sent(ms(0), 0);
+        let a = [10, 0, 0, 1];
+        let b = [10, 0, 0, 2];
+        // A answers the election: CLR. A loss report from A ends slow start at the rate.
+        c.on_nak_report(ms(100), &fb(a, ms(0), 0.0));
+        assert_eq!(c.acker(), Some(IpAddr::from(a)));
+        c.on_nak_report(ms(200), &fb(a, ms(100), 0.01));
+        assert!(!c.in_slow_start());
+        // B: same loss, longer RTT (400 ms vs ~100 ms): lower X_calc, B takes over and the
+        // rate drops to B's equation rate at once.
+        c.on_nak_report(ms(700), &fb(b, ms(300), 0.01));
+        assert_eq!(c.acker(), Some(IpAddr::from(b)));
+        assert!(c.rate() <= tcp_rate(0.4, 0.01) + 1e-9, "{}", c.rate());
+        // A reports again with its better path: no switch back.
+        c.on_nak_report(ms(900), &fb(a, ms(800), 0.01));
+        assert_eq!(c.acker(), Some(IpAddr::from(b)));
+        assert_eq!(c.stats().acker_switches, 1);
+    }
 }
