@@ -758,6 +758,11 @@ fn build_pgm(
             u64::from(id) << 32 | j as u64,
         );
         rcfg.reliable = reliable;
+        if tfmcc {
+            // TFMCC receivers report the loss event rate; without an RTT measurement of
+            // their own they merge losses over RFC 4654's initial RTT (docs/tfmcc.md).
+            rcfg.loss_events = Some(TfmccConfig::default().initial_rtt);
+        }
         let a = sim.add_agent(n, Box::new(PgmReceiverAgent::new(id, rcfg)), join, leave);
         sim.join(n, group, join, leave);
         receivers.push((a, r.node.get_ref().clone(), join, leave));

@@ -5,7 +5,7 @@
 //!
 //! * [`tcp_rate`]: the TCP throughput equation of RFC 4654 (b = 1, t_RTO = 4 R).
 //! * [`LossEvents`]: the TFRC weighted-average-loss-interval estimator of the loss event
-//!   rate (RFC 4654, RFC 5348), tested but not yet run by receivers.
+//!   rate (RFC 4654, RFC 5348), run by receivers when `ReceiverConfig::loss_events` is set.
 //! * [`Tfmcc`]: the sender. It paces data at a rate (tokens refilled over time, deadline
 //!   through `poll_timeout`), selects the current limiting receiver (CLR) as the receiver with
 //!   the lowest calculated rate, follows the CLR's rate at once downwards and at most one
@@ -15,8 +15,8 @@
 //! Feedback rides on the existing OPT_PGMCC_FEEDBACK (timestamp echo, loss, identity): the
 //! CLR is named in OPT_PGMCC_DATA's acker field and answers every ODATA with an ACK, other
 //! receivers report on their NAKs. The sender computes each receiver's rate from the echoed
-//! RTT and the reported loss. Receiver-side feedback rounds with suppression timers and a
-//! receiver-computed loss event rate are not wired yet (`docs/tfmcc.md`).
+//! RTT and the reported loss (the loss event rate when receivers run [`LossEvents`]).
+//! Feedback rounds with suppression timers are not implemented yet (`docs/tfmcc.md`).
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
