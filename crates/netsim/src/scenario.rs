@@ -8,6 +8,7 @@ use std::path::Path;
 
 use pgm_wire::{Gsi, Tsi};
 use pgmcc::cc::pgmcc::{PgmccConfig, RttUnit};
+use pgmcc::cc::tfmcc::TfmccConfig;
 use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
 use pgmcc::cc::CcConfig;
 use pgmcc::ne::{NakSuppression, NeConfig};
@@ -153,6 +154,7 @@ struct FlowSpec {
     min_rto: Option<Spanned<String>>,
     repairs: Option<bool>,
     realign_tokens: Option<bool>,
+    cc: Option<Spanned<String>>,
 }
 
 /// Which kind of flow.
@@ -632,7 +634,41 @@ fn build_pgm(
             burst: (bps / 8 / 10).max(3000),
         });
     }
-    if kind == FlowKind::Pgmcc {
+    let tfmcc = match &fl.cc {
+        None => false,
+        Some(c) if kind != FlowKind::Pgmcc => {
+            return cx.err(c.span(), "flow.cc", "only for kind = \"pgmcc\"");
+        }
+        Some(c) => match c.get_ref().as_str() {
+            "pgmcc" => false,
+            "tfmcc" => true,
+            other => {
+                return cx.err(
+                    c.span(),
+                    "flow.cc",
+                    format!("`{other}`: use pgmcc or tfmcc"),
+                )
+            }
+        },
+    };
+    if tfmcc {
+        for (k, present) in [
+            ("c", fl.c.is_some()),
+            ("model", fl.model.is_some()),
+            ("rtt_unit", fl.rtt_unit.is_some()),
+            ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+            ("realign_tokens", fl.realign_tokens.is_some()),
+        ] {
+            if present {
+                return cx.err(
+                    fl.kind.span(),
+                    &format!("flow.{k}"),
+                    "a pgmcc knob: not for cc = \"tfmcc\"",
+                );
+            }
+        }
+        cfg.cc = CcConfig::Tfmcc(TfmccConfig::default());
+    } else if kind == FlowKind::Pgmcc {
         let mut pc = PgmccConfig::default();
         if let Some(c) = &fl.c {
             let v = *c.get_ref();
@@ -722,6 +758,11 @@ fn build_pgm(
             u64::from(id) << 32 | j as u64,
         );
         rcfg.reliable = reliable;
+        if tfmcc {
+            // TFMCC receivers report the loss event rate; without an RTT measurement of
+            // their own they merge losses over RFC 4654's initial RTT (docs/tfmcc.md).
+            rcfg.loss_events = Some(TfmccConfig::default().initial_rtt);
+        }
         let a = sim.add_agent(n, Box::new(PgmReceiverAgent::new(id, rcfg)), join, leave);
         sim.join(n, group, join, leave);
         receivers.push((a, r.node.get_ref().clone(), join, leave));
@@ -772,6 +813,7 @@ fn build_tcp(
         ("rtt_unit", fl.rtt_unit.is_some()),
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
         ("repairs", fl.repairs.is_some()),
+        ("cc", fl.cc.is_some()),
     ] {
         if present {
             return cx.err(fl.kind.span(), &format!("flow.{k}"), "only for PGM flows");

@@ -11,7 +11,7 @@ use clap::{Args as ClapArgs, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pgmcc_net::{
     CcConfig, Encapsulation, Event, Interface, PgmccConfig, Receiver, ReceiverOptions, Sender,
-    SenderOptions,
+    SenderOptions, TfmccConfig,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -94,6 +94,8 @@ enum Cc {
     Pgmcc,
     /// pgmcc exactly as the paper's §3.4 rule reads (tokens not realigned on a switch).
     PgmccPaper,
+    /// The TFMCC-style baseline (docs/tfmcc.md); receivers report pgmcc's loss filter as p.
+    Tfmcc,
     /// No congestion control: only --rate-max paces the session (plain PGM).
     None,
 }
@@ -231,6 +233,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.cc = match args.cc {
         Cc::Pgmcc => opts.cc,
         Cc::PgmccPaper => CcConfig::Pgmcc(PgmccConfig::default()),
+        Cc::Tfmcc => CcConfig::Tfmcc(TfmccConfig::default()),
         Cc::None => CcConfig::None,
     };
     if args.cc == Cc::None && args.rate_max.is_none() {

@@ -6,12 +6,14 @@
 //!   detection (§3.3).
 //! * [`window`]: the window and token controller (§3.4).
 //! * [`throughput`]: the TCP throughput models that rank receivers (§3.5).
+//! * [`tfmcc`]: a TFMCC-style equation-based rate controller (RFC 4654), the baseline.
 //! * [`pgmcc`]: acker election and tracking, RTT measurement, stalls, tying it together
 //!   (§3.4-3.6), behind the [`CongestionControl`] trait.
 
 pub mod ack_tracker;
 pub mod loss_filter;
 pub mod pgmcc;
+pub mod tfmcc;
 pub mod throughput;
 pub mod window;
 
@@ -112,6 +114,8 @@ pub enum CcConfig {
     None,
     /// pgmcc with the given knobs.
     Pgmcc(pgmcc::PgmccConfig),
+    /// A TFMCC-style rate controller (RFC 4654 essentials), the comparison baseline.
+    Tfmcc(tfmcc::TfmccConfig),
 }
 
 impl CcConfig {
@@ -120,6 +124,7 @@ impl CcConfig {
         match self {
             CcConfig::None => None,
             CcConfig::Pgmcc(c) => Some(Box::new(pgmcc::Pgmcc::new(*c, now))),
+            CcConfig::Tfmcc(c) => Some(Box::new(tfmcc::Tfmcc::new(*c, now))),
         }
     }
 }

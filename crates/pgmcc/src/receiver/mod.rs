@@ -31,6 +31,7 @@ use serde::Serialize;
 use tracing::trace;
 
 use crate::cc::loss_filter::{LossFilter, DEFAULT_W};
+use crate::cc::tfmcc::LossEvents;
 use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
@@ -94,6 +95,11 @@ pub struct ReceiverConfig {
     /// gap is NAKed once, only to carry this receiver's pgmcc report, and is reported
     /// `Unrecoverable` at once so later data is delivered without waiting.
     pub reliable: bool,
+    /// Report TFRC's loss event rate (the TFMCC baseline, `docs/tfmcc.md`) instead of the
+    /// pgmcc loss filter, merging losses within this interval into one loss event. Receivers
+    /// do not measure their RTT yet, so this stands for it (RFC 4654's initial RTT, 500 ms, is
+    /// the natural value). Default `None`: the pgmcc loss filter.
+    pub loss_events: Option<Duration>,
 }
 
 impl ReceiverConfig {
@@ -118,6 +124,7 @@ impl ReceiverConfig {
             loss_filter_w: DEFAULT_W,
             ack_bo_ivl: Duration::from_millis(50),
             reliable: true,
+            loss_events: None,
         }
     }
 
@@ -228,6 +235,8 @@ struct Peer {
     /// pgmcc: the loss estimate, the latest OPT_PGMCC_DATA timestamp and when it arrived,
     /// the receive bitmap for ACKs, and a pending answer to an election request.
     loss: LossFilter,
+    /// TFRC loss events with their merging interval, when reported instead of `loss`.
+    events: Option<(LossEvents, Duration)>,
     tstamp: Option<(u32, Instant)>,
     recv: RecvBitmap,
     election_ack: Option<Instant>,
@@ -318,7 +327,11 @@ fn feedback(peer: &Peer, nla: IpAddr, now: Instant) -> Option<PgmccFeedback> {
     let hold = now.saturating_duration_since(at).as_millis() as u32;
     Some(PgmccFeedback {
         tstamp: ts.wrapping_add(hold),
-        loss_rate: peer.loss.as_u16(),
+        loss_rate: match &peer.events {
+            // p in the draft's 16-bit scale (65535 = 100%).
+            Some((ev, _)) => (ev.loss_event_rate() * 65535.0).round() as u16,
+            None => peer.loss.as_u16(),
+        },
         rx: nla,
     })
 }
@@ -424,6 +437,7 @@ impl Receiver {
                     path: None,
                     data_from: None,
                     loss: LossFilter::new(self.config.loss_filter_w),
+                    events: self.config.loss_events.map(|d| (LossEvents::new(), d)),
                     tstamp: None,
                     recv: RecvBitmap::default(),
                     election_ack: None,
@@ -557,6 +571,13 @@ impl Receiver {
             let gap = sqn::distance(old_lead, s).saturating_sub(1);
             peer.loss.update_lost(gap);
             peer.loss.update(false);
+            if let Some((ev, rtt)) = peer.events.as_mut() {
+                ev.on_packets(gap);
+                if gap > 0 {
+                    ev.on_loss(now, *rtt);
+                }
+                ev.on_packets(1);
+            }
             if gap > 0 && !self.config.reliable {
                 let first = old_lead.wrapping_add(1);
                 w.give_up(first, s.wrapping_sub(1));
@@ -641,7 +662,12 @@ impl Receiver {
             let old_lead = w.lead();
             w.extend_to(spm.lead, now, &timers, &mut self.rng);
             if sqn::gt(spm.lead, old_lead) {
-                peer.loss.update_lost(sqn::distance(old_lead, spm.lead));
+                let gap = sqn::distance(old_lead, spm.lead);
+                peer.loss.update_lost(gap);
+                if let Some((ev, rtt)) = peer.events.as_mut() {
+                    ev.on_packets(gap);
+                    ev.on_loss(now, *rtt);
+                }
                 if !reliable {
                     w.give_up(old_lead.wrapping_add(1), spm.lead);
                 }
