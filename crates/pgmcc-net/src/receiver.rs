@@ -145,17 +145,14 @@ pub struct Receiver {
 impl Receiver {
     /// Joins the group.
     pub async fn bind(opts: ReceiverOptions) -> Result<Receiver, Error> {
-        if !opts.group.is_multicast() {
-            return Err(Error::NotMulticast(opts.group));
-        }
-        let local = socket::local_addr_for(opts.group, opts.interface.as_ref())?;
-        let setup = SocketSetup {
-            group: opts.group,
-            local,
-            encapsulation: opts.encapsulation,
-            ttl: 1,
-            multicast_loop: false,
-        };
+        let setup = SocketSetup::resolve(
+            opts.group,
+            opts.interface.as_ref(),
+            opts.encapsulation,
+            1,
+            false,
+        )?;
+        let local = setup.local;
         let (recv, send) = socket::receiver_sockets(&setup)?;
         let seed = opts.seed.unwrap_or_else(|| {
             let e = entropy(&local.octets());

@@ -134,17 +134,14 @@ pub struct Sender {
 impl Sender {
     /// Opens the socket and starts the session (the first SPM goes out at once).
     pub async fn bind(opts: SenderOptions) -> Result<Sender, Error> {
-        if !opts.group.is_multicast() {
-            return Err(Error::NotMulticast(opts.group));
-        }
-        let local = socket::local_addr_for(opts.group, opts.interface.as_ref())?;
-        let setup = SocketSetup {
-            group: opts.group,
-            local,
-            encapsulation: opts.encapsulation,
-            ttl: opts.ttl,
-            multicast_loop: opts.multicast_loop,
-        };
+        let setup = SocketSetup::resolve(
+            opts.group,
+            opts.interface.as_ref(),
+            opts.encapsulation,
+            opts.ttl,
+            opts.multicast_loop,
+        )?;
+        let local = setup.local;
         let sock = socket::sender_socket(&setup)?;
         let seed = entropy(&local.octets());
         let gsi = opts

@@ -122,6 +122,28 @@ pub(crate) struct SocketSetup {
     pub(crate) multicast_loop: bool,
 }
 
+impl SocketSetup {
+    /// Checks that `group` is a multicast group and finds the local address facing it.
+    pub(crate) fn resolve(
+        group: Ipv4Addr,
+        interface: Option<&Interface>,
+        encapsulation: Encapsulation,
+        ttl: u32,
+        multicast_loop: bool,
+    ) -> Result<SocketSetup, Error> {
+        if !group.is_multicast() {
+            return Err(Error::NotMulticast(group));
+        }
+        Ok(SocketSetup {
+            group,
+            local: local_addr_for(group, interface)?,
+            encapsulation,
+            ttl,
+            multicast_loop,
+        })
+    }
+}
+
 fn base_socket(setup: &SocketSetup) -> Result<Socket, Error> {
     let sock = match setup.encapsulation {
         Encapsulation::Udp { .. } => Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP))
