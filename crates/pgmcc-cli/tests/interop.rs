@@ -94,16 +94,13 @@ fn libpgm_sender_to_our_receivers_with_loss() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let tx = finish(tx, Duration::from_secs(60));
-    assert!(
-        tx.status.success(),
-        "pgm-send: {}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
+    finish_ok(tx, Duration::from_secs(60), "the sender");
     for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
-        let o = finish(child, Duration::from_secs(60));
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success(), "our receiver {}: {err}", i + 1);
+        finish_ok(
+            child,
+            Duration::from_secs(60),
+            format!("receiver {}", i + 1),
+        );
         assert_eq!(sha_of(out), want, "receiver {}", i + 1);
         let s = stats(&dir.path().join(format!("r{}.json", i + 1)));
         let st = &s["status"]["stats"];
@@ -176,20 +173,12 @@ fn our_sender_to_libpgm_receivers_with_loss() {
             "25",
         ],
     );
-    let tx = finish(tx, Duration::from_secs(60));
-    assert!(
-        tx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
+    finish_ok(tx, Duration::from_secs(60), "the sender");
     for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
-        let o = finish(child, Duration::from_secs(60));
-        assert!(
-            o.status.success(),
-            "pgm-recv {}: {} {}",
-            i + 1,
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
+        finish_ok(
+            child,
+            Duration::from_secs(60),
+            format!("receiver {}", i + 1),
         );
         assert_eq!(sha_of(out), want, "libpgm receiver {}", i + 1);
     }
@@ -282,12 +271,7 @@ fn zeromq_epgm_publisher_to_our_receiver() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let tx = finish(tx, Duration::from_secs(60));
-    assert!(
-        tx.status.success(),
-        "zmq-pub: {}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
+    finish_ok(tx, Duration::from_secs(60), "the sender");
     let o = finish(rx, Duration::from_secs(60));
     let err = String::from_utf8_lossy(&o.stderr);
     eprintln!("{err}");
@@ -331,16 +315,9 @@ fn pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
         &stats_path,
         &["--udp-ports", ONE_PORT, "--drop-every", "40"],
     );
-    let tx = finish(tx, Duration::from_secs(60));
-    assert!(
-        tx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
-    let o = finish(lib, Duration::from_secs(60));
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
-    let o = finish(ours, Duration::from_secs(60));
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    finish_ok(tx, Duration::from_secs(60), "the sender");
+    finish_ok(lib, Duration::from_secs(60), "the libpgm receiver");
+    finish_ok(ours, Duration::from_secs(60), "our receiver");
     assert_eq!(sha_of(&lib_out), want);
     assert_eq!(sha_of(&ours_out), want);
     let s = stats(&stats_path);

@@ -27,16 +27,18 @@ fn a_20_mb_file_reaches_5_receivers_byte_identical_through_a_bottleneck() {
         .collect();
     std::thread::sleep(Duration::from_millis(500));
     let stats_path = dir.path().join("send.json");
-    let tx = finish(lab.send(&input, &stats_path), Duration::from_secs(120));
-    assert!(
-        tx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tx.stderr)
+    finish_ok(
+        lab.send(&input, &stats_path),
+        Duration::from_secs(120),
+        "the sender",
     );
     for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
-        let o = finish(child, Duration::from_secs(60));
+        let o = finish_ok(
+            child,
+            Duration::from_secs(60),
+            format!("receiver {}", i + 1),
+        );
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(o.status.success(), "receiver {}: {err}", i + 1);
         assert_eq!(sha_of(out), want, "receiver {}", i + 1);
         assert!(err.contains(&want), "receiver prints the sha256: {err}");
     }
@@ -113,20 +115,14 @@ fn real_linux_tcp_and_pgmcc_share_the_bottleneck() {
     let tx = lab.send(&input, &stats_path);
     // The pgmcc transfer ends when its sender has handed over the last byte; sample TCP's
     // count then (the sender goes on lingering for repairs).
-    let tx = finish(tx, Duration::from_secs(120));
-    assert!(
-        tx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
+    finish_ok(tx, Duration::from_secs(120), "the sender");
     let s = stats(&stats_path);
     let secs = s["sending_seconds"].as_f64().unwrap();
     assert!(started.elapsed().as_secs_f64() >= secs);
     // TCP's share while pgmcc was sending (not while it lingered for repairs).
     let (t1, b1) = tcp_at(&tcp_log(&count), t0 + secs);
     for (child, out) in rx.into_iter().zip(&outs) {
-        let o = finish(child, Duration::from_secs(60));
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        finish_ok(child, Duration::from_secs(60), "a receiver");
         assert_eq!(sha_of(out), want);
     }
     finish(tcp, Duration::from_secs(60));
@@ -172,19 +168,12 @@ fn a_receiver_killed_and_restarted_mid_transfer_reports_its_missing_start() {
     let _ = victim.wait();
     assert!(!outs[2].exists(), "a killed receiver leaves no output file");
     let again = lab.recv("r3", &outs[2]);
-    let tx = finish(tx, Duration::from_secs(120));
-    assert!(
-        tx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
+    finish_ok(tx, Duration::from_secs(120), "the sender");
     for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
-        let o = finish(child, Duration::from_secs(60));
-        assert!(
-            o.status.success(),
-            "receiver {}: {}",
-            i + 1,
-            String::from_utf8_lossy(&o.stderr)
+        finish_ok(
+            child,
+            Duration::from_secs(60),
+            format!("receiver {}", i + 1),
         );
         assert_eq!(sha_of(out), want);
     }
@@ -216,15 +205,9 @@ fn raw_ip_protocol_113_carries_a_session_with_repairs() {
     std::thread::sleep(Duration::from_millis(500));
     let stats_path = dir.path().join("send.json");
     let tx = lab.send_with(&input, &stats_path, &["--raw-ip", "--drop-every", "25"]);
-    let tx = finish(tx, Duration::from_secs(60));
-    assert!(
-        tx.status.success(),
-        "{}",
-        String::from_utf8_lossy(&tx.stderr)
-    );
+    finish_ok(tx, Duration::from_secs(60), "the sender");
     for (child, out) in rx.into_iter().zip(&outs) {
-        let o = finish(child, Duration::from_secs(60));
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        finish_ok(child, Duration::from_secs(60), "a receiver");
         assert_eq!(sha_of(out), want);
     }
     let s = stats(&stats_path);

@@ -123,6 +123,19 @@ pub(crate) fn finish(mut child: Child, limit: Duration) -> Output {
     );
 }
 
+/// [`finish`], then requires exit status 0; a failure shows `what` and both output streams.
+pub(crate) fn finish_ok(child: Child, limit: Duration, what: impl std::fmt::Display) -> Output {
+    let out = finish(child, limit);
+    assert!(
+        out.status.success(),
+        "{what} failed ({}): {} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 pub(crate) fn random_file(dir: &Path, len: usize) -> (PathBuf, String) {
     // Deterministic but incompressible enough: a hash chain.
     let mut data = Vec::with_capacity(len + 32);
