@@ -459,10 +459,9 @@ fn unreliable_mode_reports_gaps_at_once_and_still_elects_an_acker() {
     eprintln!("unreliable: cc={cc:?}");
     // At 3% loss the window is often 1-2 packets; losing the only packet in flight leaves
     // nothing to ACK and the session stalls, as TCP would time out: rare, not absent.
-    assert!(
-        cc.reports > 50 && cc.acks > 1000 && cc.stalls <= 3,
-        "{cc:?}"
-    );
+    // This harness delivers packets in batches, so the acker coalesces ACKs (about 500 for
+    // 3000 packets; over 1000 with `coalesce_acks` off).
+    assert!(cc.reports > 50 && cc.acks > 300 && cc.stalls <= 3, "{cc:?}");
 }
 
 #[test]

@@ -100,6 +100,13 @@ pub struct ReceiverConfig {
     /// do not measure their RTT yet, so this stands for it (RFC 4654's initial RTT, 500 ms, is
     /// the natural value). Default `None`: the pgmcc loss filter.
     pub loss_events: Option<Duration>,
+    /// When the driver handles several ODATA before it polls transmits (a batch read from
+    /// the socket), send one ACK for them instead of one each: a queued ACK is replaced by
+    /// a newer one of the same session while every packet the replaced ACKs reported stays
+    /// inside the newer ACK's 32-packet bitmap. The sender counts each packet once however
+    /// it is acknowledged (`docs/pgmcc.md`, difference 10). A driver that polls after every
+    /// datagram (the simulator) sees no change. Default true.
+    pub coalesce_acks: bool,
 }
 
 impl ReceiverConfig {
@@ -125,6 +132,7 @@ impl ReceiverConfig {
             ack_bo_ivl: Duration::from_millis(50),
             reliable: true,
             loss_events: None,
+            coalesce_acks: true,
         }
     }
 
@@ -207,6 +215,9 @@ pub struct ReceiverStats {
     pub spmrs_sent: u64,
     /// pgmcc ACKs sent (as acker or answering an election request).
     pub acks_sent: u64,
+    /// ACKs not sent because a newer one, still unsent, reported the same packets
+    /// ([`ReceiverConfig::coalesce_acks`]).
+    pub acks_coalesced: u64,
     /// APDUs delivered.
     pub apdus_delivered: u64,
     /// Bytes delivered.
@@ -273,7 +284,12 @@ enum Pending {
     Spmr(IpAddr),
     /// A pgmcc ACK with the receive state and report as they were when the ODATA that
     /// elicited it arrived (several datagrams may be handled before `poll_transmit`).
-    Ack(AckRepr, PgmccFeedback),
+    /// `since` is the RX_MAX of the oldest ACK this one replaced (coalescing), or its own.
+    Ack {
+        ack: AckRepr,
+        report: PgmccFeedback,
+        since: u32,
+    },
 }
 
 /// The receive status of the latest 32 data sequence numbers (bit 0 = the highest), as a
@@ -619,7 +635,7 @@ impl Receiver {
             self.transmits.push_back((tsi, Pending::Spmr(from)));
         }
         if let Some((ack, report)) = ack {
-            self.transmits.push_back((tsi, Pending::Ack(ack, report)));
+            self.push_ack(tsi, ack, report);
         }
         if let Some(first) = report_gap {
             // Unreliable mode: one NAK, for the pgmcc report it carries.
@@ -699,6 +715,43 @@ impl Receiver {
         }
     }
 
+    /// Queues the acker's ACK, replacing the newest queued transmit when that is an unsent
+    /// ACK of the same session whose packets this one still covers.
+    fn push_ack(&mut self, tsi: Tsi, ack: AckRepr, report: PgmccFeedback) {
+        if self.config.coalesce_acks {
+            if let Some((
+                t,
+                Pending::Ack {
+                    ack: a,
+                    report: r,
+                    since,
+                },
+            )) = self.transmits.back_mut()
+            {
+                // RX_MAX only moves forward and received packets stay marked, so the new
+                // bitmap holds every packet the queued ACKs reported while the oldest of
+                // their RX_MAXes is within its 32 bits.
+                if *t == tsi
+                    && !sqn::lt(ack.rx_max, *since)
+                    && sqn::distance(*since, ack.rx_max) < 32
+                {
+                    *a = ack;
+                    *r = report;
+                    self.stats.acks_coalesced += 1;
+                    return;
+                }
+            }
+        }
+        self.transmits.push_back((
+            tsi,
+            Pending::Ack {
+                ack,
+                report,
+                since: ack.rx_max,
+            },
+        ));
+    }
+
     /// Runs expired NAK timers (queues NAKs, gives up on exhausted retries).
     pub fn handle_timeout(&mut self, now: Instant) {
         let timers = self.timers;
@@ -710,7 +763,14 @@ impl Receiver {
             if peer.election_ack.is_some_and(|t| t <= now) {
                 peer.election_ack = None;
                 if let Some((ack, report)) = ack_snapshot(peer, self.config.nla, now) {
-                    self.transmits.push_back((*tsi, Pending::Ack(ack, report)));
+                    self.transmits.push_back((
+                        *tsi,
+                        Pending::Ack {
+                            ack,
+                            report,
+                            since: ack.rx_max,
+                        },
+                    ));
                 }
             }
             let Some(w) = peer.rxw.as_mut() else {
@@ -781,7 +841,7 @@ impl Receiver {
                     // NAKs go hop by hop: to the SPM path (the nearest PGM network element).
                     (repr, Destination::Unicast(path))
                 }
-                Pending::Ack(ack, report) => {
+                Pending::Ack { ack, report, .. } => {
                     let Some(source) = peer.data_from else {
                         continue;
                     };
@@ -806,7 +866,7 @@ impl Receiver {
                             self.stats.nak_sqns_sent += list.len() as u64;
                         }
                         Pending::Spmr(_) => self.stats.spmrs_sent += 1,
-                        Pending::Ack(..) => self.stats.acks_sent += 1,
+                        Pending::Ack { .. } => self.stats.acks_sent += 1,
                     }
                     return Some(Transmit { dst, len });
                 }
