@@ -11,9 +11,11 @@
 //! TCP Reno, NewReno and SACK models with a sink sit beside the pgmcc agents
 //! ([`agents::tcp`]); [`scenario`] reads experiments from TOML files, [`run`] measures them
 //! and [`report`] draws SVG plots and a self-contained HTML report.
+//! [`compare`] runs the same topologies under each congestion controller.
 
 pub mod agent;
 pub mod agents;
+pub mod compare;
 pub mod link;
 pub mod packet;
 pub mod report;

@@ -1,6 +1,8 @@
 //! `pgmcc reproduce`: run every scenario that carries a `[reproduce]` table over several
 //! seeds, compute the fairness metric f = TCP throughput / pgmcc throughput, and write the
-//! comparison with the published values (`docs/reproduction.md`) and an HTML report.
+//! comparison with the published values (`docs/reproduction.md`) and an HTML report. Then
+//! the comparison matrix (`scenarios/compare/matrix.toml`, issue 10): the same topologies
+//! under each congestion controller, with f, feedback per data packet and responsiveness.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,6 +11,7 @@ use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
+use netsim::compare::{self, Matrix, Metrics};
 use netsim::run::Summary;
 use netsim::scenario::{self, Reproduce};
 use netsim::{report, run};
@@ -31,6 +34,43 @@ pub(crate) struct Args {
     /// Parallel runs (default: available cores).
     #[arg(long)]
     jobs: Option<usize>,
+    /// The controller comparison matrix [default: <scenarios>/compare/matrix.toml, when it
+    /// exists].
+    #[arg(long, value_name = "FILE")]
+    compare: Option<PathBuf>,
+    /// Skip the controller comparison.
+    #[arg(long, conflicts_with = "compare")]
+    no_compare: bool,
+}
+
+/// One (topology, controller) of the comparison over all seeds.
+struct CompareRow {
+    topology: usize,
+    controller: String,
+    runs: Vec<Metrics>,
+}
+
+/// Runs `f` on every task on `jobs` threads; results in task order.
+fn par_map<T: Sync, R: Send>(tasks: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..jobs.max(1) {
+            s.spawn(|| loop {
+                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(t) = tasks.get(k) else {
+                    break;
+                };
+                let r = f(t);
+                if let Ok(mut v) = results.lock() {
+                    v.push((k, r));
+                }
+            });
+        }
+    });
+    let mut v = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    v.sort_by_key(|(k, _)| *k);
+    v.into_iter().map(|(_, r)| r).collect()
 }
 
 /// One experiment's results over all seeds.
@@ -96,26 +136,9 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         chosen.len(),
         args.seeds
     );
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..jobs {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(&(i, seed)) = tasks.get(k) else {
-                    break;
-                };
-                let r = run_one(&chosen[i], seed);
-                if let Ok(mut v) = results.lock() {
-                    v.push((i, seed, r));
-                }
-            });
-        }
+    let results = par_map(&tasks, jobs, |&(i, seed)| {
+        (i, seed, run_one(&chosen[i], seed))
     });
-    let mut results = results
-        .into_inner()
-        .map_err(|_| anyhow::anyhow!("a worker panicked"))?;
-    results.sort_by_key(|(i, s, _)| (*i, *s));
     let mut rows: Vec<Row> = Vec::new();
     for (i, seed, r) in results {
         let (summary, rep) = r.with_context(|| format!("{} seed {seed}", chosen[i].display()))?;
@@ -141,6 +164,17 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             row.switches.push(sw);
         }
     }
+    let matrix_path = match (&args.compare, args.no_compare) {
+        (_, true) => None,
+        (Some(p), false) => Some(p.clone()),
+        (None, false) => {
+            Some(args.scenarios.join("compare").join("matrix.toml")).filter(|p| p.is_file())
+        }
+    };
+    let comparison = match &matrix_path {
+        Some(p) => Some(run_compare(p, args.seeds.max(1), jobs)?),
+        None => None,
+    };
     let wall = wall.elapsed().as_secs_f64();
     for row in &rows {
         let dir = args.out.join(&row.name);
@@ -148,12 +182,20 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         report::write_report(&row.first, &dir)
             .with_context(|| format!("writing {}", dir.display()))?;
     }
-    let doc = markdown(&rows, args, wall);
+    let mut doc = markdown(&rows, args, wall);
+    if let (Some((matrix, crows)), Some(p)) = (&comparison, &matrix_path) {
+        doc.push_str(&compare_markdown(matrix, crows, p, args.seeds.max(1)));
+    }
     if let Some(parent) = args.doc.parent() {
         std::fs::create_dir_all(parent)?;
     }
     std::fs::write(&args.doc, &doc).with_context(|| format!("writing {}", args.doc.display()))?;
-    std::fs::write(args.out.join("report.html"), html(&rows, args))?;
+    let mut page = html(&rows, args);
+    if let Some((matrix, crows)) = &comparison {
+        page = page.replace("</body></html>", &compare_html(matrix, crows));
+        page.push_str("</body></html>\n");
+    }
+    std::fs::write(args.out.join("report.html"), page)?;
     for row in &rows {
         let (f, sd, ..) = stats(&row.f);
         let publ = row
@@ -166,6 +208,19 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             f * 100.0,
             sd * 100.0
         );
+    }
+    if let Some((matrix, crows)) = &comparison {
+        for r in crows {
+            let f = mean(r.runs.iter().map(|m| m.f));
+            let fb = mean(r.runs.iter().map(|m| m.feedback_per_data));
+            println!(
+                "{:<34} {:<14} f = {:>4.0}%  feedback/data = {fb:.3}  settle = {}",
+                matrix.topologies[r.topology].label,
+                r.controller,
+                f * 100.0,
+                settle_text(&r.runs)
+            );
+        }
     }
     println!(
         "wrote {} and {} in {wall:.0} s",
@@ -266,5 +321,155 @@ fn html(rows: &[Row], args: &Args) -> String {
         );
     }
     h.push_str("</body></html>\n");
+    h
+}
+
+/// Mean of the finite values (NaN when there are none).
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let v: Vec<f64> = v.filter(|x| x.is_finite()).collect();
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// "12 s" (mean over the seeds that settled), with "(k of n)" when some never did.
+fn settle_text(runs: &[Metrics]) -> String {
+    let settled: Vec<f64> = runs.iter().filter_map(|m| m.settle_s).collect();
+    if runs.iter().all(|m| m.settle_s.is_none()) {
+        return if runs.is_empty() {
+            "-".into()
+        } else {
+            "never".into()
+        };
+    }
+    let m = settled.iter().sum::<f64>() / settled.len() as f64;
+    if settled.len() == runs.len() {
+        format!("{m:.0} s")
+    } else {
+        format!("{m:.0} s ({} of {})", settled.len(), runs.len())
+    }
+}
+
+fn run_compare(path: &Path, seeds: u64, jobs: usize) -> Result<(Matrix, Vec<CompareRow>)> {
+    let matrix = compare::load_matrix(path).map_err(|e| anyhow::anyhow!("{e}"))?;
+    // Every (topology, controller) must build before anything runs.
+    for t in &matrix.topologies {
+        for c in &matrix.controllers {
+            compare::build(t, c, 1).map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+    }
+    let mut tasks = Vec::new();
+    for ti in 0..matrix.topologies.len() {
+        for c in &matrix.controllers {
+            for seed in 1..=seeds {
+                tasks.push((ti, c.clone(), seed));
+            }
+        }
+    }
+    eprintln!(
+        "reproduce: comparison, {} topologies x {} controllers x {seeds} seeds",
+        matrix.topologies.len(),
+        matrix.controllers.len()
+    );
+    let results = par_map(&tasks, jobs, |(ti, c, seed)| {
+        let topo = &matrix.topologies[*ti];
+        compare::build(topo, c, *seed)
+            .map(|mut sc| compare::measure(&run::run(&mut sc, |_| {}), topo))
+    });
+    let mut rows: Vec<CompareRow> = Vec::new();
+    for ((ti, c, seed), r) in tasks.iter().zip(results) {
+        let m = r.map_err(|e| anyhow::anyhow!("{e} (seed {seed})"))?;
+        if rows
+            .last()
+            .is_none_or(|r| r.topology != *ti || &r.controller != c)
+        {
+            rows.push(CompareRow {
+                topology: *ti,
+                controller: c.clone(),
+                runs: Vec::new(),
+            });
+        }
+        if let Some(row) = rows.last_mut() {
+            row.runs.push(m);
+        }
+    }
+    Ok((matrix, rows))
+}
+
+fn compare_markdown(matrix: &Matrix, rows: &[CompareRow], path: &Path, seeds: u64) -> String {
+    let mut m = String::new();
+    let _ = writeln!(
+        m,
+        "\n## The controllers compared on the same topologies\n\n\
+         Generated from `{}`: each topology's base scenario with every PGM flow it names under \
+         each controller (`cc = ...`; pgmcc-only knobs of the base apply to the pgmcc rows \
+         only), seeds 1..={seeds}, mean over seeds.\n\n\
+         - **f** = TCP / controlled flow (per flow when several), over the topology's window.\n\
+         - **feedback/data**: NAKs + ACKs sent by the receivers per ODATA sent, whole run.\n\
+         - **settle**: seconds after the step change until the controlled flows' total rate, \
+         smoothed over {:.0} s, stays within +-{:.0}% of its mean over the second half of the \
+         phase (`never` when it does not; `k of n` when only k seeds settled).\n",
+        path.display(),
+        compare::SETTLE_SMOOTHING_S,
+        compare::SETTLE_BAND * 100.0
+    );
+    m.push_str("| topology | controller | f | controlled kbit/s | TCP kbit/s | feedback/data | settle | step |\n|---|---|---|---|---|---|---|---|\n");
+    for r in rows {
+        let t = &matrix.topologies[r.topology];
+        let f = mean(r.runs.iter().map(|m| m.f));
+        let step = t.step.map_or("-".to_string(), |(s, u)| {
+            format!("{s:.0} s (phase to {u:.0} s)")
+        });
+        let _ = writeln!(
+            m,
+            "| {} | {} | {} | {:.0} | {} | {:.3} | {} | {step} |",
+            t.label,
+            r.controller,
+            if f.is_finite() {
+                format!("{:.0}%", f * 100.0)
+            } else {
+                "-".into()
+            },
+            mean(r.runs.iter().map(|m| m.ctl_kbps)),
+            {
+                let x = mean(r.runs.iter().map(|m| m.tcp_kbps));
+                if x.is_finite() {
+                    format!("{x:.0}")
+                } else {
+                    "-".into()
+                }
+            },
+            mean(r.runs.iter().map(|m| m.feedback_per_data)),
+            settle_text(&r.runs)
+        );
+    }
+    m
+}
+
+fn compare_html(matrix: &Matrix, rows: &[CompareRow]) -> String {
+    let mut h = String::from(
+        "<h1>The controllers compared on the same topologies</h1><table><tr><th>topology</th>\
+         <th>controller</th><th>f</th><th>kbit/s</th><th>feedback/data</th><th>settle</th></tr>",
+    );
+    for r in rows {
+        let f = mean(r.runs.iter().map(|m| m.f));
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.3}</td><td>{}</td></tr>",
+            matrix.topologies[r.topology].label,
+            r.controller,
+            if f.is_finite() {
+                format!("{:.0}%", f * 100.0)
+            } else {
+                "-".into()
+            },
+            mean(r.runs.iter().map(|m| m.ctl_kbps)),
+            mean(r.runs.iter().map(|m| m.feedback_per_data)),
+            settle_text(&r.runs)
+        );
+    }
+    h.push_str("</table>");
     h
 }
