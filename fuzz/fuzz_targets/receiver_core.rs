@@ -20,6 +20,7 @@ use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pgm_wire::{Gsi, Repr, Tsi};
 use pgmcc::cc::pgmcc::PgmccConfig;
+use pgmcc::cc::tfmcc::TfmccConfig;
 use pgmcc::cc::CcConfig;
 use pgmcc::{
     Duration, Instant, RateLimit, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig,
@@ -92,9 +93,13 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let mut sc = SenderConfig::new(TSI, SRC, GROUP);
     sc.max_tpdu = 256 + u.int_in_range(0..=256)?;
     sc.txw_sqns = u.int_in_range(4..=64)?;
-    if u.arbitrary()? {
-        sc.cc = CcConfig::Pgmcc(PgmccConfig::default());
-    }
+    sc.cc = match u.int_in_range(0..=2)? {
+        0 => CcConfig::None,
+        1 => CcConfig::Pgmcc(PgmccConfig::default()),
+        // TFMCC with feedback rounds: OPT_TFMCC_DATA on every ODATA drives the receiver's
+        // round timers and suppression.
+        _ => CcConfig::Tfmcc(TfmccConfig::default()),
+    };
     if u.arbitrary()? {
         sc.rate_limit = Some(RateLimit {
             bytes_per_sec: 100_000,

@@ -668,6 +668,8 @@ fn build_pgm(
             }
         }
         cfg.cc = CcConfig::Tfmcc(TfmccConfig::default());
+        // Room for OPT_TFMCC_DATA, so that the payload stays `payload` bytes.
+        cfg.max_tpdu = payload as usize + cfg.data_overhead();
     } else if kind == FlowKind::Pgmcc {
         let mut pc = PgmccConfig::default();
         if let Some(c) = &fl.c {

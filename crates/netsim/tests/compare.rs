@@ -46,12 +46,14 @@ fn fig5_shortened_gives_sane_metrics_for_pgmcc_and_tfmcc() {
         eprintln!("{cc}: {m:?}");
         // Both are TCP-friendly on L2: f within a factor of two.
         assert!(m.f > 0.5 && m.f < 2.0, "{cc}: {m:?}");
-        // The acker (CLR) ACKs every data packet in the simulator: about one feedback
-        // packet per data packet, plus NAKs.
-        assert!(
-            m.feedback_per_data > 0.9 && m.feedback_per_data < 1.5,
-            "{cc}: {m:?}"
-        );
+        // pgmcc's acker ACKs every data packet in the simulator: about one feedback packet
+        // per data packet, plus NAKs. TFMCC's CLR reports once per RTT and the others once
+        // per feedback round at most: a fraction of that.
+        let fb = m.feedback_per_data;
+        match cc {
+            "pgmcc" => assert!(fb > 0.9 && fb < 1.5, "{cc}: {m:?}"),
+            _ => assert!(fb > 0.01 && fb < 0.5, "{cc}: {m:?}"),
+        }
         // Both find their share of L2 within the phase.
         assert!(m.settle_s.is_some_and(|s| s < 60.0), "{cc}: {m:?}");
     }

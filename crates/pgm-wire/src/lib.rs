@@ -52,7 +52,7 @@ pub use header::{Packet, HEADER_LEN, OPT_NETWORK, OPT_PARITY, OPT_PRESENT, OPT_V
 pub use nak::NakRepr;
 pub use options::{
     Fragment, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData, PgmccFeedback, Rst, SqnList,
-    UnknownOption,
+    TfmccData, UnknownOption,
 };
 pub use poll::{PollRepr, PolrRepr};
 pub use repr::{Body, ChecksumPolicy, Repr};

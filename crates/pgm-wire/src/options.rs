@@ -60,6 +60,10 @@ pub const OPT_CRQST: u8 = 0x11;
 pub const OPT_PGMCC_DATA: u8 = 0x12;
 /// OPT_PGMCC_FEEDBACK: pgmcc receiver report on ACK (and, per the paper, NAK) (OpenPGM code).
 pub const OPT_PGMCC_FEEDBACK: u8 = 0x13;
+/// OPT_TFMCC_DATA: ours, experimental (not in RFC 3208, the pgmcc draft or OpenPGM): the
+/// TFMCC baseline's feedback round on ODATA (`docs/tfmcc.md`). Other PGM peers skip it
+/// (unknown option, OPX 00).
+pub const OPT_TFMCC_DATA: u8 = 0x1e;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -254,6 +258,31 @@ pub struct PgmccFeedback {
     pub rx: IpAddr,
 }
 
+/// OPT_TFMCC_DATA body (ours, experimental; `docs/tfmcc.md`): rsv u8, round u16, round_ms
+/// u16, r_max_ms u16, clr_ivl_ms u16, supp_rate u32, send_rate u32 (option length 20).
+/// Rates are in thousandths of a packet per second; [`TfmccData::NO_RATE`] means none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TfmccData {
+    /// Feedback round number (wraps).
+    pub round: u16,
+    /// Duration of a feedback round, ms: the spread of the receivers' feedback timers.
+    pub round_ms: u16,
+    /// The largest RTT the sender knows of, ms: receivers without their own RTT compute
+    /// their rate with it.
+    pub r_max_ms: u16,
+    /// How often the current limiting receiver reports, ms (its RTT).
+    pub clr_ivl_ms: u16,
+    /// The lowest rate reported in this round so far (feedback suppression).
+    pub supp_rate: u32,
+    /// The current sending rate.
+    pub send_rate: u32,
+}
+
+impl TfmccData {
+    /// "No rate" in [`TfmccData::supp_rate`] (nothing reported yet this round).
+    pub const NO_RATE: u32 = u32::MAX;
+}
+
 /// An option this codec does not interpret, kept byte for byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UnknownOption<'a> {
@@ -311,6 +340,8 @@ pub struct Options<'a> {
     pub pgmcc_data: Option<PgmccData>,
     /// OPT_PGMCC_FEEDBACK.
     pub pgmcc_feedback: Option<PgmccFeedback>,
+    /// OPT_TFMCC_DATA (ours, experimental).
+    pub tfmcc_data: Option<TfmccData>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -506,6 +537,17 @@ impl<'a> Options<'a> {
                 .u16(v.loss_rate)
                 .nla(&v.rx);
             f(OPT_PGMCC_FEEDBACK, 0, b.bytes())?;
+        }
+        if let Some(v) = &self.tfmcc_data {
+            let mut b = Body::new();
+            b.u8(0)
+                .u16(v.round)
+                .u16(v.round_ms)
+                .u16(v.r_max_ms)
+                .u16(v.clr_ivl_ms)
+                .u32(v.supp_rate)
+                .u32(v.send_rate);
+            f(OPT_TFMCC_DATA, 0, b.bytes())?;
         }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
@@ -822,6 +864,20 @@ impl<'a> Options<'a> {
                 };
                 set(&mut self.pgmcc_feedback, v, code)?;
             }
+            OPT_TFMCC_DATA => {
+                if len != 20 {
+                    return Err(bad("OPT_TFMCC_DATA", "20"));
+                }
+                let v = TfmccData {
+                    round: be16(body, 1),
+                    round_ms: be16(body, 3),
+                    r_max_ms: be16(body, 5),
+                    clr_ivl_ms: be16(body, 7),
+                    supp_rate: be32(body, 9),
+                    send_rate: be32(body, 13),
+                };
+                set(&mut self.tfmcc_data, v, code)?;
+            }
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -874,6 +930,40 @@ mod tests {
                 10, 0, 0, 7, // NLA
             ]
         );
+    }
+
+    #[test]
+    fn tfmcc_data_layout() {
+        let o = Options {
+            tfmcc_data: Some(TfmccData {
+                round: 0x0102,
+                round_ms: 0x0304,
+                r_max_ms: 0x0506,
+                clr_ivl_ms: 0x0708,
+                supp_rate: TfmccData::NO_RATE,
+                send_rate: 0x0a0b0c0d,
+            }),
+            ..Options::default()
+        };
+        let mut out = [0u8; 24];
+        assert_eq!(o.emit(&mut out), Ok(24));
+        assert_eq!(
+            out,
+            [
+                0x00, 0x04, 0x00, 0x18, // OPT_LENGTH, total 24
+                0x9e, 0x14, 0x00, // OPT_TFMCC_DATA | OPT_END, len 20, flags
+                0x00, 0x01, 0x02, 0x03, 0x04, // reserved, round, round_ms
+                0x05, 0x06, 0x07, 0x08, // r_max_ms, clr_ivl_ms
+                0xff, 0xff, 0xff, 0xff, // supp_rate: none
+                0x0a, 0x0b, 0x0c, 0x0d, // send_rate
+            ]
+        );
+        assert_eq!(parse(&out), Ok(o));
+        // Any other length is malformed, not misread.
+        let mut short = out;
+        short[5] = 0x10;
+        short[3] = 0x14;
+        assert!(parse(&short[..20]).is_err());
     }
 
     #[test]

@@ -73,8 +73,9 @@ fn body() -> impl Strategy<Value = Body> {
 
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
-    // Codes 0x14..=0x7f are unassigned or OPT_CR/CRQST-free; 0x10/0x11 are also "unknown".
-    let code = prop_oneof![Just(0x10u8), Just(0x11u8), 0x14u8..=0x7f];
+    // Codes 0x14..=0x7f are unassigned (except our OPT_TFMCC_DATA, 0x1e); 0x10/0x11
+    // (OPT_CR/CRQST) are also kept as unknown.
+    let code = prop_oneof![Just(0x10u8), Just(0x11u8), 0x14u8..=0x1d, 0x1fu8..=0x7f];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
         0..3,
@@ -98,7 +99,10 @@ prop_compose! {
         rst in prop::option::of((any::<bool>(), 0u8..64)),
         parity_grp in prop::option::of(any::<u32>()),
         pgmcc_data in prop::option::of((any::<u32>(), ip())),
-        pgmcc_feedback in prop::option::of((any::<u32>(), any::<u16>(), ip())),
+        (pgmcc_feedback, tfmcc_data) in (
+            prop::option::of((any::<u32>(), any::<u16>(), ip())),
+            prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
+        ),
     ) -> Options<'static> {
         Options {
             nak_list: nak_list.map(|l| SqnList::from_slice(&l).unwrap()),
@@ -117,6 +121,9 @@ prop_compose! {
             parity_grp,
             pgmcc_data: pgmcc_data.map(|(tstamp, acker)| PgmccData { tstamp, acker }),
             pgmcc_feedback: pgmcc_feedback.map(|(tstamp, loss_rate, rx)| PgmccFeedback { tstamp, loss_rate, rx }),
+            tfmcc_data: tfmcc_data.map(|([round, round_ms, r_max_ms, clr_ivl_ms], supp_rate, send_rate)| TfmccData {
+                round, round_ms, r_max_ms, clr_ivl_ms, supp_rate, send_rate,
+            }),
             unknown: Vec::new(),
         }
     }
@@ -280,6 +287,16 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         b.extend_from_slice(&f.loss_rate.to_be_bytes());
         nla(&mut b, &f.rx);
         v.push((0x13, 0, b));
+    }
+    if let Some(t) = &o.tfmcc_data {
+        // ours: rsv u8, round u16, round_ms u16, r_max_ms u16, clr_ivl_ms u16, supp u32, send u32
+        let mut b = vec![0];
+        for x in [t.round, t.round_ms, t.r_max_ms, t.clr_ivl_ms] {
+            b.extend_from_slice(&x.to_be_bytes());
+        }
+        b.extend_from_slice(&be(t.supp_rate));
+        b.extend_from_slice(&be(t.send_rate));
+        v.push((0x1e, 0, b));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

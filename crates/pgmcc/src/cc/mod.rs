@@ -19,7 +19,7 @@ pub mod window;
 
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, PgmccData, PgmccFeedback};
+use pgm_wire::{AckRepr, PgmccData, PgmccFeedback, TfmccData};
 use serde::Serialize;
 
 use crate::time::Instant;
@@ -84,6 +84,11 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn can_send(&self) -> bool;
     /// Data packet `sqn` went out; returns the OPT_PGMCC_DATA it must carry.
     fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData;
+    /// The OPT_TFMCC_DATA the data packet just sent must also carry (the TFMCC baseline's
+    /// feedback rounds); `None` (the default) for controllers without one.
+    fn tfmcc_data(&self) -> Option<TfmccData> {
+        None
+    }
     /// An ACK arrived from `from`, with its OPT_PGMCC_FEEDBACK if present.
     fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>);
     /// A NAK carrying a receiver report arrived.

@@ -12,16 +12,21 @@
 //!   packet per RTT per RTT upwards, runs slow start capped at twice the CLR's receive rate,
 //!   and halves the rate when the CLR is silent for [`TfmccConfig::no_feedback_rtts`] RTTs.
 //!
-//! Feedback rides on the existing OPT_PGMCC_FEEDBACK (timestamp echo, loss, identity): the
-//! CLR is named in OPT_PGMCC_DATA's acker field and answers every ODATA with an ACK, other
-//! receivers report on their NAKs. The sender computes each receiver's rate from the echoed
-//! RTT and the reported loss (the loss event rate when receivers run [`LossEvents`]).
-//! Feedback rounds with suppression timers are not implemented yet (`docs/tfmcc.md`).
+//! Feedback rides on the existing OPT_PGMCC_FEEDBACK (timestamp echo, loss, identity), on
+//! ACKs; the CLR is named in OPT_PGMCC_DATA's acker field. With
+//! [`TfmccConfig::feedback_rounds`] (the default) each ODATA also carries our experimental
+//! OPT_TFMCC_DATA: the feedback round, its duration, R_max, the CLR's report interval (its
+//! RTT), the lowest rate reported this round (for suppression) and the sending rate. The CLR
+//! then reports once per RTT, and the other receivers whose calculated rate is below the
+//! sending rate report once per round after a random timer, unless the echoed rate shows that
+//! a receiver at least as slow already did (receiver side in `receiver/mod.rs`). Without
+//! rounds the CLR ACKs every ODATA and other receivers report only on NAKs. The sender
+//! computes each receiver's rate from the echoed RTT and the reported loss event rate.
 
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, PgmccData, PgmccFeedback};
+use pgm_wire::{AckRepr, PgmccData, PgmccFeedback, TfmccData};
 use serde::Serialize;
 
 use super::throughput::Operating;
@@ -148,6 +153,11 @@ pub struct TfmccConfig {
     /// Halvings in a row without CLR feedback after which the next data packet asks for a new
     /// election (the CLR may have left).
     pub silences_before_election: u32,
+    /// Run feedback rounds with suppression (OPT_TFMCC_DATA on ODATA; the CLR reports once
+    /// per RTT). Off: the CLR ACKs every ODATA, others report on NAKs only.
+    pub feedback_rounds: bool,
+    /// Duration of a feedback round in units of R_max (our choice: 4).
+    pub round_rtts: f64,
 }
 
 impl Default for TfmccConfig {
@@ -160,6 +170,8 @@ impl Default for TfmccConfig {
             min_no_feedback: Duration::from_millis(500),
             burst: 2.0,
             silences_before_election: 2,
+            feedback_rounds: true,
+            round_rtts: 4.0,
         }
     }
 }
@@ -171,9 +183,8 @@ struct Clr {
     rtt: f64,
     /// Latest reported loss rate (0..=1).
     p: f64,
-    /// Packets (ACKs) received from it since `recv_since`, for its receive rate.
-    acks: u32,
-    recv_since: Instant,
+    /// RX_MAX and time at the start of the receive-rate measurement.
+    recv_from: Option<(u32, Instant)>,
     /// Receive rate measured over the latest RTT, packets per second.
     x_recv: Option<f64>,
     last_heard: Instant,
@@ -197,6 +208,15 @@ pub struct Tfmcc {
     silences_in_a_row: u32,
     /// Deadline of the no-feedback timer.
     no_feedback_at: Instant,
+    /// Feedback round number and start.
+    round: u16,
+    round_start: Instant,
+    /// Lowest rate (packets/s, computed with R_max as receivers do) reported this round.
+    supp: Option<f64>,
+    /// R_max, seconds: the largest RTT measured in the previous round (at least the CLR's).
+    r_max: f64,
+    /// The largest RTT measured in the current round, seconds.
+    r_max_round: f64,
     events: VecDeque<CcEvent>,
     stats: CcStats,
 }
@@ -216,6 +236,11 @@ impl Tfmcc {
             last_sent: None,
             silences_in_a_row: 0,
             no_feedback_at: now + Self::no_feedback_for(&cfg, cfg.initial_rtt.as_secs_f64()),
+            round: 0,
+            round_start: now,
+            supp: None,
+            r_max: cfg.initial_rtt.as_secs_f64(),
+            r_max_round: 0.0,
             events: VecDeque::new(),
             stats: CcStats::default(),
             cfg,
@@ -276,8 +301,7 @@ impl Tfmcc {
             addr,
             rtt,
             p,
-            acks: 0,
-            recv_since: now,
+            recv_from: None,
             x_recv: None,
             last_heard: now,
         });
@@ -288,17 +312,49 @@ impl Tfmcc {
             .push_back(CcEvent::AckerChanged { from, to: addr });
     }
 
-    /// One receiver report: `is_ack` when it came on an ACK (the CLR's per-packet feedback).
-    fn on_report(&mut self, now: Instant, fb: &PgmccFeedback, is_ack: bool) {
+    /// The round duration, seconds.
+    fn round_s(&self) -> f64 {
+        (self.cfg.round_rtts * self.r_max).clamp(0.01, 60.0)
+    }
+
+    /// Starts a new feedback round when the current one is over.
+    fn advance_round(&mut self, now: Instant) {
+        if now
+            .saturating_duration_since(self.round_start)
+            .as_secs_f64()
+            < self.round_s()
+        {
+            return;
+        }
+        self.round = self.round.wrapping_add(1);
+        self.round_start = now;
+        self.supp = None;
+        let clr_rtt = self.clr.map_or(0.0, |c| c.rtt);
+        let measured = self.r_max_round.max(clr_rtt);
+        if measured > 0.0 {
+            self.r_max = measured;
+        }
+        self.r_max_round = 0.0;
+    }
+
+    /// One receiver report: `rx_max` when it came on an ACK.
+    fn on_report(&mut self, now: Instant, fb: &PgmccFeedback, rx_max: Option<u32>) {
         self.stats.reports += 1;
         self.refill(now);
         let rtt = Self::report_rtt(now, fb.tstamp);
         let p = f64::from(fb.loss_rate) / 65535.0;
+        self.r_max_round = self.r_max_round.max(rtt);
         let Some(mut clr) = self.clr else {
             self.switch_to(now, fb.rx, rtt, p);
             return;
         };
         if clr.addr != fb.rx {
+            // Feedback suppression: echo the lowest rate reported this round, computed as
+            // the receivers compute theirs (with R_max).
+            let x_rmax = tcp_rate(self.r_max, p);
+            if x_rmax.is_finite() {
+                self.supp = Some(self.supp.map_or(x_rmax, |s| s.min(x_rmax)));
+            }
             // CLR selection: the receiver with the lowest calculated rate (RFC 4654).
             let x = tcp_rate(rtt, p);
             if x < tcp_rate(clr.rtt, clr.p) {
@@ -310,13 +366,17 @@ impl Tfmcc {
         clr.rtt = 0.75 * clr.rtt + 0.25 * rtt;
         clr.p = p;
         clr.last_heard = now;
-        if is_ack {
-            clr.acks += 1;
-            let span = now.saturating_duration_since(clr.recv_since).as_secs_f64();
-            if span >= clr.rtt {
-                clr.x_recv = Some(f64::from(clr.acks) / span);
-                clr.acks = 0;
-                clr.recv_since = now;
+        if let Some(m) = rx_max {
+            // The CLR's receive rate: how far its RX_MAX moved over at least one RTT.
+            match clr.recv_from {
+                Some((m0, t0)) => {
+                    let span = now.saturating_duration_since(t0).as_secs_f64();
+                    if span >= clr.rtt && span > 0.0 {
+                        clr.x_recv = Some(f64::from(sqn::distance(m0, m)) / span);
+                        clr.recv_from = Some((m, now));
+                    }
+                }
+                None => clr.recv_from = Some((m, now)),
             }
         }
         self.clr = Some(clr);
@@ -376,6 +436,7 @@ impl CongestionControl for Tfmcc {
 
     fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
         self.refill(now);
+        self.advance_round(now);
         self.tokens -= 1.0;
         self.last_sent = Some(sqn);
         let acker = match (self.elect, self.clr) {
@@ -407,11 +468,31 @@ impl CongestionControl for Tfmcc {
         if self.clr.is_some_and(|c| c.addr == from) {
             self.stats.acks += 1;
         }
-        self.on_report(now, fb, true);
+        self.on_report(now, fb, Some(ack.rx_max));
     }
 
     fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
-        self.on_report(now, fb, false);
+        self.on_report(now, fb, None);
+    }
+
+    fn tfmcc_data(&self) -> Option<TfmccData> {
+        if !self.cfg.feedback_rounds {
+            return None;
+        }
+        let ms = |s: f64| (s * 1000.0).round().clamp(1.0, f64::from(u16::MAX)) as u16;
+        let milli = |x: f64| {
+            (x * 1000.0)
+                .round()
+                .clamp(0.0, f64::from(TfmccData::NO_RATE - 1)) as u32
+        };
+        Some(TfmccData {
+            round: self.round,
+            round_ms: ms(self.round_s()),
+            r_max_ms: ms(self.r_max),
+            clr_ivl_ms: ms(self.clr.map_or(self.r_max, |c| c.rtt)),
+            supp_rate: self.supp.map_or(TfmccData::NO_RATE, milli),
+            send_rate: milli(self.rate),
+        })
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -577,5 +658,49 @@ mod tests {
         c.on_nak_report(ms(900), &fb(a, ms(800), 0.01));
         assert_eq!(c.acker(), Some(IpAddr::from(b)));
         assert_eq!(c.stats().acker_switches, 1);
+    }
+
+    #[test]
+    fn rounds_advance_every_four_r_max_and_echo_the_lowest_report() {
+        let mut c = Tfmcc::new(TfmccConfig::default(), ms(0));
+        c.on_data_sent(ms(0), 0);
+        let d = c.tfmcc_data().unwrap();
+        // Before any RTT sample R_max is the initial 500 ms: rounds of 2 s.
+        assert_eq!((d.round, d.round_ms, d.r_max_ms), (0, 2000, 500));
+        assert_eq!(d.supp_rate, TfmccData::NO_RATE);
+        let (a, b, e) = ([10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 0, 3]);
+        // A is the first CLR (RTT 100 ms). Two reports from others follow: the echo is the
+        // lower of their rates computed with R_max, as the receivers compute theirs.
+        c.on_nak_report(ms(100), &fb(a, ms(0), 0.01));
+        c.on_nak_report(ms(300), &fb(b, ms(100), 0.02)); // RTT 200 ms
+        c.on_nak_report(ms(400), &fb(e, ms(300), 0.05));
+        c.on_data_sent(ms(500), 1);
+        let d = c.tfmcc_data().unwrap();
+        // (Loss travels in 1/65535 steps.)
+        let milli = |l: f64| {
+            let p = (l * 65535.0f64).round() / 65535.0;
+            (tcp_rate(0.5, p) * 1000.0).round() as u32
+        };
+        assert_eq!(d.supp_rate, milli(0.05).min(milli(0.02)));
+        assert_eq!(d.round, 0);
+        // At 2 s a new round starts: the echo is cleared and R_max is the largest RTT of
+        // the last round (200 ms), so rounds now last 800 ms.
+        c.on_data_sent(ms(2000), 2);
+        let d = c.tfmcc_data().unwrap();
+        assert_eq!((d.round, d.r_max_ms, d.round_ms), (1, 200, 800));
+        assert_eq!(d.supp_rate, TfmccData::NO_RATE);
+        // B's report (2% at 200 ms: 36.6 packets/s against E's 36.8 and A's 112) made it
+        // the CLR; the CLR's report interval is its RTT.
+        assert_eq!(c.acker(), Some(IpAddr::from(b)));
+        assert_eq!(d.clr_ivl_ms, 200);
+        // Without rounds there is no option (the CLR ACKs every packet).
+        let off = Tfmcc::new(
+            TfmccConfig {
+                feedback_rounds: false,
+                ..TfmccConfig::default()
+            },
+            ms(0),
+        );
+        assert_eq!(off.tfmcc_data(), None);
     }
 }

@@ -26,12 +26,12 @@ mod rxw;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, Body, NakRepr, Options, PgmccFeedback, Repr, Tsi, OPT_PARITY};
+use pgm_wire::{AckRepr, Body, NakRepr, Options, PgmccFeedback, Repr, TfmccData, Tsi, OPT_PARITY};
 use serde::Serialize;
 use tracing::trace;
 
 use crate::cc::loss_filter::{LossFilter, DEFAULT_W};
-use crate::cc::tfmcc::LossEvents;
+use crate::cc::tfmcc::{tcp_rate, LossEvents};
 use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
@@ -215,6 +215,11 @@ pub struct ReceiverStats {
     pub spmrs_sent: u64,
     /// pgmcc ACKs sent (as acker or answering an election request).
     pub acks_sent: u64,
+    /// TFMCC round reports sent by a receiver that is not the CLR (also counted in
+    /// `acks_sent`: they travel as ACKs).
+    pub tfmcc_reports_sent: u64,
+    /// TFMCC round reports cancelled because the source echoed a rate at most ours.
+    pub tfmcc_reports_suppressed: u64,
     /// ACKs not sent because a newer one, still unsent, reported the same packets
     /// ([`ReceiverConfig::coalesce_acks`]).
     pub acks_coalesced: u64,
@@ -251,6 +256,8 @@ struct Peer {
     tstamp: Option<(u32, Instant)>,
     recv: RecvBitmap,
     election_ack: Option<Instant>,
+    /// TFMCC feedback rounds, once the source sends OPT_TFMCC_DATA.
+    tfmcc: Option<TfmccRx>,
     spm_sqn: Option<u32>,
     rxw: Option<ReceiveWindow>,
     /// Lead of the FIN SPM once heard.
@@ -275,6 +282,29 @@ pub struct Receiver {
     transmits: VecDeque<(Tsi, Pending)>,
     events: VecDeque<ReceiverEvent>,
     stats: ReceiverStats,
+}
+
+/// A receiver's part in the TFMCC baseline's feedback rounds (`docs/tfmcc.md`).
+#[derive(Debug, Clone, Copy)]
+struct TfmccRx {
+    /// The source's latest OPT_TFMCC_DATA.
+    data: TfmccData,
+    /// The round whose timer was set (or skipped).
+    round: u16,
+    /// When this receiver reports in the current round, unless suppressed.
+    timer: Option<Instant>,
+    /// When this receiver, as the CLR, last reported.
+    clr_reported: Option<Instant>,
+}
+
+/// Receivers assumed in the feedback timer's formula (RFC 4654's upper bound N).
+const TFMCC_N: f64 = 10_000.0;
+
+/// This receiver's calculated rate in packets per second, from its loss event rate and the
+/// source's R_max (receivers do not measure their own RTT); `None` before a loss event.
+fn tfmcc_rate(peer: &Peer, d: &TfmccData) -> Option<f64> {
+    let p = peer.events.as_ref()?.0.loss_event_rate();
+    (p > 0.0).then(|| tcp_rate(f64::from(d.r_max_ms.max(1)) / 1000.0, p))
 }
 
 #[derive(Debug)]
@@ -320,6 +350,50 @@ impl RecvBitmap {
                 }
             }
         }
+    }
+}
+
+/// Follows the source's TFMCC feedback round (RFC 4654 §3.4-3.5 as `docs/tfmcc.md` reads
+/// them): the loss event estimator is switched on (merging losses over R_max); at a new
+/// round a receiver that is not the CLR and whose calculated rate is below the sending rate
+/// sets a timer `T (1 + log_N u)`, u uniform in (0, 1]; the timer is cancelled once the
+/// source echoes a rate at most ours (someone at least as slow already reported).
+fn tfmcc_round(
+    peer: &mut Peer,
+    t: TfmccData,
+    is_clr: bool,
+    now: Instant,
+    rng: &mut Rng,
+    stats: &mut ReceiverStats,
+) {
+    let merge = Duration::from_millis(u64::from(t.r_max_ms.max(1)));
+    match peer.events.as_mut() {
+        Some((_, d)) => *d = merge,
+        None => peer.events = Some((LossEvents::new(), merge)),
+    }
+    let x = tfmcc_rate(peer, &t);
+    let st = peer.tfmcc.get_or_insert(TfmccRx {
+        data: t,
+        round: t.round.wrapping_sub(1),
+        timer: None,
+        clr_reported: None,
+    });
+    st.data = t;
+    let below_send =
+        |x: f64| t.send_rate == TfmccData::NO_RATE || x * 1000.0 < f64::from(t.send_rate);
+    if st.round != t.round {
+        st.round = t.round;
+        st.timer = None;
+        if !is_clr && x.is_some_and(below_send) {
+            let u = rng.unit().max(1e-9);
+            let frac = (1.0 + u.ln() / TFMCC_N.ln()).max(0.0);
+            let round = Duration::from_millis(u64::from(t.round_ms));
+            st.timer = Some(now + Duration::from_secs_f64(round.as_secs_f64() * frac));
+        }
+    }
+    if st.timer.is_some() && (is_clr || x.is_none_or(|x| f64::from(t.supp_rate) <= x * 1000.0)) {
+        st.timer = None;
+        stats.tfmcc_reports_suppressed += 1;
     }
 }
 
@@ -457,6 +531,7 @@ impl Receiver {
                     tstamp: None,
                     recv: RecvBitmap::default(),
                     election_ack: None,
+                    tfmcc: None,
                     spm_sqn: None,
                     rxw: None,
                     fin_lead: None,
@@ -605,10 +680,29 @@ impl Receiver {
         let mut ack = None;
         if let (true, false, Some(d)) = (self.config.pgmcc, rdata, repr.options.pgmcc_data) {
             peer.tstamp = Some((d.tstamp, now));
-            if d.acker == self.config.nla {
+            let is_clr = d.acker == self.config.nla;
+            if let Some(t) = repr.options.tfmcc_data {
+                tfmcc_round(peer, t, is_clr, now, &mut self.rng, &mut self.stats);
+            }
+            // Under TFMCC's feedback rounds the CLR reports once per `clr_ivl`, not per packet.
+            let clr_due = match (
+                repr.options.tfmcc_data,
+                peer.tfmcc.and_then(|t| t.clr_reported),
+            ) {
+                (Some(t), Some(last)) => {
+                    now >= last + Duration::from_millis(u64::from(t.clr_ivl_ms))
+                }
+                _ => true,
+            };
+            if is_clr && !clr_due {
+                peer.election_ack = None;
+            } else if is_clr {
                 // The ACK describes the receive state as this ODATA left it.
                 ack = ack_snapshot(peer, self.config.nla, now);
                 peer.election_ack = None;
+                if let Some(t) = peer.tfmcc.as_mut() {
+                    t.clr_reported = Some(now);
+                }
             } else if d.acker.is_unspecified() {
                 if peer.election_ack.is_none() {
                     peer.election_ack = Some(now + self.rng.duration_up_to(self.config.ack_bo_ivl));
@@ -760,6 +854,24 @@ impl Receiver {
                 continue;
             };
             let can_nak = peer.path.is_some();
+            if let Some(t) = peer
+                .tfmcc
+                .as_mut()
+                .filter(|t| t.timer.is_some_and(|d| d <= now))
+            {
+                t.timer = None;
+                if let Some((ack, report)) = ack_snapshot(peer, self.config.nla, now) {
+                    self.stats.tfmcc_reports_sent += 1;
+                    self.transmits.push_back((
+                        *tsi,
+                        Pending::Ack {
+                            ack,
+                            report,
+                            since: ack.rx_max,
+                        },
+                    ));
+                }
+            }
             if peer.election_ack.is_some_and(|t| t <= now) {
                 peer.election_ack = None;
                 if let Some((ack, report)) = ack_snapshot(peer, self.config.nla, now) {
@@ -806,6 +918,7 @@ impl Receiver {
                 [
                     p.rxw.as_ref().and_then(|w| w.next_deadline()),
                     p.election_ack,
+                    p.tfmcc.and_then(|t| t.timer),
                 ]
             })
             .flatten()
