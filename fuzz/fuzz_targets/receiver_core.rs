@@ -70,10 +70,15 @@ impl Reference {
                 assert!(pgmcc::sqn::le(first, last), "gap {first}..{last}");
                 self.gap_allowed = true;
             }
-            ReceiverEvent::Data { tsi, .. } | ReceiverEvent::Unrecoverable { tsi, .. } => {
-                panic!("events for a session that was never injected: {tsi:?}")
-            }
-            ReceiverEvent::SessionStarted { .. } | ReceiverEvent::SessionEnded { .. } => {}
+            // Another session: an injected or mutated packet that parses as a valid packet of a
+            // different TSI (a mutated sport, say) is a session like any other.
+            ReceiverEvent::Data { .. } | ReceiverEvent::Unrecoverable { .. } => {}
+            // A session silent for `peer_expiry` is forgotten; if it comes back it is joined
+            // afresh, possibly mid-stream: the next delivery may skip ahead.
+            ReceiverEvent::SessionExpired { tsi } if tsi == TSI => self.gap_allowed = true,
+            ReceiverEvent::SessionStarted { .. }
+            | ReceiverEvent::SessionEnded { .. }
+            | ReceiverEvent::SessionExpired { .. } => {}
         }
     }
 }
