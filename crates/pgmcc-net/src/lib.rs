@@ -13,6 +13,7 @@
 //! IPv4 only so far. The default multicast TTL is 1: a session stays on the local link
 //! unless the application raises it.
 
+mod batch;
 pub mod blocking;
 mod clock;
 mod error;

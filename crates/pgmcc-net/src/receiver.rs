@@ -1,6 +1,8 @@
 //! A PGM receiver on real sockets.
 
+use crate::batch::{batched, Batched};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pgm_wire::Tsi;
@@ -170,9 +172,11 @@ impl Receiver {
         let (status_tx, status_rx) = watch::channel(ReceiverStatus::default());
         let (stop_tx, stop_rx) = oneshot::channel();
         debug!(%local, group = %opts.group, "pgm receiver joined");
+        let batch = batched(&recv, setup.encapsulation);
         let driver = Driver {
             core,
-            recv,
+            batch,
+            recv: Arc::new(recv),
             send,
             setup,
             clock,
@@ -228,7 +232,10 @@ impl Receiver {
 
 struct Driver {
     core: pgmcc::Receiver,
-    recv: UdpSocket,
+    /// `recvmmsg` and GRO on `recv` (UDP encapsulation; `None` for raw IP or when the socket
+    /// could not be set up for it).
+    batch: Option<Batched>,
+    recv: Arc<UdpSocket>,
     send: UdpSocket,
     setup: SocketSetup,
     clock: Clock,
@@ -271,7 +278,13 @@ impl Driver {
             let wake = self.clock.deadline(deadline);
             tokio::select! {
                 _ = &mut stop => return self.publish(self.clock.now()),
-                r = self.recv.recv_from(&mut rbuf) => {
+                r = self.recv.readable(), if self.batch.is_some() => {
+                    if let Err(e) = r {
+                        debug!(error = %e, "receive error");
+                    }
+                    self.read_batches();
+                }
+                r = self.recv.recv_from(&mut rbuf), if self.batch.is_none() => {
                     match r {
                         Ok((n, from)) => self.input(from, &rbuf[..n]),
                         Err(e) => debug!(error = %e, "receive error"),
@@ -303,6 +316,26 @@ impl Driver {
                 syn_sqn: self.core.session_syn(&tsi),
             },
         }
+    }
+
+    /// Takes up to 8 `recvmmsg` batches (256 buffers) of what is queued, then lets the loop
+    /// send the feedback they caused.
+    fn read_batches(&mut self) {
+        let Some(mut b) = self.batch.take() else {
+            return;
+        };
+        for _ in 0..8 {
+            let sock = Arc::clone(&self.recv);
+            match b.try_recv(&sock, |from, d| self.input(from, d)) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    debug!(error = %e, "receive error");
+                    break;
+                }
+            }
+        }
+        self.batch = Some(b);
     }
 
     fn input(&mut self, from: SocketAddr, datagram: &[u8]) {

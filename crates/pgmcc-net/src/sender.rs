@@ -1,6 +1,8 @@
 //! A PGM source on real sockets.
 
+use crate::batch::{batched, Batched};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 
 use pgm_wire::{Gsi, Tsi};
@@ -37,7 +39,8 @@ pub struct SenderOptions {
     pub cc: CcConfig,
     /// Largest PGM packet in bytes. Default 1472 (1500-byte MTU minus IP and UDP headers).
     pub max_tpdu: usize,
-    /// Packets kept for repairs (TXW_SQNS). Default 4096.
+    /// Packets kept for repairs (TXW_SQNS). Default 16384 (about 23 MB of 1,400-byte
+    /// packets: 190 ms at 1 Gbit/s). A receiver further behind than this loses data.
     pub txw_sqns: u32,
     /// After `close`, keep answering NAKs until no repair was needed for this long. Default 3 s.
     pub linger: Duration,
@@ -71,7 +74,7 @@ impl SenderOptions {
             rate_limit: None,
             cc: CcConfig::Pgmcc(pgmcc),
             max_tpdu: 1472,
-            txw_sqns: 4096,
+            txw_sqns: 16384,
             linger: Duration::from_secs(3),
             max_linger: Duration::from_secs(60),
             gsi: None,
@@ -167,9 +170,11 @@ impl Sender {
         let (apdu_tx, apdu_rx) = mpsc::channel(64);
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
+        let batch = batched(&sock, setup.encapsulation);
         let driver = Driver {
             core,
-            sock,
+            batch,
+            sock: Arc::new(sock),
             setup,
             clock,
             apdus: apdu_rx,
@@ -248,7 +253,10 @@ impl Sender {
 
 struct Driver {
     core: pgmcc::Sender,
-    sock: UdpSocket,
+    /// GSO and `recvmmsg` on `sock` (UDP encapsulation; `None` for raw IP or when the
+    /// socket could not be set up for it: then one system call per datagram).
+    batch: Option<Batched>,
+    sock: Arc<UdpSocket>,
     setup: SocketSetup,
     clock: Clock,
     apdus: mpsc::Receiver<Vec<u8>>,
@@ -333,7 +341,13 @@ impl Driver {
             );
             let accepting = pending.is_none() && closed_at.is_none();
             tokio::select! {
-                r = self.sock.recv_from(&mut rbuf) => {
+                r = self.sock.readable(), if self.batch.is_some() => {
+                    if let Err(e) = r {
+                        debug!(error = %e, "receive error");
+                    }
+                    self.read_batches();
+                }
+                r = self.sock.recv_from(&mut rbuf), if self.batch.is_none() => {
                     match r {
                         Ok((n, from)) => self.input(from, &rbuf[..n]),
                         Err(e) => debug!(error = %e, "receive error"),
@@ -371,6 +385,26 @@ impl Driver {
         }
     }
 
+    /// Takes whatever upstream packets are queued (a few `recvmmsg` calls at most, so that
+    /// sending resumes soon).
+    fn read_batches(&mut self) {
+        let Some(mut b) = self.batch.take() else {
+            return;
+        };
+        for _ in 0..4 {
+            let sock = Arc::clone(&self.sock);
+            match b.try_recv(&sock, |from, d| self.input(from, d)) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    debug!(error = %e, "receive error");
+                    break;
+                }
+            }
+        }
+        self.batch = Some(b);
+    }
+
     async fn flush(&mut self, now: pgmcc::Instant, buf: &mut [u8]) {
         while let Some(t) = self.core.poll_transmit(now, buf) {
             let Some(bytes) = buf.get(..t.len) else {
@@ -394,10 +428,18 @@ impl Driver {
                     continue;
                 }
             };
-            if let Err(e) = self.sock.send_to(bytes, to).await {
-                self.send_errors += 1;
-                debug!(error = %e, %to, "send failed; datagram dropped");
+            match self.batch.as_mut() {
+                Some(b) => self.send_errors += b.send(&self.sock, to, bytes).await as u64,
+                None => {
+                    if let Err(e) = self.sock.send_to(bytes, to).await {
+                        self.send_errors += 1;
+                        debug!(error = %e, %to, "send failed; datagram dropped");
+                    }
+                }
             }
+        }
+        if let Some(b) = self.batch.as_mut() {
+            self.send_errors += b.flush(&self.sock).await as u64;
         }
     }
 
