@@ -74,7 +74,8 @@ fn body() -> impl Strategy<Value = Body> {
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
     // Codes 0x14..=0x7f are unassigned or OPT_CR/CRQST-free; 0x10/0x11 are also "unknown".
-    let code = prop_oneof![Just(0x10u8), Just(0x11u8), 0x14u8..=0x7f];
+    // 0x30 is our OPT_PSEUDOFED (typed).
+    let code = prop_oneof![Just(0x10u8), Just(0x11u8), 0x14u8..=0x2f, 0x31u8..=0x7f];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
         0..3,
@@ -99,6 +100,7 @@ prop_compose! {
         parity_grp in prop::option::of(any::<u32>()),
         pgmcc_data in prop::option::of((any::<u32>(), ip())),
         pgmcc_feedback in prop::option::of((any::<u32>(), any::<u16>(), ip())),
+        pseudofed in prop::option::of((any::<u8>(), any::<u32>(), any::<u8>(), any::<u8>(), any::<u32>(), prop::collection::vec(ip(), 0..=8))),
     ) -> Options<'static> {
         Options {
             nak_list: nak_list.map(|l| SqnList::from_slice(&l).unwrap()),
@@ -117,6 +119,9 @@ prop_compose! {
             parity_grp,
             pgmcc_data: pgmcc_data.map(|(tstamp, acker)| PgmccData { tstamp, acker }),
             pgmcc_feedback: pgmcc_feedback.map(|(tstamp, loss_rate, rx)| PgmccFeedback { tstamp, loss_rate, rx }),
+            pseudofed: pseudofed.map(|(flags, grtt_ms, wait_pct, supp_pct, ci_sqn, reps)| Pseudofed {
+                flags, grtt_ms, wait_pct, supp_pct, ci_sqn, reps: RepList::from_slice(&reps).unwrap(),
+            }),
             unknown: Vec::new(),
         }
     }
@@ -280,6 +285,20 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         b.extend_from_slice(&f.loss_rate.to_be_bytes());
         nla(&mut b, &f.rx);
         v.push((0x13, 0, b));
+    }
+    if let Some(p) = &o.pseudofed {
+        // OPT_PSEUDOFED (ours, docs/wire.md): flags u8, grtt_ms u32, wait % u8, supp % u8,
+        // ci_sqn u32, count u8, then count x (afi u16, nla)
+        let mut b = vec![p.flags];
+        b.extend_from_slice(&be(p.grtt_ms));
+        b.extend_from_slice(&[p.wait_pct, p.supp_pct]);
+        b.extend_from_slice(&be(p.ci_sqn));
+        b.push(p.reps.len() as u8);
+        for a in p.reps.as_slice() {
+            b.extend_from_slice(&afi(a));
+            nla(&mut b, a);
+        }
+        v.push((0x30, 0, b));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));
