@@ -389,7 +389,7 @@ impl Sender {
             Body::Ack(ack) if repr.tsi() == self.config.tsi && repr.sport == self.config.dport => {
                 self.stats.acks_received += 1;
                 if let Some(cc) = self.cc.as_mut() {
-                    cc.on_ack(now, from, &ack, repr.options.pgmcc_feedback.as_ref());
+                    cc.on_ack_options(now, from, &ack, &repr.options);
                 }
             }
             Body::Spmr if repr.tsi() == self.config.tsi => {
@@ -630,13 +630,16 @@ impl Sender {
             (Some(cc), false) => Some(cc.on_data_sent(now, sqn)),
             _ => None,
         };
-        let opts = Options {
+        let mut opts = Options {
             fragment: p.fragment,
             syn: syn || (repair && sqn == self.config.initial_sqn),
             join,
             pgmcc_data,
             ..Options::default()
         };
+        if let (Some(cc), false) = (&mut self.cc, repair) {
+            cc.data_options(now, &mut opts);
+        }
         let body = if repair {
             Body::Rdata(DataRepr { sqn, trail })
         } else {

@@ -1,0 +1,592 @@
+//! Pseudofed: representative-based multicast congestion control (DeLucia and Obraczka,
+//! "Congestion Control Performance of a Reliable Multicast Protocol"), issue 10.
+//!
+//! The sender keeps a small, dynamic set of *representatives* (receivers standing for the
+//! congested subtrees), measures a group round-trip time (GRTT) from their feedback, and
+//! adjusts a sending *rate* through an *acceleration*:
+//!
+//! * slow start: the rate starts at `rate_min` and grows by half every `I * GRTT` (I = 4);
+//!   it ends at the first congestion indication (CI) with queueing, or the first congestion
+//!   clear (CC) showing more than β packets queued, halving the rate;
+//! * queueing from the RTT (TCP Vegas' idea, paper eq. 1): `queued = (rtt - rtt_min) * rate`
+//!   packets, with `rtt_min` kept per receiver;
+//! * a CI with queueing sets `accel = -rate / (I * GRTT)` (eq. 2); a CI without queueing is an
+//!   *uncorrelated* loss and leaves the rate alone;
+//! * a CC with less than α packets queued moves the acceleration towards
+//!   `δ * rate / GRTT` by `1 / representatives` (eq. 3); one with more than β sets
+//!   `accel = -I * δ * rate / GRTT` (eq. 4); in between the acceleration is zeroed (hold);
+//! * the rate never falls below `rate_min`.
+//!
+//! Representatives: any receiver that reports while the set is not full joins it; when full,
+//! only a CI from a non-representative qualifies, and it replaces the representative whose
+//! last CI is oldest (LRU), among those that have served at least 4 GRTT. The set, the GRTT,
+//! the receivers' timer fractions and the latest CI heard go to receivers in OPT_PSEUDOFED on
+//! every ODATA; receivers then switch to Pseudofed feedback on their own (receiver module).
+//! Wire layout and the paper-to-code table: `docs/pseudofed.md`.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr};
+
+use pgm_wire::{
+    AckRepr, Options, PgmccData, PgmccFeedback, Pseudofed as PfOpt, RepList, MAX_REPRESENTATIVES,
+    PF_CI, PF_FULL, PF_HAVE_CI,
+};
+use serde::Serialize;
+
+use super::throughput::Operating;
+use super::{CcEvent, CcStats, CongestionControl};
+use crate::sqn;
+use crate::time::{Duration, Instant};
+
+/// Knobs of the Pseudofed sender. Rates are in packets per second.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PseudofedConfig {
+    /// Size of the representative set (1..=8, the most OPT_PSEUDOFED carries).
+    pub representatives: usize,
+    /// `rate_min`: the starting rate and the floor (paper: administratively set).
+    pub rate_min: f64,
+    /// `I`: slow start grows by half, and a CI halves the rate, over `I * GRTT` (paper: 4).
+    pub interval_grtts: f64,
+    /// α, packets queued below which CCs raise the rate (paper: 1).
+    pub alpha: f64,
+    /// β, packets queued above which CCs lower the rate (paper: 3).
+    pub beta: f64,
+    /// δ_ratemax: the fraction of the rate CCs may add per GRTT (eq. 3, 4; the paper gives
+    /// no value).
+    pub delta_rate: f64,
+    /// GRTT before any measurement (paper: feedback timers start at 1 s).
+    pub initial_grtt: Duration,
+    /// How long an entry stays in the GRTT table of longest RTTs.
+    pub grtt_expiry: Duration,
+    /// Receivers' deterministic wait before a non-representative report, fraction of GRTT.
+    pub wait: f64,
+    /// Receivers' random suppression interval after the wait, fraction of GRTT.
+    pub suppression: f64,
+    /// Minimum time a representative serves before it may be ejected, in GRTTs (paper: 4).
+    pub min_lifetime_grtts: f64,
+    /// A representative silent this many GRTTs (at least 1 s) leaves the set (ours: the
+    /// paper does not say how departed representatives go).
+    pub silence_grtts: f64,
+    /// Burst allowance of the pacer, in packets.
+    pub burst: f64,
+}
+
+impl Default for PseudofedConfig {
+    fn default() -> PseudofedConfig {
+        PseudofedConfig {
+            representatives: 4,
+            rate_min: 2.0,
+            interval_grtts: 4.0,
+            alpha: 1.0,
+            beta: 3.0,
+            delta_rate: 0.05,
+            initial_grtt: Duration::from_secs(1),
+            grtt_expiry: Duration::from_secs(5),
+            wait: 0.5,
+            suppression: 1.0,
+            min_lifetime_grtts: 4.0,
+            silence_grtts: 20.0,
+            burst: 2.0,
+        }
+    }
+}
+
+/// Pseudofed-specific counters (beyond [`CcStats`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct PseudofedStats {
+    /// CC reports processed.
+    pub ccs: u64,
+    /// CI reports processed.
+    pub cis: u64,
+    /// CIs from representatives without queueing: uncorrelated losses, no rate change.
+    pub uncorrelated: u64,
+    /// CCs from representatives showing more than β packets queued.
+    pub queueing: u64,
+    /// Representatives added to a set that was not full.
+    pub reps_added: u64,
+    /// Representatives ejected (LRU) for a new one.
+    pub reps_ejected: u64,
+    /// Representatives dropped after [`PseudofedConfig::silence_grtts`] of silence.
+    pub reps_expired: u64,
+    /// CIs from non-representatives refused because no representative had served its
+    /// minimum lifetime.
+    pub ejections_refused: u64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Rep {
+    addr: IpAddr,
+    joined: Instant,
+    last_ci: Option<Instant>,
+    last_heard: Instant,
+}
+
+/// Smallest RTT seen per receiver (bounded table).
+const RTT_MIN_ENTRIES: usize = 64;
+/// Entries of the GRTT table.
+const GRTT_ENTRIES: usize = 32;
+
+/// The Pseudofed sender controller.
+#[derive(Debug)]
+pub struct Pseudofed {
+    cfg: PseudofedConfig,
+    rate: f64,
+    accel: f64,
+    tokens: f64,
+    refilled: Instant,
+    rate_updated: Instant,
+    slow_start: bool,
+    next_step: Instant,
+    reps: Vec<Rep>,
+    /// (receiver, longest recent RTT in s, when recorded).
+    grtt_table: Vec<(IpAddr, f64, Instant)>,
+    /// (receiver, smallest RTT seen in s).
+    rtt_min: Vec<(IpAddr, f64)>,
+    ci_sqn: Option<u32>,
+    last_sent: Option<u32>,
+    last_queued: f64,
+    events: VecDeque<CcEvent>,
+    stats: CcStats,
+    pf: PseudofedStats,
+}
+
+impl Pseudofed {
+    /// A sender at `rate_min`, in slow start, with no representatives.
+    pub fn new(cfg: PseudofedConfig, now: Instant) -> Pseudofed {
+        let mut cfg = cfg;
+        cfg.representatives = cfg.representatives.clamp(1, MAX_REPRESENTATIVES);
+        cfg.rate_min = cfg.rate_min.max(1e-3);
+        let mut p = Pseudofed {
+            rate: cfg.rate_min,
+            accel: 0.0,
+            tokens: 1.0,
+            refilled: now,
+            rate_updated: now,
+            slow_start: true,
+            next_step: now,
+            reps: Vec::new(),
+            grtt_table: Vec::new(),
+            rtt_min: Vec::new(),
+            ci_sqn: None,
+            last_sent: None,
+            last_queued: 0.0,
+            events: VecDeque::new(),
+            stats: CcStats::default(),
+            pf: PseudofedStats::default(),
+            cfg,
+        };
+        p.next_step = now + p.step();
+        p
+    }
+
+    /// The sending rate, packets per second.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// The acceleration, packets per second per second.
+    pub fn acceleration(&self) -> f64 {
+        self.accel
+    }
+
+    /// True until the first congestion signal.
+    pub fn in_slow_start(&self) -> bool {
+        self.slow_start
+    }
+
+    /// The current representatives, oldest first.
+    pub fn representatives(&self) -> Vec<IpAddr> {
+        self.reps.iter().map(|r| r.addr).collect()
+    }
+
+    /// Packets queued by the latest representative report (paper eq. 1).
+    pub fn queued(&self) -> f64 {
+        self.last_queued
+    }
+
+    /// Pseudofed-specific counters.
+    pub fn pseudofed_stats(&self) -> PseudofedStats {
+        self.pf
+    }
+
+    /// The group RTT: the largest unexpired entry of the GRTT table, seconds.
+    pub fn grtt(&self, now: Instant) -> f64 {
+        self.grtt_table
+            .iter()
+            .filter(|e| now.saturating_duration_since(e.2) < self.cfg.grtt_expiry)
+            .map(|e| e.1)
+            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+            .unwrap_or(self.cfg.initial_grtt.as_secs_f64())
+    }
+
+    fn grtt_latest(&self) -> f64 {
+        self.grtt(self.rate_updated.max(self.refilled))
+    }
+
+    fn step(&self) -> Duration {
+        Duration::from_secs_f64((self.cfg.interval_grtts * self.grtt_latest()).clamp(1e-3, 3600.0))
+    }
+
+    fn refill(&mut self, now: Instant) {
+        let dt = now.saturating_duration_since(self.refilled).as_secs_f64();
+        self.refilled = now;
+        let had = self.tokens >= 1.0;
+        self.tokens = (self.tokens + dt * self.rate).min(self.cfg.burst.max(1.0));
+        if !had && self.tokens >= 1.0 {
+            self.events.push_back(CcEvent::TokensAvailable {
+                tokens: self.tokens as u32,
+            });
+        }
+    }
+
+    /// Advances the rate to `now`: slow-start steps, or the acceleration integrated.
+    fn advance(&mut self, now: Instant) {
+        self.refill(now);
+        let dt = now
+            .saturating_duration_since(self.rate_updated)
+            .as_secs_f64();
+        self.rate_updated = now;
+        if self.slow_start {
+            while now >= self.next_step {
+                self.rate *= 1.5;
+                self.next_step += self.step();
+            }
+        } else {
+            self.rate += self.accel * dt;
+        }
+        self.clamp_rate();
+    }
+
+    fn clamp_rate(&mut self) {
+        if !self.rate.is_finite() {
+            self.rate = self.cfg.rate_min;
+        }
+        self.rate = self.rate.clamp(self.cfg.rate_min, 1e7);
+    }
+
+    fn rtt_of(now: Instant, echo: u32) -> f64 {
+        let ms = now.as_millis_u32().wrapping_sub(echo).clamp(1, 600_000);
+        f64::from(ms) / 1000.0
+    }
+
+    fn note_grtt(&mut self, now: Instant, addr: IpAddr, rtt: f64) {
+        let expiry = self.cfg.grtt_expiry;
+        if let Some(e) = self.grtt_table.iter_mut().find(|e| e.0 == addr) {
+            if rtt >= e.1 || now.saturating_duration_since(e.2) >= expiry {
+                *e = (addr, rtt, now);
+            }
+            return;
+        }
+        self.grtt_table
+            .retain(|e| now.saturating_duration_since(e.2) < expiry);
+        if self.grtt_table.len() >= GRTT_ENTRIES {
+            // Keep the longest RTTs: drop the smallest entry if the new one beats it.
+            let Some((i, _)) = self
+                .grtt_table
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
+            else {
+                return;
+            };
+            if self.grtt_table[i].1 >= rtt {
+                return;
+            }
+            self.grtt_table.swap_remove(i);
+        }
+        self.grtt_table.push((addr, rtt, now));
+    }
+
+    fn note_rtt_min(&mut self, addr: IpAddr, rtt: f64) -> f64 {
+        if let Some(e) = self.rtt_min.iter_mut().find(|e| e.0 == addr) {
+            e.1 = e.1.min(rtt);
+            return e.1;
+        }
+        if self.rtt_min.len() >= RTT_MIN_ENTRIES {
+            self.rtt_min.remove(0);
+        }
+        self.rtt_min.push((addr, rtt));
+        rtt
+    }
+
+    /// Representative selection (paper §2.2). Returns true when `addr` is (now) one.
+    fn select(&mut self, now: Instant, addr: IpAddr, ci: bool) -> bool {
+        if let Some(r) = self.reps.iter_mut().find(|r| r.addr == addr) {
+            r.last_heard = now;
+            if ci {
+                r.last_ci = Some(now);
+            }
+            return true;
+        }
+        let new = Rep {
+            addr,
+            joined: now,
+            last_ci: ci.then_some(now),
+            last_heard: now,
+        };
+        if self.reps.len() < self.cfg.representatives {
+            self.reps.push(new);
+            self.pf.reps_added += 1;
+            self.events.push_back(CcEvent::AckerChanged {
+                from: None,
+                to: addr,
+            });
+            return true;
+        }
+        if !ci {
+            return false;
+        }
+        // Full: a CI qualifies; eject the representative whose last CI is oldest (LRU), among
+        // those that served the minimum lifetime.
+        let life = self.cfg.min_lifetime_grtts * self.grtt(now);
+        let victim = self
+            .reps
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| now.saturating_duration_since(r.joined).as_secs_f64() >= life)
+            .min_by_key(|(_, r)| r.last_ci.unwrap_or(r.joined))
+            .map(|(i, _)| i);
+        let Some(i) = victim else {
+            self.pf.ejections_refused += 1;
+            return false;
+        };
+        let old = self.reps[i].addr;
+        self.reps[i] = new;
+        self.pf.reps_ejected += 1;
+        self.stats.acker_switches += 1;
+        self.events.push_back(CcEvent::AckerChanged {
+            from: Some(old),
+            to: addr,
+        });
+        true
+    }
+
+    /// One receiver report: a CI (`lost` = first sequence number found lost, if known) or a
+    /// CC.
+    fn on_feedback(&mut self, now: Instant, fb: &PgmccFeedback, ci: bool, lost: Option<u32>) {
+        self.advance(now);
+        self.stats.reports += 1;
+        let addr = fb.rx;
+        let rtt = Self::rtt_of(now, fb.tstamp);
+        self.note_grtt(now, addr, rtt);
+        let rtt_min = self.note_rtt_min(addr, rtt);
+        if ci {
+            self.pf.cis += 1;
+            if let Some(s) = lost {
+                if self.ci_sqn.is_none_or(|c| sqn::gt(s, c)) {
+                    self.ci_sqn = Some(s);
+                }
+            }
+        } else {
+            self.pf.ccs += 1;
+        }
+        if !self.select(now, addr, ci) {
+            return;
+        }
+        self.stats.acks += 1;
+        let grtt = self.grtt(now);
+        let queued = (rtt - rtt_min).max(0.0) * self.rate;
+        self.last_queued = queued;
+        let i = self.cfg.interval_grtts;
+        let n = self.reps.len().max(1) as f64;
+        if ci {
+            if queued <= self.cfg.alpha {
+                // Loss without measurable queueing: uncorrelated, no rate change.
+                self.pf.uncorrelated += 1;
+                return;
+            }
+            if self.slow_start {
+                // Slow start ends with the rate halved.
+                self.congestion(now);
+                return;
+            }
+            self.congestion(now);
+            // Eq. 2: halve the rate over the next I * GRTT.
+            self.accel = -self.rate / (i * grtt);
+        } else if queued > self.cfg.beta {
+            self.pf.queueing += 1;
+            if self.slow_start {
+                self.congestion(now);
+            }
+            // Eq. 4: decrease, but less sharply than after a CI.
+            self.accel = -i * self.cfg.delta_rate * self.rate / grtt;
+        } else if queued < self.cfg.alpha {
+            if !self.slow_start {
+                // Eq. 3: raise by δ_rate within a GRTT only if every representative agrees.
+                self.accel += (self.cfg.delta_rate * self.rate / grtt - self.accel) / n;
+            }
+        } else if !self.slow_start {
+            // α..β packets queued: hold the rate.
+            self.accel = 0.0;
+        }
+    }
+
+    /// A congestion signal: slow start ends with the rate halved.
+    fn congestion(&mut self, now: Instant) {
+        let _ = now;
+        self.stats.loss_events += 1;
+        if self.slow_start {
+            self.slow_start = false;
+            self.rate /= 2.0;
+            self.accel = 0.0;
+            self.clamp_rate();
+        }
+        self.events.push_back(CcEvent::Congestion {
+            window: self.rate * self.grtt_latest(),
+        });
+    }
+
+    fn silence_limit(&self, now: Instant) -> Duration {
+        Duration::from_secs_f64((self.cfg.silence_grtts * self.grtt(now)).clamp(1.0, 3600.0))
+    }
+
+    fn next_silence_check(&self, now: Instant) -> Option<Instant> {
+        let limit = self.silence_limit(now);
+        self.reps.iter().map(|r| r.last_heard + limit).min()
+    }
+}
+
+impl CongestionControl for Pseudofed {
+    fn can_send(&self) -> bool {
+        self.tokens >= 1.0
+    }
+
+    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
+        self.advance(now);
+        self.tokens -= 1.0;
+        self.last_sent = Some(sqn);
+        PgmccData {
+            tstamp: now.as_millis_u32(),
+            // Receivers that only know pgmcc see the first representative as their acker
+            // and ACK every packet, a usable fallback (docs/pseudofed.md).
+            acker: self
+                .reps
+                .first()
+                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |r| r.addr),
+        }
+    }
+
+    fn data_options(&mut self, now: Instant, opts: &mut Options<'_>) {
+        let mut flags = 0;
+        if self.reps.len() >= self.cfg.representatives {
+            flags |= PF_FULL;
+        }
+        if self.ci_sqn.is_some() {
+            flags |= PF_HAVE_CI;
+        }
+        let mut reps = RepList::new();
+        for r in &self.reps {
+            // At most 8 by construction (`representatives` is clamped).
+            let _ = reps.push(r.addr);
+        }
+        let pct = |f: f64| (f * 100.0).round().clamp(0.0, 255.0) as u8;
+        opts.pseudofed = Some(PfOpt {
+            flags,
+            grtt_ms: (self.grtt(now) * 1000.0).round().clamp(1.0, 600_000.0) as u32,
+            wait_pct: pct(self.cfg.wait),
+            supp_pct: pct(self.cfg.suppression),
+            ci_sqn: self.ci_sqn.unwrap_or(0),
+            reps,
+        });
+    }
+
+    fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>) {
+        // An ACK without OPT_PSEUDOFED (a pgmcc-only receiver acting as acker): a CC.
+        self.on_ack_options(
+            now,
+            from,
+            ack,
+            &Options {
+                pgmcc_feedback: fb.copied(),
+                ..Options::default()
+            },
+        );
+    }
+
+    fn on_ack_options(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, opts: &Options<'_>) {
+        let Some(lead) = self.last_sent else {
+            self.stats.acks_rejected += 1;
+            return;
+        };
+        if sqn::gt(ack.rx_max, lead) {
+            self.stats.acks_rejected += 1;
+            return;
+        }
+        let Some(fb) = opts.pgmcc_feedback.filter(|f| f.rx == from) else {
+            self.stats.acks_ignored += 1;
+            return;
+        };
+        let (ci, lost) = match opts.pseudofed {
+            Some(p) if p.flags & PF_CI != 0 => (true, Some(p.ci_sqn)),
+            _ => (false, None),
+        };
+        self.on_feedback(now, &fb, ci, lost);
+    }
+
+    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
+        // Pseudofed receivers send no report on NAKs; one that does knows only pgmcc: its
+        // NAK is a CI (the paper's lost-packet report).
+        self.on_feedback(now, fb, true, None);
+    }
+
+    fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = None;
+        if self.tokens < 1.0 && self.rate > 0.0 {
+            let wait = Duration::from_secs_f64(((1.0 - self.tokens) / self.rate).min(3600.0));
+            t = Some(self.refilled + wait);
+        }
+        let check = self.next_silence_check(self.refilled);
+        match (t, check) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn on_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        let limit = self.silence_limit(now);
+        let before = self.reps.len();
+        self.reps
+            .retain(|r| now.saturating_duration_since(r.last_heard) < limit);
+        let gone = before - self.reps.len();
+        if gone > 0 {
+            self.pf.reps_expired += gone as u64;
+            if self.reps.is_empty() {
+                // Nobody reports any more: halve and stop accelerating until someone does.
+                self.rate /= 2.0;
+                self.accel = self.accel.min(0.0);
+                self.clamp_rate();
+                self.stats.stalls += 1;
+                self.events
+                    .push_back(CcEvent::Stalled { stalls_in_a_row: 1 });
+            }
+        }
+    }
+
+    fn acker(&self) -> Option<IpAddr> {
+        self.reps.first().map(|r| r.addr)
+    }
+
+    fn acker_report(&self) -> Option<Operating> {
+        self.reps.first().map(|_| Operating {
+            rtt: (self.grtt_latest() * 1000.0).round() as u32,
+            loss: 0,
+        })
+    }
+
+    fn window(&self) -> f64 {
+        self.rate * self.grtt_latest()
+    }
+
+    fn tokens(&self) -> u32 {
+        self.tokens.max(0.0) as u32
+    }
+
+    fn poll_event(&mut self) -> Option<CcEvent> {
+        self.events.pop_front()
+    }
+
+    fn stats(&self) -> CcStats {
+        self.stats.clone()
+    }
+}
