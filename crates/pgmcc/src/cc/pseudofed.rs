@@ -590,3 +590,269 @@ impl CongestionControl for Pseudofed {
         self.stats.clone()
     }
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn ms(t: u64) -> Instant {
+        Instant::from_nanos(t * 1_000_000)
+    }
+
+    fn addr(i: u8) -> IpAddr {
+        IpAddr::from([10, 0, 0, i])
+    }
+
+    /// A report from receiver `i` at `now` whose echo makes its RTT `rtt_ms`.
+    fn fb(i: u8, now: u64, rtt_ms: u64) -> PgmccFeedback {
+        PgmccFeedback {
+            tstamp: (now as u32).wrapping_sub(rtt_ms as u32),
+            loss_rate: 0,
+            rx: addr(i),
+        }
+    }
+
+    fn ack_opts(f: PgmccFeedback, ci: Option<u32>) -> Options<'static> {
+        Options {
+            pgmcc_feedback: Some(f),
+            pseudofed: ci.map(|s| PfOpt {
+                flags: PF_CI,
+                ci_sqn: s,
+                ..PfOpt::default()
+            }),
+            ..Options::default()
+        }
+    }
+
+    fn ack() -> AckRepr {
+        AckRepr {
+            rx_max: 0,
+            bitmap: 1,
+        }
+    }
+
+    fn cc(c: &mut Pseudofed, i: u8, now: u64, rtt: u64) {
+        c.on_ack_options(ms(now), addr(i), &ack(), &ack_opts(fb(i, now, rtt), None));
+    }
+
+    fn ci(c: &mut Pseudofed, i: u8, now: u64, rtt: u64, lost: u32) {
+        c.on_ack_options(ms(now), addr(i), &ack(), &ack_opts(fb(i, now, rtt), Some(lost)));
+    }
+
+    fn started(cfg: PseudofedConfig) -> Pseudofed {
+        let mut c = Pseudofed::new(cfg, ms(0));
+        c.on_data_sent(ms(0), 0);
+        c
+    }
+
+    #[test]
+    fn slow_start_grows_by_half_every_i_grtt_from_rate_min() {
+        let cfg = PseudofedConfig {
+            rate_min: 10.0,
+            ..PseudofedConfig::default()
+        };
+        let mut c = started(cfg);
+        assert_eq!(c.rate(), 10.0);
+        // One CC fixes the GRTT at 100 ms: a step is I * GRTT = 400 ms.
+        cc(&mut c, 1, 50, 100);
+        // The first step was scheduled with the initial GRTT (1 s -> 4 s); later ones are
+        // 400 ms apart.
+        c.on_timeout(ms(3999));
+        assert_eq!(c.rate(), 10.0);
+        c.on_timeout(ms(4000));
+        assert!((c.rate() - 15.0).abs() < 1e-9, "{}", c.rate());
+        c.on_timeout(ms(4400));
+        assert!((c.rate() - 22.5).abs() < 1e-9, "{}", c.rate());
+        assert!(c.in_slow_start());
+    }
+
+    #[test]
+    fn ci_with_queueing_halves_slow_start_then_sets_eq2_acceleration() {
+        let mut c = started(PseudofedConfig {
+            rate_min: 64.0,
+            initial_grtt: Duration::from_millis(100),
+            ..PseudofedConfig::default()
+        });
+        cc(&mut c, 1, 350, 100); // rtt_min 100 ms, GRTT 100 ms
+        c.on_timeout(ms(400));
+        c.on_timeout(ms(800));
+        assert!((c.rate() - 144.0).abs() < 1e-9, "{}", c.rate());
+        // A CI with RTT 150 ms: 0.05 s x 144 pkt/s = 7.2 packets queued > alpha.
+        ci(&mut c, 1, 850, 150, 7);
+        assert!(!c.in_slow_start());
+        assert!((c.rate() - 72.0).abs() < 1e-9, "{}", c.rate());
+        assert_eq!(c.stats().loss_events, 1);
+        // In congestion avoidance a second CI sets accel = -rate / (I x GRTT) (eq. 2), with
+        // the GRTT now 150 ms (the table keeps the longest RTT): -72 / 0.6 = -120.
+        ci(&mut c, 1, 900, 150, 9);
+        assert!((c.acceleration() + 120.0).abs() < 1e-6, "{}", c.acceleration());
+        // The rate falls with it as packets go out: 72 - 120 x 0.05 = 66, then to the floor.
+        c.on_data_sent(ms(950), 1);
+        assert!((c.rate() - 66.0).abs() < 1e-6, "{}", c.rate());
+        c.on_data_sent(ms(1200), 2);
+        assert_eq!(c.rate(), 64.0);
+    }
+
+    #[test]
+    fn ci_without_queueing_is_an_uncorrelated_loss() {
+        let mut c = started(PseudofedConfig {
+            rate_min: 100.0,
+            ..PseudofedConfig::default()
+        });
+        cc(&mut c, 1, 100, 100);
+        // Same RTT as the minimum: no queueing, the loss is uncorrelated.
+        ci(&mut c, 1, 200, 100, 3);
+        assert!(c.in_slow_start());
+        assert_eq!(c.rate(), 100.0);
+        assert_eq!(c.pseudofed_stats().uncorrelated, 1);
+        assert_eq!(c.stats().loss_events, 0);
+    }
+
+    #[test]
+    fn ccs_follow_eq3_and_eq4() {
+        let mut c = started(PseudofedConfig {
+            rate_min: 64.0,
+            initial_grtt: Duration::from_millis(100),
+            representatives: 2,
+            ..PseudofedConfig::default()
+        });
+        cc(&mut c, 1, 350, 100);
+        cc(&mut c, 2, 350, 100);
+        c.on_timeout(ms(400));
+        c.on_timeout(ms(800));
+        // Leave slow start: a CC with 0.2 s x 144 pkt/s = 28.8 > beta packets queued.
+        cc(&mut c, 1, 850, 300);
+        assert!(!c.in_slow_start());
+        assert!((c.rate() - 72.0).abs() < 1e-9, "{}", c.rate());
+        assert_eq!(c.pseudofed_stats().queueing, 1);
+        // Eq. 4 with GRTT 300 ms: accel = -I x delta x rate / GRTT = -4 x 0.05 x 72 / 0.3.
+        assert!((c.acceleration() + 48.0).abs() < 1e-9, "{}", c.acceleration());
+        // Eq. 3: a CC without queueing moves accel 1/2 (two representatives) of the way to
+        // delta x rate / GRTT = 12: -48 + (12 + 48) / 2 = -18.
+        cc(&mut c, 2, 850, 100);
+        assert!((c.acceleration() + 18.0).abs() < 1e-9, "{}", c.acceleration());
+        // Between alpha and beta (0.03 s x 72 pkt/s = 2.16 packets): hold.
+        cc(&mut c, 2, 850, 130);
+        assert_eq!(c.acceleration(), 0.0);
+    }
+
+    #[test]
+    fn rate_never_falls_below_rate_min() {
+        let mut c = started(PseudofedConfig {
+            rate_min: 5.0,
+            initial_grtt: Duration::from_millis(100),
+            ..PseudofedConfig::default()
+        });
+        cc(&mut c, 1, 350, 100);
+        c.on_timeout(ms(400));
+        assert!((c.rate() - 7.5).abs() < 1e-9);
+        ci(&mut c, 1, 450, 2000, 1); // leave slow start: 7.5 halved, floored at 5
+        assert_eq!(c.rate(), 5.0);
+        ci(&mut c, 1, 500, 2000, 2); // accel negative
+        assert!(c.acceleration() < 0.0);
+        c.on_data_sent(ms(60_000), 1);
+        assert_eq!(c.rate(), 5.0);
+    }
+
+    #[test]
+    fn representatives_fill_then_only_cis_eject_the_lru_after_min_lifetime() {
+        let cfg = PseudofedConfig {
+            representatives: 2,
+            rate_min: 10.0,
+            ..PseudofedConfig::default()
+        };
+        let mut c = started(cfg);
+        cc(&mut c, 1, 100, 100);
+        cc(&mut c, 2, 100, 100);
+        assert_eq!(c.representatives(), vec![addr(1), addr(2)]);
+        // Full: a CC from 3 does not qualify.
+        cc(&mut c, 3, 150, 100);
+        assert_eq!(c.representatives(), vec![addr(1), addr(2)]);
+        // A CI from 3 before anyone served 4 GRTT (4 x 100 ms): refused.
+        ci(&mut c, 3, 300, 100, 5);
+        assert_eq!(c.representatives(), vec![addr(1), addr(2)]);
+        assert_eq!(c.pseudofed_stats().ejections_refused, 1);
+        // 1 reports a CI at 400 ms: 2 is now the least recently congested.
+        ci(&mut c, 1, 400, 100, 6);
+        ci(&mut c, 3, 600, 100, 8);
+        assert_eq!(c.representatives(), vec![addr(1), addr(3)]);
+        assert_eq!(c.stats().acker_switches, 1);
+        assert_eq!(c.pseudofed_stats().reps_ejected, 1);
+        // The advertisement on data names them, says "full" and the latest CI.
+        let mut o = Options::default();
+        c.data_options(ms(700), &mut o);
+        let p = o.pseudofed.unwrap();
+        assert_eq!(p.reps.as_slice(), &[addr(1), addr(3)]);
+        assert_eq!(p.flags & (PF_FULL | PF_HAVE_CI), PF_FULL | PF_HAVE_CI);
+        assert_eq!(p.ci_sqn, 8);
+        assert_eq!((p.wait_pct, p.supp_pct, p.grtt_ms), (50, 100, 100));
+    }
+
+    #[test]
+    fn grtt_is_the_longest_unexpired_rtt() {
+        let mut c = started(PseudofedConfig::default());
+        assert_eq!(c.grtt(ms(0)), 1.0, "initial GRTT");
+        cc(&mut c, 1, 1000, 300);
+        cc(&mut c, 2, 1000, 100);
+        assert!((c.grtt(ms(1000)) - 0.3).abs() < 1e-9);
+        // A shorter RTT from 1 does not lower its entry before it expires (5 s).
+        cc(&mut c, 1, 2000, 50);
+        assert!((c.grtt(ms(2000)) - 0.3).abs() < 1e-9);
+        // After expiry, 1's entry is gone until refreshed; 2 refreshed at 5.5 s remains.
+        cc(&mut c, 2, 5500, 100);
+        assert!((c.grtt(ms(6001)) - 0.1).abs() < 1e-9, "{}", c.grtt(ms(6001)));
+    }
+
+    #[test]
+    fn silent_representatives_leave_and_an_empty_set_halves_the_rate() {
+        let mut c = started(PseudofedConfig {
+            rate_min: 1.0,
+            ..PseudofedConfig::default()
+        });
+        for t in [100, 1000, 2000, 3000, 4000] {
+            cc(&mut c, 1, t, 100);
+        }
+        // Silence limit: max(20 GRTT, 1 s) = 2 s after the last report (4 s).
+        let at = c.poll_timeout().unwrap();
+        assert!(at <= ms(6000), "{at:?}");
+        c.on_timeout(ms(5999));
+        assert_eq!(c.representatives(), vec![addr(1)]);
+        let r = c.rate();
+        assert!(r > 1.0, "{r}");
+        // At 6.1 s one slow-start step (x1.5, due at 6.0 s) and the halving: 0.75 r.
+        c.on_timeout(ms(6100));
+        assert!(c.representatives().is_empty());
+        assert_eq!(c.pseudofed_stats().reps_expired, 1);
+        assert_eq!(c.stats().stalls, 1);
+        assert!((c.rate() - 0.75 * r).abs() < 1e-9, "{} vs {r}", c.rate());
+    }
+
+    #[test]
+    fn paces_at_the_rate_and_rejects_bogus_acks() {
+        let mut c = Pseudofed::new(
+            PseudofedConfig {
+                rate_min: 4.0,
+                ..PseudofedConfig::default()
+            },
+            ms(0),
+        );
+        // No data sent yet: an ACK is rejected.
+        c.on_ack_options(ms(1), addr(1), &ack(), &ack_opts(fb(1, 1, 1), None));
+        assert_eq!(c.stats().acks_rejected, 1);
+        assert!(c.can_send());
+        c.on_data_sent(ms(0), 0);
+        assert!(!c.can_send());
+        assert_eq!(c.poll_timeout(), Some(ms(250)));
+        c.on_timeout(ms(250));
+        assert!(c.can_send());
+        // Feedback naming someone else than the sender of the ACK is ignored.
+        c.on_ack_options(ms(300), addr(2), &ack(), &ack_opts(fb(1, 300, 10), None));
+        assert_eq!(c.stats().acks_ignored, 1);
+        assert!(c.representatives().is_empty());
+        // A NAK report (a pgmcc-only receiver) is a CI.
+        c.on_nak_report(ms(300), &fb(3, 300, 10));
+        assert_eq!(c.pseudofed_stats().cis, 1);
+        assert_eq!(c.representatives(), vec![addr(3)]);
+    }
+}
