@@ -637,7 +637,12 @@ mod tests {
     }
 
     fn ci(c: &mut Pseudofed, i: u8, now: u64, rtt: u64, lost: u32) {
-        c.on_ack_options(ms(now), addr(i), &ack(), &ack_opts(fb(i, now, rtt), Some(lost)));
+        c.on_ack_options(
+            ms(now),
+            addr(i),
+            &ack(),
+            &ack_opts(fb(i, now, rtt), Some(lost)),
+        );
     }
 
     fn started(cfg: PseudofedConfig) -> Pseudofed {
@@ -686,7 +691,11 @@ mod tests {
         // In congestion avoidance a second CI sets accel = -rate / (I x GRTT) (eq. 2), with
         // the GRTT now 150 ms (the table keeps the longest RTT): -72 / 0.6 = -120.
         ci(&mut c, 1, 900, 150, 9);
-        assert!((c.acceleration() + 120.0).abs() < 1e-6, "{}", c.acceleration());
+        assert!(
+            (c.acceleration() + 120.0).abs() < 1e-6,
+            "{}",
+            c.acceleration()
+        );
         // The rate falls with it as packets go out: 72 - 120 x 0.05 = 66, then to the floor.
         c.on_data_sent(ms(950), 1);
         assert!((c.rate() - 66.0).abs() < 1e-6, "{}", c.rate());
@@ -727,11 +736,19 @@ mod tests {
         assert!((c.rate() - 72.0).abs() < 1e-9, "{}", c.rate());
         assert_eq!(c.pseudofed_stats().queueing, 1);
         // Eq. 4 with GRTT 300 ms: accel = -I x delta x rate / GRTT = -4 x 0.05 x 72 / 0.3.
-        assert!((c.acceleration() + 48.0).abs() < 1e-9, "{}", c.acceleration());
+        assert!(
+            (c.acceleration() + 48.0).abs() < 1e-9,
+            "{}",
+            c.acceleration()
+        );
         // Eq. 3: a CC without queueing moves accel 1/2 (two representatives) of the way to
         // delta x rate / GRTT = 12: -48 + (12 + 48) / 2 = -18.
         cc(&mut c, 2, 850, 100);
-        assert!((c.acceleration() + 18.0).abs() < 1e-9, "{}", c.acceleration());
+        assert!(
+            (c.acceleration() + 18.0).abs() < 1e-9,
+            "{}",
+            c.acceleration()
+        );
         // Between alpha and beta (0.03 s x 72 pkt/s = 2.16 packets): hold.
         cc(&mut c, 2, 850, 130);
         assert_eq!(c.acceleration(), 0.0);
@@ -801,7 +818,11 @@ mod tests {
         assert!((c.grtt(ms(2000)) - 0.3).abs() < 1e-9);
         // After expiry, 1's entry is gone until refreshed; 2 refreshed at 5.5 s remains.
         cc(&mut c, 2, 5500, 100);
-        assert!((c.grtt(ms(6001)) - 0.1).abs() < 1e-9, "{}", c.grtt(ms(6001)));
+        assert!(
+            (c.grtt(ms(6001)) - 0.1).abs() < 1e-9,
+            "{}",
+            c.grtt(ms(6001))
+        );
     }
 
     #[test]
