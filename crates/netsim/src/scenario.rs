@@ -579,7 +579,6 @@ pub fn parse(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 /// The Pseudofed knobs of a `cc = "pseudofed"` flow (`docs/scenarios.md`); pgmcc's own
 /// knobs are refused.
 fn pseudofed_config(
@@ -638,6 +637,7 @@ fn pseudofed_config(
     Ok(pc)
 }
 
+#[allow(clippy::too_many_arguments)]
 fn build_pgm(
     cx: &Ctx<'_>,
     sim: &mut Sim,
