@@ -159,3 +159,43 @@ fn without_the_option_the_receiver_stays_pgmcc() {
     assert!(repr.options.pseudofed.is_none());
     assert_eq!(r.stats().pseudofed_reports, 0);
 }
+
+#[test]
+fn hostile_advertisement_values_are_survived() {
+    // The largest GRTT and timer fractions a packet can carry: the report is scheduled (far
+    // away), nothing panics, and a later sane advertisement still works.
+    let mut r = receiver();
+    let mut bad = |sqn: u32, now: u64| {
+        let pkt = Repr::downstream(TSI, 7500, Body::Odata(DataRepr { sqn, trail: 1 }))
+            .with_options(Options {
+                pgmcc_data: Some(PgmccData {
+                    tstamp: u32::MAX,
+                    acker: OTHER,
+                }),
+                pseudofed: Some(Pseudofed {
+                    flags: 0xff & !PF_HAVE_CI,
+                    grtt_ms: u32::MAX,
+                    wait_pct: 255,
+                    supp_pct: 255,
+                    ci_sqn: u32::MAX,
+                    reps: RepList::from_slice(&[OTHER; 8]).unwrap(),
+                }),
+                ..Options::default()
+            })
+            .with_payload(b"x")
+            .to_vec()
+            .unwrap();
+        r.handle(ms(now), SRC, &pkt);
+    };
+    bad(1, 1);
+    bad(3, 2);
+    let (rep, _) = reports(&mut r, ms(10_000));
+    assert!(rep.is_empty());
+    // wait + suppression <= 5.1 x u32::MAX ms (about 254 days): handled, not overflowed.
+    let (rep, _) = reports(&mut r, ms(u64::from(u32::MAX) * 6));
+    assert_eq!(rep.len(), 1);
+    // Back to a sane sender naming us: immediate reports again.
+    r.handle(ms(u64::from(u32::MAX) * 6 + 1), SRC, &odata(4, &[RX], None));
+    let (rep, _) = reports(&mut r, ms(u64::from(u32::MAX) * 6 + 1));
+    assert_eq!(rep.len(), 1);
+}
