@@ -173,7 +173,7 @@ fn hostile_advertisement_values_are_survived() {
                     acker: OTHER,
                 }),
                 pseudofed: Some(Pseudofed {
-                    flags: 0xff & !PF_HAVE_CI,
+                    flags: !PF_HAVE_CI,
                     grtt_ms: u32::MAX,
                     wait_pct: 255,
                     supp_pct: 255,
