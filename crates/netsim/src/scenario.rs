@@ -757,6 +757,8 @@ fn build_pgm(
         cfg.cc = CcConfig::Tfmcc(TfmccConfig::default());
     } else if pseudofed {
         cfg.cc = CcConfig::Pseudofed(pseudofed_config(fl, payload, cx)?);
+        // Keep `payload` exact: OPT_PSEUDOFED's room comes on top of the 84 bytes.
+        cfg.max_tpdu += cfg.cc.data_option_room();
     } else if kind == FlowKind::Pgmcc {
         let mut pc = PgmccConfig::default();
         if let Some(c) = &fl.c {

@@ -144,4 +144,13 @@ impl CcConfig {
             CcConfig::Pseudofed(c) => Some(Box::new(pseudofed::Pseudofed::new(*c, now))),
         }
     }
+
+    /// Bytes a data packet must keep free for the controller's own options beyond
+    /// OPT_PGMCC_DATA (Pseudofed's OPT_PSEUDOFED); 0 for the others.
+    pub fn data_option_room(&self) -> usize {
+        match self {
+            CcConfig::Pseudofed(c) => pseudofed::option_room(c),
+            _ => 0,
+        }
+    }
 }

@@ -91,6 +91,12 @@ impl Default for PseudofedConfig {
     }
 }
 
+/// The most bytes OPT_PSEUDOFED takes on an ODATA under `cfg`: the 3-byte option header, 12
+/// fixed bytes, and 18 per representative (IPv6, the larger address family).
+pub fn option_room(cfg: &PseudofedConfig) -> usize {
+    3 + 12 + 18 * cfg.representatives.clamp(1, MAX_REPRESENTATIVES)
+}
+
 /// Pseudofed-specific counters (beyond [`CcStats`]).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct PseudofedStats {
@@ -804,6 +810,30 @@ mod tests {
         assert_eq!(p.flags & (PF_FULL | PF_HAVE_CI), PF_FULL | PF_HAVE_CI);
         assert_eq!(p.ci_sqn, 8);
         assert_eq!((p.wait_pct, p.supp_pct, p.grtt_ms), (50, 100, 100));
+    }
+
+    #[test]
+    fn option_room_covers_the_largest_advertisement() {
+        // Eight IPv6 representatives: the largest OPT_PSEUDOFED; the sender's max TSDU leaves
+        // room for it so a full ODATA stays within max_tpdu.
+        let six = IpAddr::from([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]);
+        let o = Options {
+            pseudofed: Some(PfOpt {
+                reps: RepList::from_slice(&[six; 8]).unwrap(),
+                ..PfOpt::default()
+            }),
+            ..Options::default()
+        };
+        let cfg = PseudofedConfig {
+            representatives: 8,
+            ..PseudofedConfig::default()
+        };
+        // buffer_len counts OPT_LENGTH's 4 bytes, which DATA_OVERHEAD already holds.
+        assert_eq!(o.buffer_len() - 4, option_room(&cfg));
+        assert_eq!(option_room(&cfg), 159);
+        let cc = super::super::CcConfig::Pseudofed(cfg);
+        assert_eq!(cc.data_option_room(), 159);
+        assert_eq!(super::super::CcConfig::None.data_option_room(), 0);
     }
 
     #[test]

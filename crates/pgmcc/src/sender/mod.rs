@@ -141,9 +141,11 @@ impl SenderConfig {
         }
     }
 
-    /// Payload bytes per ODATA packet.
+    /// Payload bytes per ODATA packet (less the room the controller's own options need).
     pub fn max_tsdu(&self) -> usize {
-        self.max_tpdu.saturating_sub(DATA_OVERHEAD).max(1)
+        self.max_tpdu
+            .saturating_sub(DATA_OVERHEAD + self.cc.data_option_room())
+            .max(1)
     }
 }
 
