@@ -8,6 +8,7 @@ use std::path::Path;
 
 use pgm_wire::{Gsi, Tsi};
 use pgmcc::cc::pgmcc::{PgmccConfig, RttUnit};
+use pgmcc::cc::pseudofed::PseudofedConfig;
 use pgmcc::cc::tfmcc::TfmccConfig;
 use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
 use pgmcc::cc::CcConfig;
@@ -155,6 +156,12 @@ struct FlowSpec {
     repairs: Option<bool>,
     realign_tokens: Option<bool>,
     cc: Option<Spanned<String>>,
+    /// Pseudofed knobs (`cc = "pseudofed"`, docs/pseudofed.md).
+    representatives: Option<Spanned<u32>>,
+    rate_min: Option<Spanned<String>>,
+    delta_rate: Option<Spanned<f64>>,
+    wait: Option<Spanned<f64>>,
+    suppression: Option<Spanned<f64>>,
 }
 
 /// Which kind of flow.
@@ -572,6 +579,64 @@ pub fn parse(
     })
 }
 
+/// The Pseudofed knobs of a `cc = "pseudofed"` flow (`docs/scenarios.md`); pgmcc's own
+/// knobs are refused.
+fn pseudofed_config(
+    fl: &FlowSpec,
+    payload: u32,
+    cx: &Ctx<'_>,
+) -> Result<PseudofedConfig, ScenarioError> {
+    for (k, present) in [
+        ("c", fl.c.is_some()),
+        ("model", fl.model.is_some()),
+        ("rtt_unit", fl.rtt_unit.is_some()),
+        ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+        ("realign_tokens", fl.realign_tokens.is_some()),
+    ] {
+        if present {
+            return cx.err(
+                fl.kind.span(),
+                &format!("flow.{k}"),
+                "a pgmcc knob: not for cc = \"pseudofed\"",
+            );
+        }
+    }
+    let mut pc = PseudofedConfig::default();
+    if let Some(n) = &fl.representatives {
+        let v = *n.get_ref();
+        if !(1..=pgm_wire::MAX_REPRESENTATIVES as u32).contains(&v) {
+            return cx.err(n.span(), "flow.representatives", format!("{v}: use 1..=8"));
+        }
+        pc.representatives = v as usize;
+    }
+    if let Some(r) = &fl.rate_min {
+        let bps = units::rate(r.get_ref()).or_else(|m| cx.err(r.span(), "flow.rate_min", m))?;
+        let pps = bps as f64 / 8.0 / f64::from(payload.max(1));
+        if pps <= 0.0 {
+            return cx.err(r.span(), "flow.rate_min", "must be above 0");
+        }
+        pc.rate_min = pps;
+    }
+    for (k, slot, v) in [
+        ("delta_rate", &mut pc.delta_rate, &fl.delta_rate),
+        ("wait", &mut pc.wait, &fl.wait),
+        ("suppression", &mut pc.suppression, &fl.suppression),
+    ] {
+        if let Some(v) = v {
+            let x = *v.get_ref();
+            if !(0.0..=2.55).contains(&x) {
+                return cx.err(
+                    v.span(),
+                    &format!("flow.{k}"),
+                    format!("{x}: a fraction in 0..=2.55"),
+                );
+            }
+            *slot = x;
+        }
+    }
+    Ok(pc)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn build_pgm(
     cx: &Ctx<'_>,
@@ -634,6 +699,7 @@ fn build_pgm(
             burst: (bps / 8 / 10).max(3000),
         });
     }
+    let mut pseudofed = false;
     let tfmcc = match &fl.cc {
         None => false,
         Some(c) if kind != FlowKind::Pgmcc => {
@@ -642,15 +708,36 @@ fn build_pgm(
         Some(c) => match c.get_ref().as_str() {
             "pgmcc" => false,
             "tfmcc" => true,
+            "pseudofed" => {
+                pseudofed = true;
+                false
+            }
             other => {
                 return cx.err(
                     c.span(),
                     "flow.cc",
-                    format!("`{other}`: use pgmcc or tfmcc"),
+                    format!("`{other}`: use pgmcc or tfmcc (or pseudofed)"),
                 )
             }
         },
     };
+    if !pseudofed {
+        for (k, present) in [
+            ("representatives", fl.representatives.is_some()),
+            ("rate_min", fl.rate_min.is_some()),
+            ("delta_rate", fl.delta_rate.is_some()),
+            ("wait", fl.wait.is_some()),
+            ("suppression", fl.suppression.is_some()),
+        ] {
+            if present {
+                return cx.err(
+                    fl.kind.span(),
+                    &format!("flow.{k}"),
+                    "only for cc = \"pseudofed\"",
+                );
+            }
+        }
+    }
     if tfmcc {
         for (k, present) in [
             ("c", fl.c.is_some()),
@@ -669,7 +756,11 @@ fn build_pgm(
         }
         cfg.cc = CcConfig::Tfmcc(TfmccConfig::default());
         // Room for OPT_TFMCC_DATA, so that the payload stays `payload` bytes.
-        cfg.max_tpdu = payload as usize + cfg.data_overhead();
+        cfg.max_tpdu += cfg.cc.data_option_room();
+    } else if pseudofed {
+        cfg.cc = CcConfig::Pseudofed(pseudofed_config(fl, payload, cx)?);
+        // Keep `payload` exact: OPT_PSEUDOFED's room comes on top of the 84 bytes.
+        cfg.max_tpdu += cfg.cc.data_option_room();
     } else if kind == FlowKind::Pgmcc {
         let mut pc = PgmccConfig::default();
         if let Some(c) = &fl.c {

@@ -51,8 +51,9 @@ pub use error::{Error, Result};
 pub use header::{Packet, HEADER_LEN, OPT_NETWORK, OPT_PARITY, OPT_PRESENT, OPT_VAR_PKTLEN};
 pub use nak::NakRepr;
 pub use options::{
-    Fragment, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData, PgmccFeedback, Rst, SqnList,
-    TfmccData, UnknownOption,
+    Fragment, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData, PgmccFeedback, Pseudofed,
+    RepList, Rst, SqnList, TfmccData, UnknownOption, MAX_REPRESENTATIVES, OPT_PSEUDOFED, PF_CI,
+    PF_FULL, PF_HAVE_CI,
 };
 pub use poll::{PollRepr, PolrRepr};
 pub use repr::{Body, ChecksumPolicy, Repr};

@@ -64,6 +64,10 @@ pub const OPT_PGMCC_FEEDBACK: u8 = 0x13;
 /// TFMCC baseline's feedback round on ODATA (`docs/tfmcc.md`). Other PGM peers skip it
 /// (unknown option, OPX 00).
 pub const OPT_TFMCC_DATA: u8 = 0x1e;
+/// OPT_PSEUDOFED: Pseudofed representative-based congestion control (ours, experimental:
+/// 0x30 is unassigned by RFC 3208 and OpenPGM). Sent with flags 0 (OPX "ignore"), so peers
+/// that do not know it skip it. Layout in [`Pseudofed`] and `docs/wire.md`.
+pub const OPT_PSEUDOFED: u8 = 0x30;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -283,6 +287,119 @@ impl TfmccData {
     pub const NO_RATE: u32 = u32::MAX;
 }
 
+/// Most representatives an OPT_PSEUDOFED carries.
+pub const MAX_REPRESENTATIVES: usize = 8;
+
+/// [`Pseudofed::flags`]: this receiver report is a congestion indication (CI, a loss was
+/// seen); without it the report is a congestion clear (CC).
+pub const PF_CI: u8 = 0x01;
+/// [`Pseudofed::flags`]: the sender's representative set is full (receivers that are not
+/// representatives then report only CIs).
+pub const PF_FULL: u8 = 0x02;
+/// [`Pseudofed::flags`]: [`Pseudofed::ci_sqn`] is meaningful.
+pub const PF_HAVE_CI: u8 = 0x04;
+
+/// Up to [`MAX_REPRESENTATIVES`] addresses, stored inline (no allocation).
+#[derive(Clone, Copy)]
+pub struct RepList {
+    len: u8,
+    addrs: [IpAddr; MAX_REPRESENTATIVES],
+}
+
+impl RepList {
+    /// An empty list.
+    pub const fn new() -> RepList {
+        RepList {
+            len: 0,
+            addrs: [IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED); MAX_REPRESENTATIVES],
+        }
+    }
+
+    /// Builds a list from a slice; fails beyond [`MAX_REPRESENTATIVES`] entries.
+    pub fn from_slice(s: &[IpAddr]) -> Result<RepList> {
+        let mut l = RepList::new();
+        for a in s {
+            l.push(*a)?;
+        }
+        Ok(l)
+    }
+
+    /// Appends an address; fails when the list is full.
+    pub fn push(&mut self, a: IpAddr) -> Result<()> {
+        let i = usize::from(self.len);
+        if i >= MAX_REPRESENTATIVES {
+            return Err(Error::Unencodable(
+                "OPT_PSEUDOFED holds at most 8 representatives",
+            ));
+        }
+        self.addrs[i] = a;
+        self.len += 1;
+        Ok(())
+    }
+
+    /// The entries.
+    pub fn as_slice(&self) -> &[IpAddr] {
+        &self.addrs[..usize::from(self.len)]
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+
+    /// True when the list holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// True when `a` is in the list.
+    pub fn contains(&self, a: &IpAddr) -> bool {
+        self.as_slice().contains(a)
+    }
+}
+
+impl Default for RepList {
+    fn default() -> Self {
+        RepList::new()
+    }
+}
+
+impl PartialEq for RepList {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for RepList {}
+
+impl fmt::Debug for RepList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+/// OPT_PSEUDOFED body (ours, code [`OPT_PSEUDOFED`]): on ODATA the sender's advertisement
+/// (representatives, group RTT, feedback timer fractions, latest CI heard); on an ACK a
+/// receiver's CC/CI flag. Layout after the 3-byte option header:
+/// `flags u8, grtt_ms u32, wait_pct u8, supp_pct u8, ci_sqn u32, count u8`, then `count` times
+/// `AFI u16, NLA` (IPv4 or IPv6 each). Receivers send `count` 0 and zero timer fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Pseudofed {
+    /// [`PF_CI`], [`PF_FULL`], [`PF_HAVE_CI`]; other bits are sent as 0 and ignored.
+    pub flags: u8,
+    /// The sender's group round-trip time estimate, milliseconds.
+    pub grtt_ms: u32,
+    /// Deterministic wait before a non-representative report, percent of the GRTT.
+    pub wait_pct: u8,
+    /// Width of the random suppression interval after the wait, percent of the GRTT.
+    pub supp_pct: u8,
+    /// Sender: the highest data sequence number reported lost in a CI it has heard (valid
+    /// with [`PF_HAVE_CI`]). Receiver CI: the first sequence number found lost.
+    pub ci_sqn: u32,
+    /// The current representatives (sender only).
+    pub reps: RepList,
+}
+
 /// An option this codec does not interpret, kept byte for byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UnknownOption<'a> {
@@ -342,6 +459,8 @@ pub struct Options<'a> {
     pub pgmcc_feedback: Option<PgmccFeedback>,
     /// OPT_TFMCC_DATA (ours, experimental).
     pub tfmcc_data: Option<TfmccData>,
+    /// OPT_PSEUDOFED (ours, experimental code 0x30).
+    pub pseudofed: Option<Pseudofed>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -548,6 +667,19 @@ impl<'a> Options<'a> {
                 .u32(v.supp_rate)
                 .u32(v.send_rate);
             f(OPT_TFMCC_DATA, 0, b.bytes())?;
+        }
+        if let Some(v) = &self.pseudofed {
+            let mut b = Body::new();
+            b.u8(v.flags)
+                .u32(v.grtt_ms)
+                .u8(v.wait_pct)
+                .u8(v.supp_pct)
+                .u32(v.ci_sqn)
+                .u8(v.reps.len() as u8);
+            for a in v.reps.as_slice() {
+                b.u16(afi_of(a)).nla(a);
+            }
+            f(OPT_PSEUDOFED, 0, b.bytes())?;
         }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
@@ -878,6 +1010,39 @@ impl<'a> Options<'a> {
                 };
                 set(&mut self.tfmcc_data, v, code)?;
             }
+            OPT_PSEUDOFED => {
+                const FIXED: usize = 12;
+                let expected = "15 + n x (2 + NLA), n <= 8";
+                if body.len() < FIXED {
+                    return Err(bad("OPT_PSEUDOFED", expected));
+                }
+                let n = usize::from(body[11]);
+                if n > MAX_REPRESENTATIVES {
+                    return Err(bad("OPT_PSEUDOFED", expected));
+                }
+                let mut reps = RepList::new();
+                let mut at = FIXED;
+                for _ in 0..n {
+                    if at + 2 > body.len() {
+                        return Err(bad("OPT_PSEUDOFED", expected));
+                    }
+                    let a = read_nla(be16(body, at), &body[at + 2..])?;
+                    at += 2 + nla_len(&a);
+                    reps.push(a)?;
+                }
+                if at != body.len() {
+                    return Err(bad("OPT_PSEUDOFED", expected));
+                }
+                let v = Pseudofed {
+                    flags: body[0],
+                    grtt_ms: be32(body, 1),
+                    wait_pct: body[5],
+                    supp_pct: body[6],
+                    ci_sqn: be32(body, 7),
+                    reps,
+                };
+                set(&mut self.pseudofed, v, code)?;
+            }
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -964,6 +1129,55 @@ mod tests {
         short[5] = 0x10;
         short[3] = 0x14;
         assert!(parse(&short[..20]).is_err());
+    }
+
+    #[test]
+    fn pseudofed_layout_and_round_trip() {
+        let reps = RepList::from_slice(&[
+            IpAddr::V4(Ipv4Addr::new(10, 0, 0, 7)),
+            IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+        ])
+        .unwrap();
+        let o = Options {
+            pseudofed: Some(Pseudofed {
+                flags: PF_FULL | PF_HAVE_CI,
+                grtt_ms: 0x0102_0304,
+                wait_pct: 50,
+                supp_pct: 100,
+                ci_sqn: 0x0a0b_0c0d,
+                reps,
+            }),
+            ..Options::default()
+        };
+        // 4 (OPT_LENGTH) + 3 + 12 + (2 + 4) + (2 + 16) = 43.
+        let mut out = [0u8; 43];
+        assert_eq!(o.emit(&mut out), Ok(43));
+        assert_eq!(
+            out[..23],
+            [
+                0x00, 0x04, 0x00, 43, // OPT_LENGTH
+                0xb0, 39, 0x00, // OPT_PSEUDOFED | OPT_END, len 39, flags 0 (OPX ignore)
+                0x06, 1, 2, 3, 4, 50, 100, // flags, grtt_ms, wait %, supp %
+                0x0a, 0x0b, 0x0c, 0x0d, 2, // ci_sqn, count
+                0x00, 0x01, 10, 0, // AFI 1, first bytes of 10.0.0.7
+            ]
+        );
+        assert_eq!(out[25..27], [0x00, 0x02]); // AFI 2 of the IPv6 entry
+        let back = parse(&out).unwrap();
+        assert_eq!(back, o);
+        // A count beyond the entries present, or trailing bytes, is an error.
+        let mut short = out;
+        short[18] = 3;
+        assert!(parse(&short).is_err());
+        let mut nine = out;
+        nine[18] = 9;
+        assert!(parse(&nine).is_err());
+        // Too many representatives cannot even be built.
+        let mut l = RepList::new();
+        for i in 0..8u8 {
+            l.push(IpAddr::V4(Ipv4Addr::new(10, 0, 0, i))).unwrap();
+        }
+        assert!(l.push(IpAddr::V4(Ipv4Addr::LOCALHOST)).is_err());
     }
 
     #[test]

@@ -73,9 +73,15 @@ fn body() -> impl Strategy<Value = Body> {
 
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
-    // Codes 0x14..=0x7f are unassigned (except our OPT_TFMCC_DATA, 0x1e); 0x10/0x11
-    // (OPT_CR/CRQST) are also kept as unknown.
-    let code = prop_oneof![Just(0x10u8), Just(0x11u8), 0x14u8..=0x1d, 0x1fu8..=0x7f];
+    // Codes 0x14..=0x7f are unassigned, except our OPT_TFMCC_DATA (0x1e) and OPT_PSEUDOFED
+    // (0x30), which are typed; 0x10/0x11 (OPT_CR/CRQST) are also kept as unknown.
+    let code = prop_oneof![
+        Just(0x10u8),
+        Just(0x11u8),
+        0x14u8..=0x1d,
+        0x1fu8..=0x2f,
+        0x31u8..=0x7f
+    ];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
         0..3,
@@ -99,9 +105,10 @@ prop_compose! {
         rst in prop::option::of((any::<bool>(), 0u8..64)),
         parity_grp in prop::option::of(any::<u32>()),
         pgmcc_data in prop::option::of((any::<u32>(), ip())),
-        (pgmcc_feedback, tfmcc_data) in (
+        (pgmcc_feedback, tfmcc_data, pseudofed) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
+            prop::option::of((any::<u8>(), any::<u32>(), any::<u8>(), any::<u8>(), any::<u32>(), prop::collection::vec(ip(), 0..=8))),
         ),
     ) -> Options<'static> {
         Options {
@@ -123,6 +130,9 @@ prop_compose! {
             pgmcc_feedback: pgmcc_feedback.map(|(tstamp, loss_rate, rx)| PgmccFeedback { tstamp, loss_rate, rx }),
             tfmcc_data: tfmcc_data.map(|([round, round_ms, r_max_ms, clr_ivl_ms], supp_rate, send_rate)| TfmccData {
                 round, round_ms, r_max_ms, clr_ivl_ms, supp_rate, send_rate,
+            }),
+            pseudofed: pseudofed.map(|(flags, grtt_ms, wait_pct, supp_pct, ci_sqn, reps)| Pseudofed {
+                flags, grtt_ms, wait_pct, supp_pct, ci_sqn, reps: RepList::from_slice(&reps).unwrap(),
             }),
             unknown: Vec::new(),
         }
@@ -297,6 +307,20 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         b.extend_from_slice(&be(t.supp_rate));
         b.extend_from_slice(&be(t.send_rate));
         v.push((0x1e, 0, b));
+    }
+    if let Some(p) = &o.pseudofed {
+        // OPT_PSEUDOFED (ours, docs/wire.md): flags u8, grtt_ms u32, wait % u8, supp % u8,
+        // ci_sqn u32, count u8, then count x (afi u16, nla)
+        let mut b = vec![p.flags];
+        b.extend_from_slice(&be(p.grtt_ms));
+        b.extend_from_slice(&[p.wait_pct, p.supp_pct]);
+        b.extend_from_slice(&be(p.ci_sqn));
+        b.push(p.reps.len() as u8);
+        for a in p.reps.as_slice() {
+            b.extend_from_slice(&afi(a));
+            nla(&mut b, a);
+        }
+        v.push((0x30, 0, b));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args as ClapArgs, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pgmcc_net::{
-    CcConfig, Encapsulation, Event, Interface, PgmccConfig, Receiver, ReceiverOptions, Sender,
-    SenderOptions, TfmccConfig,
+    CcConfig, Encapsulation, Event, Interface, PgmccConfig, PseudofedConfig, Receiver,
+    ReceiverOptions, Sender, SenderOptions, TfmccConfig,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -96,6 +96,9 @@ enum Cc {
     PgmccPaper,
     /// The TFMCC-style baseline (docs/tfmcc.md); receivers report pgmcc's loss filter as p.
     Tfmcc,
+    /// Pseudofed's representative-based rate controller (docs/pseudofed.md); receivers
+    /// switch to Pseudofed feedback on their own from the sender's OPT_PSEUDOFED.
+    Pseudofed,
     /// No congestion control: only --rate-max paces the session (plain PGM).
     None,
 }
@@ -235,6 +238,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         Cc::Pgmcc => opts.cc,
         Cc::PgmccPaper => CcConfig::Pgmcc(PgmccConfig::default()),
         Cc::Tfmcc => CcConfig::Tfmcc(TfmccConfig::default()),
+        Cc::Pseudofed => CcConfig::Pseudofed(PseudofedConfig::default()),
         Cc::None => CcConfig::None,
     };
     if args.cc == Cc::None && args.rate_max.is_none() {

@@ -7,19 +7,22 @@
 //! * [`window`]: the window and token controller (§3.4).
 //! * [`throughput`]: the TCP throughput models that rank receivers (§3.5).
 //! * [`tfmcc`]: a TFMCC-style equation-based rate controller (RFC 4654), the baseline.
+//! * [`pseudofed`]: Pseudofed's representative-based rate controller (DeLucia and
+//!   Obraczka), with its receiver side in the receiver module (`docs/pseudofed.md`).
 //! * [`pgmcc`]: acker election and tracking, RTT measurement, stalls, tying it together
 //!   (§3.4-3.6), behind the [`CongestionControl`] trait.
 
 pub mod ack_tracker;
 pub mod loss_filter;
 pub mod pgmcc;
+pub mod pseudofed;
 pub mod tfmcc;
 pub mod throughput;
 pub mod window;
 
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, PgmccData, PgmccFeedback, TfmccData};
+use pgm_wire::{AckRepr, Options, PgmccData, PgmccFeedback};
 use serde::Serialize;
 
 use crate::time::Instant;
@@ -84,13 +87,19 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn can_send(&self) -> bool;
     /// Data packet `sqn` went out; returns the OPT_PGMCC_DATA it must carry.
     fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData;
-    /// The OPT_TFMCC_DATA the data packet just sent must also carry (the TFMCC baseline's
-    /// feedback rounds); `None` (the default) for controllers without one.
-    fn tfmcc_data(&self) -> Option<TfmccData> {
-        None
-    }
     /// An ACK arrived from `from`, with its OPT_PGMCC_FEEDBACK if present.
     fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>);
+    /// An ACK arrived with all its options; controllers that define their own options
+    /// (Pseudofed) read them here. The default hands OPT_PGMCC_FEEDBACK to
+    /// [`CongestionControl::on_ack`].
+    fn on_ack_options(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, opts: &Options<'_>) {
+        self.on_ack(now, from, ack, opts.pgmcc_feedback.as_ref());
+    }
+    /// Adds this controller's own options to the ODATA being sent (after
+    /// [`CongestionControl::on_data_sent`]); the default adds none.
+    fn data_options(&mut self, now: Instant, opts: &mut Options<'_>) {
+        let _ = (now, opts);
+    }
     /// A NAK carrying a receiver report arrived.
     fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback);
     /// When `on_timeout` next has work.
@@ -121,6 +130,8 @@ pub enum CcConfig {
     Pgmcc(pgmcc::PgmccConfig),
     /// A TFMCC-style rate controller (RFC 4654 essentials), the comparison baseline.
     Tfmcc(tfmcc::TfmccConfig),
+    /// Pseudofed's representative-based rate controller (`docs/pseudofed.md`).
+    Pseudofed(pseudofed::PseudofedConfig),
 }
 
 impl CcConfig {
@@ -130,6 +141,18 @@ impl CcConfig {
             CcConfig::None => None,
             CcConfig::Pgmcc(c) => Some(Box::new(pgmcc::Pgmcc::new(*c, now))),
             CcConfig::Tfmcc(c) => Some(Box::new(tfmcc::Tfmcc::new(*c, now))),
+            CcConfig::Pseudofed(c) => Some(Box::new(pseudofed::Pseudofed::new(*c, now))),
+        }
+    }
+
+    /// Bytes a data packet must keep free for the controller's own options beyond
+    /// OPT_PGMCC_DATA (Pseudofed's OPT_PSEUDOFED); 0 for the others.
+    pub fn data_option_room(&self) -> usize {
+        match self {
+            CcConfig::Pseudofed(c) => pseudofed::option_room(c),
+            // OPT_TFMCC_DATA.
+            CcConfig::Tfmcc(t) if t.feedback_rounds => 20,
+            _ => 0,
         }
     }
 }

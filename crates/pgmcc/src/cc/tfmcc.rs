@@ -385,6 +385,27 @@ impl Tfmcc {
         self.follow(now, tcp_rate(clr.rtt, clr.p));
     }
 
+    /// The OPT_TFMCC_DATA the next data packet carries (`None` without feedback rounds).
+    pub fn tfmcc_data(&self) -> Option<TfmccData> {
+        if !self.cfg.feedback_rounds {
+            return None;
+        }
+        let ms = |s: f64| (s * 1000.0).round().clamp(1.0, f64::from(u16::MAX)) as u16;
+        let milli = |x: f64| {
+            (x * 1000.0)
+                .round()
+                .clamp(0.0, f64::from(TfmccData::NO_RATE - 1)) as u32
+        };
+        Some(TfmccData {
+            round: self.round,
+            round_ms: ms(self.round_s()),
+            r_max_ms: ms(self.r_max),
+            clr_ivl_ms: ms(self.clr.map_or(self.r_max, |c| c.rtt)),
+            supp_rate: self.supp.map_or(TfmccData::NO_RATE, milli),
+            send_rate: milli(self.rate),
+        })
+    }
+
     /// Moves the rate towards the CLR's calculated rate `x_calc` (RFC 4654).
     fn follow(&mut self, now: Instant, x_calc: f64) {
         let Some(clr) = self.clr else { return };
@@ -475,24 +496,8 @@ impl CongestionControl for Tfmcc {
         self.on_report(now, fb, None);
     }
 
-    fn tfmcc_data(&self) -> Option<TfmccData> {
-        if !self.cfg.feedback_rounds {
-            return None;
-        }
-        let ms = |s: f64| (s * 1000.0).round().clamp(1.0, f64::from(u16::MAX)) as u16;
-        let milli = |x: f64| {
-            (x * 1000.0)
-                .round()
-                .clamp(0.0, f64::from(TfmccData::NO_RATE - 1)) as u32
-        };
-        Some(TfmccData {
-            round: self.round,
-            round_ms: ms(self.round_s()),
-            r_max_ms: ms(self.r_max),
-            clr_ivl_ms: ms(self.clr.map_or(self.r_max, |c| c.rtt)),
-            supp_rate: self.supp.map_or(TfmccData::NO_RATE, milli),
-            send_rate: milli(self.rate),
-        })
+    fn data_options(&mut self, _now: Instant, opts: &mut pgm_wire::Options<'_>) {
+        opts.tfmcc_data = self.tfmcc_data();
     }
 
     fn poll_timeout(&self) -> Option<Instant> {

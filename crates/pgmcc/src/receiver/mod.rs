@@ -26,7 +26,10 @@ mod rxw;
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, Body, NakRepr, Options, PgmccFeedback, Repr, TfmccData, Tsi, OPT_PARITY};
+use pgm_wire::{
+    AckRepr, Body, NakRepr, Options, PgmccFeedback, Pseudofed, Repr, TfmccData, Tsi, OPT_PARITY,
+    PF_CI, PF_FULL, PF_HAVE_CI,
+};
 use serde::Serialize;
 use tracing::trace;
 
@@ -238,6 +241,10 @@ pub struct ReceiverStats {
     /// Sessions dropped from a full table to make room: ended ones, or silent for
     /// `peer_expiry` (each of the latter also reported as [`ReceiverEvent::SessionExpired`]).
     pub sessions_evicted: u64,
+    /// Pseudofed reports (CC or CI on an ACK with OPT_PSEUDOFED) sent.
+    pub pseudofed_reports: u64,
+    /// Pseudofed reports of a non-representative cancelled by suppression.
+    pub pseudofed_suppressed: u64,
 }
 
 #[derive(Debug)]
@@ -268,6 +275,27 @@ struct Peer {
     last_heard: Instant,
     ended: bool,
     next_spmr: Instant,
+    /// Pseudofed mode, switched on by OPT_PSEUDOFED on ODATA (`docs/pseudofed.md`).
+    pf: Option<PfRx>,
+}
+
+/// A receiver's Pseudofed state for one session.
+#[derive(Debug, Clone, Copy)]
+struct PfRx {
+    /// The sender's latest advertisement.
+    adv: Pseudofed,
+    /// This receiver is a representative: it reports every ODATA at once.
+    is_rep: bool,
+    /// A non-representative's scheduled report: when, and the first lost sqn for a CI.
+    pending: Option<(Instant, Option<u32>)>,
+    /// No new non-representative report is scheduled before this (one GRTT after a report).
+    quiet_until: Instant,
+}
+
+impl PfRx {
+    fn grtt(&self) -> Duration {
+        Duration::from_millis(u64::from(self.adv.grtt_ms.max(1)))
+    }
 }
 
 /// A PGM receiver.
@@ -320,6 +348,8 @@ enum Pending {
         report: PgmccFeedback,
         since: u32,
     },
+    /// A Pseudofed CC or CI.
+    PfAck(AckRepr, PgmccFeedback, Pseudofed),
 }
 
 /// The receive status of the latest 32 data sequence numbers (bit 0 = the highest), as a
@@ -424,6 +454,79 @@ fn feedback(peer: &Peer, nla: IpAddr, now: Instant) -> Option<PgmccFeedback> {
         },
         rx: nla,
     })
+}
+
+/// The OPT_PSEUDOFED a receiver sends: a CI naming the first lost sqn, or a CC.
+fn pf_report_opt(lost: Option<u32>) -> Pseudofed {
+    match lost {
+        Some(s) => Pseudofed {
+            flags: PF_CI,
+            ci_sqn: s,
+            ..Pseudofed::default()
+        },
+        None => Pseudofed::default(),
+    }
+}
+
+/// Pseudofed feedback on an ODATA carrying the sender's advertisement `adv` (paper §2.2):
+/// a representative reports at once (CI if `lost_first`, else CC); a non-representative
+/// schedules a CI after a loss, or a CC while the set is empty, at `wait + U(0, suppression)`
+/// GRTTs, and cancels it when the sender's advertisement shows it moot (sender-mediated
+/// suppression: PGM receivers do not hear each other's ACKs). Returns an immediate report.
+fn pf_on_data(
+    peer: &mut Peer,
+    adv: Pseudofed,
+    nla: IpAddr,
+    now: Instant,
+    lost_first: Option<u32>,
+    rng: &mut Rng,
+    suppressed: &mut u64,
+) -> Option<(AckRepr, PgmccFeedback, Pseudofed)> {
+    let mut pf = peer.pf.unwrap_or(PfRx {
+        adv,
+        is_rep: false,
+        pending: None,
+        quiet_until: now,
+    });
+    pf.adv = adv;
+    pf.is_rep = adv.reps.contains(&nla);
+    if pf.is_rep {
+        // Immediate, never suppressed; a pending CI's loss is folded into this report.
+        let lost = lost_first.or(pf.pending.and_then(|p| p.1));
+        pf.pending = None;
+        peer.pf = Some(pf);
+        let (ack, fb) = ack_snapshot(peer, nla, now)?;
+        return Some((ack, fb, pf_report_opt(lost)));
+    }
+    // Suppression: a CI is moot once the sender has heard a CI for a loss at or after ours;
+    // a CC once there is any representative.
+    let moot = match pf.pending {
+        Some((_, Some(first))) => adv.flags & PF_HAVE_CI != 0 && sqn::le(first, adv.ci_sqn),
+        Some((_, None)) => !adv.reps.is_empty(),
+        None => false,
+    };
+    if moot {
+        pf.pending = None;
+        *suppressed += 1;
+    }
+    let grtt = pf.grtt();
+    let wait = grtt.mul_f64(f64::from(adv.wait_pct) / 100.0);
+    let spread = grtt.mul_f64(f64::from(adv.supp_pct) / 100.0);
+    match (lost_first, pf.pending) {
+        // A loss upgrades a pending CC to a CI (same deadline).
+        (Some(s), Some((t, None))) => pf.pending = Some((t, Some(s))),
+        (Some(s), None) if now >= pf.quiet_until => {
+            pf.pending = Some((now + wait + rng.duration_up_to(spread), Some(s)));
+        }
+        (None, None)
+            if adv.reps.is_empty() && adv.flags & PF_FULL == 0 && now >= pf.quiet_until =>
+        {
+            pf.pending = Some((now + wait + rng.duration_up_to(spread), None));
+        }
+        _ => {}
+    }
+    peer.pf = Some(pf);
+    None
 }
 
 impl Receiver {
@@ -539,6 +642,7 @@ impl Receiver {
                     last_heard: now,
                     ended: false,
                     next_spmr: now,
+                    pf: None,
                 },
             );
         }
@@ -657,9 +761,13 @@ impl Receiver {
             peer.recv.mark(s);
         }
         let mut report_gap = None;
+        let mut lost_first = None;
         if !rdata && sqn::gt(s, old_lead) {
             // The loss signal in sequence space: 1 per gap, 0 for this packet (§3.2.2).
             let gap = sqn::distance(old_lead, s).saturating_sub(1);
+            if gap > 0 {
+                lost_first = Some(old_lead.wrapping_add(1));
+            }
             peer.loss.update_lost(gap);
             peer.loss.update(false);
             if let Some((ev, rtt)) = peer.events.as_mut() {
@@ -712,6 +820,23 @@ impl Receiver {
                 peer.election_ack = None;
             }
         }
+        let mut pf_report = None;
+        if let (true, false, Some(adv)) = (self.config.pgmcc, rdata, repr.options.pseudofed) {
+            // Pseudofed mode: its own reports replace pgmcc's acker ACKs and elections.
+            ack = None;
+            peer.election_ack = None;
+            let suppressed = &mut self.stats.pseudofed_suppressed;
+            pf_report = pf_on_data(
+                peer,
+                adv,
+                self.config.nla,
+                now,
+                lost_first,
+                &mut self.rng,
+                suppressed,
+            )
+            .map(|(ack, fb, opt)| Pending::PfAck(ack, fb, opt));
+        }
         if let Some(first_sqn) = started {
             self.events
                 .push_back(ReceiverEvent::SessionStarted { tsi, first_sqn });
@@ -730,6 +855,9 @@ impl Receiver {
         }
         if let Some((ack, report)) = ack {
             self.push_ack(tsi, ack, report);
+        }
+        if let Some(p) = pf_report {
+            self.transmits.push_back((tsi, p));
         }
         if let Some(first) = report_gap {
             // Unreliable mode: one NAK, for the pgmcc report it carries.
@@ -885,6 +1013,17 @@ impl Receiver {
                     ));
                 }
             }
+            if let Some(mut pf) = peer.pf {
+                if let Some((_, lost)) = pf.pending.filter(|p| p.0 <= now) {
+                    pf.pending = None;
+                    pf.quiet_until = now + pf.grtt();
+                    peer.pf = Some(pf);
+                    if let Some((ack, report)) = ack_snapshot(peer, self.config.nla, now) {
+                        self.transmits
+                            .push_back((*tsi, Pending::PfAck(ack, report, pf_report_opt(lost))));
+                    }
+                }
+            }
             let Some(w) = peer.rxw.as_mut() else {
                 continue;
             };
@@ -919,6 +1058,7 @@ impl Receiver {
                     p.rxw.as_ref().and_then(|w| w.next_deadline()),
                     p.election_ack,
                     p.tfmcc.and_then(|t| t.timer),
+                    p.pf.and_then(|f| f.pending.map(|x| x.0)),
                 ]
             })
             .flatten()
@@ -944,7 +1084,8 @@ impl Receiver {
                         source,
                         group: self.config.group,
                     });
-                    let report = if self.config.pgmcc {
+                    // Pseudofed receivers report on ACKs only (their NAKs are for repairs).
+                    let report = if self.config.pgmcc && peer.pf.is_none() {
                         feedback(peer, self.config.nla, now)
                     } else {
                         None
@@ -966,6 +1107,18 @@ impl Receiver {
                     // ACKs go straight to the source, not through network elements.
                     (repr, Destination::Unicast(source))
                 }
+                Pending::PfAck(ack, report, opt) => {
+                    let Some(source) = peer.data_from else {
+                        continue;
+                    };
+                    let repr = Repr::upstream(tsi, self.config.dport, Body::Ack(*ack))
+                        .with_options(Options {
+                            pgmcc_feedback: Some(*report),
+                            pseudofed: Some(*opt),
+                            ..Options::default()
+                        });
+                    (repr, Destination::Unicast(source))
+                }
                 Pending::Spmr(to) => (
                     Repr::upstream(tsi, self.config.dport, Body::Spmr),
                     Destination::Unicast(*to),
@@ -980,6 +1133,10 @@ impl Receiver {
                         }
                         Pending::Spmr(_) => self.stats.spmrs_sent += 1,
                         Pending::Ack { .. } => self.stats.acks_sent += 1,
+                        Pending::PfAck(..) => {
+                            self.stats.acks_sent += 1;
+                            self.stats.pseudofed_reports += 1;
+                        }
                     }
                     return Some(Transmit { dst, len });
                 }

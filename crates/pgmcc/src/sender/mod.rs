@@ -52,9 +52,6 @@ use txw::{Bounds, TransmitWindow, TxPacket};
 /// ours carries (OPT_LENGTH 4, OPT_FRAGMENT 16, OPT_JOIN 8, OPT_SYN 4, OPT_PGMCC_DATA 28).
 const DATA_OVERHEAD: usize = 16 + 8 + 4 + 16 + 8 + 4 + 28;
 
-/// OPT_TFMCC_DATA's length, added to [`DATA_OVERHEAD`] when the TFMCC baseline runs.
-const TFMCC_OVERHEAD: usize = 20;
-
 /// A rate ceiling for the whole session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RateLimit {
@@ -144,18 +141,11 @@ impl SenderConfig {
         }
     }
 
-    /// Payload bytes per ODATA packet: `max_tpdu` less [`SenderConfig::data_overhead`].
+    /// Payload bytes per ODATA packet (less the room the controller's own options need).
     pub fn max_tsdu(&self) -> usize {
-        self.max_tpdu.saturating_sub(self.data_overhead()).max(1)
-    }
-
-    /// Header and option bytes a data packet may carry with this configuration (84, plus 20
-    /// for OPT_TFMCC_DATA under the TFMCC baseline's feedback rounds).
-    pub fn data_overhead(&self) -> usize {
-        match self.cc {
-            CcConfig::Tfmcc(t) if t.feedback_rounds => DATA_OVERHEAD + TFMCC_OVERHEAD,
-            _ => DATA_OVERHEAD,
-        }
+        self.max_tpdu
+            .saturating_sub(DATA_OVERHEAD + self.cc.data_option_room())
+            .max(1)
     }
 }
 
@@ -401,7 +391,7 @@ impl Sender {
             Body::Ack(ack) if repr.tsi() == self.config.tsi && repr.sport == self.config.dport => {
                 self.stats.acks_received += 1;
                 if let Some(cc) = self.cc.as_mut() {
-                    cc.on_ack(now, from, &ack, repr.options.pgmcc_feedback.as_ref());
+                    cc.on_ack_options(now, from, &ack, &repr.options);
                 }
             }
             Body::Spmr if repr.tsi() == self.config.tsi => {
@@ -638,18 +628,20 @@ impl Sender {
             self.txw.peek_unsent()
         }?;
         let data_len = p.data.len();
-        let (pgmcc_data, tfmcc_data) = match (&mut self.cc, repair) {
-            (Some(cc), false) => (Some(cc.on_data_sent(now, sqn)), cc.tfmcc_data()),
-            _ => (None, None),
+        let pgmcc_data = match (&mut self.cc, repair) {
+            (Some(cc), false) => Some(cc.on_data_sent(now, sqn)),
+            _ => None,
         };
-        let opts = Options {
+        let mut opts = Options {
             fragment: p.fragment,
             syn: syn || (repair && sqn == self.config.initial_sqn),
             join,
             pgmcc_data,
-            tfmcc_data,
             ..Options::default()
         };
+        if let (Some(cc), false) = (&mut self.cc, repair) {
+            cc.data_options(now, &mut opts);
+        }
         let body = if repair {
             Body::Rdata(DataRepr { sqn, trail })
         } else {
