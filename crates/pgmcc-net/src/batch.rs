@@ -1,6 +1,13 @@
-//! Batched datagram I/O for UDP encapsulation: UDP GSO on send (one system call for up to
-//! 64 equal-sized datagrams to one destination) and `recvmmsg` plus UDP GRO on receive (up to
-//! 32 buffers per call, each possibly holding several datagrams `stride` bytes apart).
+//! Batched datagram I/O for UDP encapsulation: `recvmmsg` plus UDP GRO on receive (up to 32
+//! buffers per call, each possibly holding several datagrams `stride` bytes apart) and, when
+//! asked for, UDP GSO on send (one system call for up to 64 equal-sized datagrams to one
+//! destination).
+//!
+//! GSO is off by default ([`crate::SenderOptions::gso_segments`] = 1): a GSO send travels the
+//! sending host's queues as one packet, and a byte-limited queue there (a `tbf` shaper, say)
+//! drops the whole batch at once. In our namespace lab that emptied pgmcc's window again and
+//! again (stall timeouts; TCP/pgmcc 3.2-3.9 instead of ~1); on loopback and on links whose
+//! NIC segments it is much faster (docs/performance.md).
 //!
 //! The system calls come from `quinn-udp` (the QUIC project's UDP layer): the workspace
 //! forbids unsafe code, and this is the well-kept crate that wraps them. Where the kernel
@@ -39,9 +46,10 @@ pub(crate) struct Batched {
 impl Batched {
     /// Prepares `sock` (quinn-udp sets IP_PKTINFO, UDP_GRO and path-MTU probing, as it does
     /// for QUIC).
-    pub(crate) fn new(sock: &UdpSocket) -> io::Result<Batched> {
+    /// `gso_segments` bounds the datagrams per GSO send (1: no GSO).
+    pub(crate) fn new(sock: &UdpSocket, gso_segments: usize) -> io::Result<Batched> {
         let state = UdpSocketState::new(UdpSockRef::from(sock))?;
-        let max_segments = state.max_gso_segments().max(1);
+        let max_segments = gso_segments.clamp(1, state.max_gso_segments().max(1));
         Ok(Batched {
             state,
             out: Vec::with_capacity(MAX_GSO_BYTES),
@@ -153,11 +161,15 @@ impl Batched {
 /// Batched I/O for a socket of the given encapsulation: `None` for raw IP, or (logged) when
 /// the socket cannot be set up for it, in which case the caller sends and receives one
 /// datagram per system call.
-pub(crate) fn batched(sock: &UdpSocket, encapsulation: crate::Encapsulation) -> Option<Batched> {
+pub(crate) fn batched(
+    sock: &UdpSocket,
+    encapsulation: crate::Encapsulation,
+    gso_segments: usize,
+) -> Option<Batched> {
     if !matches!(encapsulation, crate::Encapsulation::Udp { .. }) {
         return None;
     }
-    match Batched::new(sock) {
+    match Batched::new(sock, gso_segments) {
         Ok(b) => Some(b),
         Err(e) => {
             tracing::debug!(error = %e, "no batched I/O on this socket");

@@ -172,7 +172,7 @@ impl Receiver {
         let (status_tx, status_rx) = watch::channel(ReceiverStatus::default());
         let (stop_tx, stop_rx) = oneshot::channel();
         debug!(%local, group = %opts.group, "pgm receiver joined");
-        let batch = batched(&recv, setup.encapsulation);
+        let batch = batched(&recv, setup.encapsulation, 1);
         let driver = Driver {
             core,
             batch,

@@ -55,6 +55,11 @@ pub struct SenderOptions {
     /// the wire (the core believes it sent it), so receivers NAK and repairs follow.
     /// Default none.
     pub drop_every: Option<u32>,
+    /// Most datagrams handed to the kernel in one UDP GSO send (UDP encapsulation; capped at
+    /// what the kernel allows, 64). Default 1: no GSO. Larger values cut the CPU per packet
+    /// sharply, but a byte-limited queue on the sending host (a shaper such as `tbf`) drops a
+    /// whole GSO send at once, which congestion control reads as a burst loss.
+    pub gso_segments: usize,
 }
 
 impl SenderOptions {
@@ -80,6 +85,7 @@ impl SenderOptions {
             gsi: None,
             sport: None,
             drop_every: None,
+            gso_segments: 1,
         }
     }
 }
@@ -170,7 +176,7 @@ impl Sender {
         let (apdu_tx, apdu_rx) = mpsc::channel(64);
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
-        let batch = batched(&sock, setup.encapsulation);
+        let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
         let driver = Driver {
             core,
             batch,
