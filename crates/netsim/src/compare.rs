@@ -22,7 +22,9 @@
 //!
 //! Knobs of the base that only pgmcc understands (`c`, `model`, `rtt_unit`,
 //! `adaptive_timeout`, `realign_tokens`) apply to the `pgmcc` rows only; for the other
-//! controllers they are removed, so each controller runs with its own defaults.
+//! controllers they are removed, so each controller runs with its own defaults. The
+//! controller name `pgmcc-realigned` is pgmcc with `realign_tokens = true` added (the real
+//! runtime's default).
 
 use std::path::{Path, PathBuf};
 
@@ -41,6 +43,10 @@ const PGMCC_KNOBS: [&str; 5] = [
     "adaptive_timeout",
     "realign_tokens",
 ];
+
+/// The controller name for pgmcc with token realignment (`realign_tokens = true`, the real
+/// runtime's default; docs/pgmcc.md difference 8) on top of the base's pgmcc knobs.
+pub const PGMCC_REALIGNED: &str = "pgmcc-realigned";
 
 /// Band around the phase's final mean that counts as settled (+-25%).
 pub const SETTLE_BAND: f64 = 0.25;
@@ -268,10 +274,20 @@ pub fn build(topo: &Topology, controller: &str, seed: u64) -> Result<Scenario, S
         if !is_pgm || !(topo.flows.is_empty() || topo.flows.contains(&named)) {
             continue;
         }
-        fl.insert("cc".into(), toml::Value::String(controller.to_string()));
-        if controller != "pgmcc" {
-            for k in PGMCC_KNOBS {
-                fl.remove(k);
+        match controller {
+            "pgmcc" => {
+                fl.insert("cc".into(), toml::Value::String("pgmcc".into()));
+            }
+            // pgmcc as the runtime ships it: the base's knobs, plus token realignment.
+            PGMCC_REALIGNED => {
+                fl.insert("cc".into(), toml::Value::String("pgmcc".into()));
+                fl.insert("realign_tokens".into(), toml::Value::Boolean(true));
+            }
+            other => {
+                fl.insert("cc".into(), toml::Value::String(other.to_string()));
+                for k in PGMCC_KNOBS {
+                    fl.remove(k);
+                }
             }
         }
         changed += 1;
