@@ -405,12 +405,16 @@ fn compare_markdown(matrix: &Matrix, rows: &[CompareRow], path: &Path, seeds: u6
         "\n## The controllers compared on the same topologies\n\n\
          Generated from `{}`: each topology's base scenario with every PGM flow it names under \
          each controller (`cc = ...`; pgmcc-only knobs of the base apply to the pgmcc rows \
-         only), seeds 1..={seeds}, mean over seeds.\n\n\
+         only; `pgmcc-realigned` adds token realignment, the real runtime's default), seeds \
+         1..={seeds}, mean over seeds. The numbers are measured; what they mean for each \
+         controller is discussed in its document (docs/tfmcc.md, docs/pseudofed.md).\n\n\
          - **f** = TCP / controlled flow (per flow when several), over the topology's window.\n\
          - **feedback/data**: NAKs + ACKs sent by the receivers per ODATA sent, whole run.\n\
          - **settle**: seconds after the step change until the controlled flows' total rate, \
-         smoothed over {:.0} s, stays within +-{:.0}% of its mean over the second half of the \
-         phase (`never` when it does not; `k of n` when only k seeds settled).\n",
+         smoothed over {:.0} s, first comes within +-{:.0}% of its mean over the second half of \
+         the phase, to one sample interval (`never` when it does not; `k of n` when only k \
+         seeds did). Where the step is 0 s this is the start-up: how long the controller takes \
+         to reach its long-run rate.\n",
         path.display(),
         compare::SETTLE_SMOOTHING_S,
         compare::SETTLE_BAND * 100.0
