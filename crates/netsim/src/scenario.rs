@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 
 use pgm_wire::{Gsi, Tsi};
+use pgmcc::cc::lowweight::{self, AcklessConfig, LowWeightConfig};
 use pgmcc::cc::pgmcc::{PgmccConfig, RttUnit};
 use pgmcc::cc::pseudofed::PseudofedConfig;
 use pgmcc::cc::tfmcc::TfmccConfig;
@@ -162,6 +163,9 @@ struct FlowSpec {
     delta_rate: Option<Spanned<f64>>,
     wait: Option<Spanned<f64>>,
     suppression: Option<Spanned<f64>>,
+    /// Low-weight knobs (`cc = "lowweight"`, docs/lowweight.md).
+    rate_floor: Option<Spanned<String>>,
+    rate_ceiling: Option<Spanned<String>>,
 }
 
 /// Which kind of flow.
@@ -699,28 +703,39 @@ fn build_pgm(
             burst: (bps / 8 / 10).max(3000),
         });
     }
-    let mut pseudofed = false;
-    let tfmcc = match &fl.cc {
-        None => false,
+    let ctl = match &fl.cc {
+        None => "pgmcc",
         Some(c) if kind != FlowKind::Pgmcc => {
             return cx.err(c.span(), "flow.cc", "only for kind = \"pgmcc\"");
         }
         Some(c) => match c.get_ref().as_str() {
-            "pgmcc" => false,
-            "tfmcc" => true,
-            "pseudofed" => {
-                pseudofed = true;
-                false
-            }
+            n @ ("pgmcc" | "tfmcc" | "pseudofed" | "lowweight" | "pgmcc-ackless") => n,
             other => {
                 return cx.err(
                     c.span(),
                     "flow.cc",
-                    format!("`{other}`: use pgmcc or tfmcc (or pseudofed)"),
+                    format!("`{other}`: use pgmcc, tfmcc, pseudofed, lowweight or pgmcc-ackless"),
                 )
             }
         },
     };
+    let tfmcc = ctl == "tfmcc";
+    let pseudofed = ctl == "pseudofed";
+    let low_weight = ctl == "lowweight" || ctl == "pgmcc-ackless";
+    if ctl != "lowweight" {
+        for (k, present) in [
+            ("rate_floor", fl.rate_floor.is_some()),
+            ("rate_ceiling", fl.rate_ceiling.is_some()),
+        ] {
+            if present {
+                return cx.err(
+                    fl.kind.span(),
+                    &format!("flow.{k}"),
+                    "only for cc = \"lowweight\"",
+                );
+            }
+        }
+    }
     if !pseudofed {
         for (k, present) in [
             ("representatives", fl.representatives.is_some()),
@@ -738,7 +753,77 @@ fn build_pgm(
             }
         }
     }
-    if tfmcc {
+    if low_weight {
+        for (k, present) in [
+            ("model", fl.model.is_some()),
+            ("rtt_unit", fl.rtt_unit.is_some()),
+            ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+            ("realign_tokens", fl.realign_tokens.is_some()),
+        ] {
+            if present {
+                return cx.err(
+                    fl.kind.span(),
+                    &format!("flow.{k}"),
+                    format!("a pgmcc knob: not for cc = \"{ctl}\""),
+                );
+            }
+        }
+        let bias = match &fl.c {
+            None => None,
+            Some(c) => {
+                let v = *c.get_ref();
+                if !(v > 0.0 && v <= 1.0) {
+                    return cx.err(
+                        c.span(),
+                        "flow.c",
+                        format!("{v}: the switch bias is in (0, 1]"),
+                    );
+                }
+                Some(SwitchBias {
+                    num: (v * 1000.0).round() as u32,
+                    den: 1000,
+                })
+            }
+        };
+        let pps = |r: &Option<Spanned<String>>, key: &str| -> Result<Option<f64>, ScenarioError> {
+            let Some(r) = r else { return Ok(None) };
+            let bps = units::rate(r.get_ref()).or_else(|m| cx.err(r.span(), key, m))?;
+            // Packets per second of `payload`-byte packets.
+            let v = bps as f64 / 8.0 / f64::from(payload.max(1));
+            if v < lowweight::MIN_RATE {
+                return cx.err(
+                    r.span(),
+                    key,
+                    format!("below {} packets per second", lowweight::MIN_RATE),
+                );
+            }
+            Ok(Some(v))
+        };
+        if ctl == "lowweight" {
+            let mut lc = LowWeightConfig {
+                floor: pps(&fl.rate_floor, "flow.rate_floor")?,
+                ceiling: pps(&fl.rate_ceiling, "flow.rate_ceiling")?,
+                ..LowWeightConfig::default()
+            };
+            if let (Some(f), Some(c), Some(r)) = (lc.floor, lc.ceiling, &fl.rate_floor) {
+                if f > c {
+                    return cx.err(r.span(), "flow.rate_floor", "above rate_ceiling");
+                }
+            }
+            if let Some(b) = bias {
+                lc.worst.switch_bias = b;
+            }
+            cfg.cc = CcConfig::LowWeight(lc);
+        } else {
+            let mut ac = AcklessConfig::default();
+            if let Some(b) = bias {
+                ac.worst.switch_bias = b;
+            }
+            cfg.cc = CcConfig::PgmccAckless(ac);
+        }
+        // Keep `payload` exact: OPT_LOWWEIGHT's room comes on top of the 84 bytes.
+        cfg.max_tpdu += cfg.cc.data_option_room();
+    } else if tfmcc {
         for (k, present) in [
             ("c", fl.c.is_some()),
             ("model", fl.model.is_some()),

@@ -68,6 +68,10 @@ pub const OPT_TFMCC_DATA: u8 = 0x1e;
 /// 0x30 is unassigned by RFC 3208 and OpenPGM). Sent with flags 0 (OPX "ignore"), so peers
 /// that do not know it skip it. Layout in [`Pseudofed`] and `docs/wire.md`.
 pub const OPT_PSEUDOFED: u8 = 0x30;
+/// OPT_LOWWEIGHT: low-weight multi-sender congestion control (Scholl and Parnes; ours,
+/// experimental: 0x31 is unassigned by RFC 3208 and OpenPGM). Sent on ODATA with flags 0
+/// (OPX "ignore"). Layout in [`LowWeight`] and `docs/lowweight.md`.
+pub const OPT_LOWWEIGHT: u8 = 0x31;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -400,6 +404,24 @@ pub struct Pseudofed {
     pub reps: RepList,
 }
 
+/// [`LowWeight::flags`]: receivers send no pgmcc ACKs (not as acker, not answering
+/// elections); the sender reads congestion from NAKs alone.
+pub const LW_NO_ACKS: u8 = 0x01;
+/// [`LowWeight::flags`]: the receiver named in OPT_PGMCC_DATA's acker field NAKs a gap at
+/// once (no random back-off): the quick NAKer.
+pub const LW_QUICK_NAK: u8 = 0x02;
+
+/// OPT_LOWWEIGHT body (ours, code [`OPT_LOWWEIGHT`]), on ODATA next to OPT_PGMCC_DATA whose
+/// acker field names the worst receiver. Layout after the 3-byte option header:
+/// `flags u8, rsv u8, rate u32` (option length 9).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct LowWeight {
+    /// [`LW_NO_ACKS`], [`LW_QUICK_NAK`]; other bits are sent as 0 and ignored.
+    pub flags: u8,
+    /// The sender's current rate in thousandths of a packet per second (informational).
+    pub rate: u32,
+}
+
 /// An option this codec does not interpret, kept byte for byte.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct UnknownOption<'a> {
@@ -461,6 +483,8 @@ pub struct Options<'a> {
     pub tfmcc_data: Option<TfmccData>,
     /// OPT_PSEUDOFED (ours, experimental code 0x30).
     pub pseudofed: Option<Pseudofed>,
+    /// OPT_LOWWEIGHT (ours, experimental code 0x31).
+    pub lowweight: Option<LowWeight>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -680,6 +704,11 @@ impl<'a> Options<'a> {
                 b.u16(afi_of(a)).nla(a);
             }
             f(OPT_PSEUDOFED, 0, b.bytes())?;
+        }
+        if let Some(v) = &self.lowweight {
+            let mut b = Body::new();
+            b.u8(v.flags).u8(0).u32(v.rate);
+            f(OPT_LOWWEIGHT, 0, b.bytes())?;
         }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
@@ -1043,6 +1072,16 @@ impl<'a> Options<'a> {
                 };
                 set(&mut self.pseudofed, v, code)?;
             }
+            OPT_LOWWEIGHT => {
+                if body.len() != 6 {
+                    return Err(bad("OPT_LOWWEIGHT", "9"));
+                }
+                let v = LowWeight {
+                    flags: body[0],
+                    rate: be32(body, 2),
+                };
+                set(&mut self.lowweight, v, code)?;
+            }
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -1178,6 +1217,35 @@ mod tests {
             l.push(IpAddr::V4(Ipv4Addr::new(10, 0, 0, i))).unwrap();
         }
         assert!(l.push(IpAddr::V4(Ipv4Addr::LOCALHOST)).is_err());
+    }
+
+    #[test]
+    fn lowweight_layout_and_round_trip() {
+        let o = Options {
+            lowweight: Some(LowWeight {
+                flags: LW_NO_ACKS | LW_QUICK_NAK,
+                rate: 0x0102_0304,
+            }),
+            ..Options::default()
+        };
+        let mut out = [0u8; 13];
+        assert_eq!(o.emit(&mut out), Ok(13));
+        assert_eq!(
+            out,
+            [
+                0x00, 0x04, 0x00, 13, // OPT_LENGTH, total 13
+                0xb1, 0x09, 0x00, // OPT_LOWWEIGHT | OPT_END, len 9, flags 0 (OPX ignore)
+                0x03, 0x00, // flags, reserved
+                0x01, 0x02, 0x03, 0x04, // rate
+            ]
+        );
+        assert_eq!(parse(&out), Ok(o.clone()));
+        assert_eq!(o.buffer_len(), 13);
+        // Any other length is malformed, not misread.
+        let mut short = out;
+        short[5] = 0x08;
+        short[3] = 12;
+        assert!(parse(&short[..12]).is_err());
     }
 
     #[test]

@@ -9,11 +9,15 @@
 //! * [`tfmcc`]: a TFMCC-style equation-based rate controller (RFC 4654), the baseline.
 //! * [`pseudofed`]: Pseudofed's representative-based rate controller (DeLucia and
 //!   Obraczka), with its receiver side in the receiver module (`docs/pseudofed.md`).
+//! * [`lowweight`]: the low-weight multi-sender controller (Scholl and Parnes) and an
+//!   ACK-less pgmcc variant, both driven by the worst receiver's quick NAKs
+//!   (`docs/lowweight.md`).
 //! * [`pgmcc`]: acker election and tracking, RTT measurement, stalls, tying it together
 //!   (§3.4-3.6), behind the [`CongestionControl`] trait.
 
 pub mod ack_tracker;
 pub mod loss_filter;
+pub mod lowweight;
 pub mod pgmcc;
 pub mod pseudofed;
 pub mod tfmcc;
@@ -87,6 +91,11 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn can_send(&self) -> bool;
     /// Data packet `sqn` went out; returns the OPT_PGMCC_DATA it must carry.
     fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData;
+    /// Repair `sqn` (RDATA) went out. Repairs are never held back (§3.8); controllers that
+    /// count them against their budget (the low-weight ones) do it here. Default: nothing.
+    fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
+        let _ = (now, sqn);
+    }
     /// An ACK arrived from `from`, with its OPT_PGMCC_FEEDBACK if present.
     fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>);
     /// An ACK arrived with all its options; controllers that define their own options
@@ -102,6 +111,16 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     }
     /// A NAK carrying a receiver report arrived.
     fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback);
+    /// A NAK of this session arrived, naming `sqns` (empty for parity NAKs), with its
+    /// report if it carries one. Controllers that read loss from NAKs (the low-weight ones)
+    /// use the sequence numbers; the default hands the report to
+    /// [`CongestionControl::on_nak_report`].
+    fn on_nak(&mut self, now: Instant, sqns: &[u32], fb: Option<&PgmccFeedback>) {
+        let _ = sqns;
+        if let Some(fb) = fb {
+            self.on_nak_report(now, fb);
+        }
+    }
     /// When `on_timeout` next has work.
     fn poll_timeout(&self) -> Option<Instant>;
     /// Runs expired timers.
@@ -132,6 +151,12 @@ pub enum CcConfig {
     Tfmcc(tfmcc::TfmccConfig),
     /// Pseudofed's representative-based rate controller (`docs/pseudofed.md`).
     Pseudofed(pseudofed::PseudofedConfig),
+    /// The low-weight multi-sender rate controller: no ACKs, quick NAKs from the worst
+    /// receiver, rate floor and ceiling (`docs/lowweight.md`).
+    LowWeight(lowweight::LowWeightConfig),
+    /// pgmcc's window driven by the worst receiver's quick NAKs instead of ACKs
+    /// (`docs/lowweight.md`).
+    PgmccAckless(lowweight::AcklessConfig),
 }
 
 impl CcConfig {
@@ -142,16 +167,19 @@ impl CcConfig {
             CcConfig::Pgmcc(c) => Some(Box::new(pgmcc::Pgmcc::new(*c, now))),
             CcConfig::Tfmcc(c) => Some(Box::new(tfmcc::Tfmcc::new(*c, now))),
             CcConfig::Pseudofed(c) => Some(Box::new(pseudofed::Pseudofed::new(*c, now))),
+            CcConfig::LowWeight(c) => Some(Box::new(lowweight::LowWeight::new(*c, now))),
+            CcConfig::PgmccAckless(c) => Some(Box::new(lowweight::AcklessPgmcc::new(*c, now))),
         }
     }
 
     /// Bytes a data packet must keep free for the controller's own options beyond
-    /// OPT_PGMCC_DATA (Pseudofed's OPT_PSEUDOFED); 0 for the others.
+    /// OPT_PGMCC_DATA (OPT_PSEUDOFED, OPT_TFMCC_DATA, OPT_LOWWEIGHT); 0 for pgmcc.
     pub fn data_option_room(&self) -> usize {
         match self {
             CcConfig::Pseudofed(c) => pseudofed::option_room(c),
             // OPT_TFMCC_DATA.
             CcConfig::Tfmcc(t) if t.feedback_rounds => 20,
+            CcConfig::LowWeight(_) | CcConfig::PgmccAckless(_) => lowweight::OPTION_ROOM,
             _ => 0,
         }
     }

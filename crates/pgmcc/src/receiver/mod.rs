@@ -27,8 +27,8 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 use pgm_wire::{
-    AckRepr, Body, NakRepr, Options, PgmccFeedback, Pseudofed, Repr, TfmccData, Tsi, OPT_PARITY,
-    PF_CI, PF_FULL, PF_HAVE_CI,
+    AckRepr, Body, NakRepr, Options, PgmccFeedback, Pseudofed, Repr, TfmccData, Tsi, LW_NO_ACKS,
+    LW_QUICK_NAK, OPT_PARITY, PF_CI, PF_FULL, PF_HAVE_CI,
 };
 use serde::Serialize;
 use tracing::trace;
@@ -243,6 +243,8 @@ pub struct ReceiverStats {
     pub sessions_evicted: u64,
     /// Pseudofed reports (CC or CI on an ACK with OPT_PSEUDOFED) sent.
     pub pseudofed_reports: u64,
+    /// Gaps this receiver NAKed without back-off as the low-weight quick NAKer.
+    pub quick_nak_gaps: u64,
     /// Pseudofed reports of a non-representative cancelled by suppression.
     pub pseudofed_suppressed: u64,
 }
@@ -754,6 +756,28 @@ impl Receiver {
             return;
         };
         let old_lead = w.lead();
+        // Low-weight control (docs/lowweight.md): the receiver this ODATA names as the worst
+        // NAKs its gaps at once, the quick NAKer; everyone else keeps the random back-off.
+        let lowweight = match (self.config.pgmcc, rdata) {
+            (true, false) => repr.options.lowweight,
+            _ => None,
+        };
+        let quick = lowweight.is_some_and(|l| l.flags & LW_QUICK_NAK != 0)
+            && repr
+                .options
+                .pgmcc_data
+                .is_some_and(|d| d.acker == self.config.nla);
+        let timers = if quick {
+            NakTimers {
+                bo_ivl: Duration::ZERO,
+                ..timers
+            }
+        } else {
+            timers
+        };
+        if quick && sqn::distance(old_lead, s) > 1 && sqn::gt(s, old_lead) {
+            self.stats.quick_nak_gaps += 1;
+        }
         w.extend_to(s, now, &timers, &mut self.rng);
         w.set_trail(trail);
         let ins = w.insert(s, repr.payload, repr.options.fragment);
@@ -819,6 +843,12 @@ impl Receiver {
                 // Someone else is the acker: any pending answer to an election is moot.
                 peer.election_ack = None;
             }
+        }
+        if lowweight.is_some_and(|l| l.flags & LW_NO_ACKS != 0) {
+            // No ACKs at all under low-weight control, neither as the named worst receiver
+            // nor in answer to an election request.
+            ack = None;
+            peer.election_ack = None;
         }
         let mut pf_report = None;
         if let (true, false, Some(adv)) = (self.config.pgmcc, rdata, repr.options.pseudofed) {

@@ -382,9 +382,15 @@ impl Sender {
                 } else {
                     self.stats.naks_received += 1;
                 }
-                if let (Some(cc), Some(fb)) = (self.cc.as_mut(), repr.options.pgmcc_feedback) {
+                if let Some(cc) = self.cc.as_mut() {
                     if repr.tsi() == self.config.tsi {
-                        cc.on_nak_report(now, &fb);
+                        let list = repr.options.nak_list.unwrap_or_default();
+                        let mut sqns = Vec::with_capacity(1 + list.as_slice().len());
+                        if repr.header_flags & OPT_PARITY == 0 {
+                            sqns.push(nak.sqn);
+                            sqns.extend_from_slice(list.as_slice());
+                        }
+                        cc.on_nak(now, &sqns, repr.options.pgmcc_feedback.as_ref());
                     }
                 }
             }
@@ -630,6 +636,10 @@ impl Sender {
         let data_len = p.data.len();
         let pgmcc_data = match (&mut self.cc, repair) {
             (Some(cc), false) => Some(cc.on_data_sent(now, sqn)),
+            (Some(cc), true) => {
+                cc.on_repair_sent(now, sqn);
+                None
+            }
             _ => None,
         };
         let mut opts = Options {
