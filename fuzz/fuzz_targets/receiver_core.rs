@@ -20,6 +20,7 @@ use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use pgm_wire::{Gsi, Repr, Tsi};
 use pgmcc::cc::pgmcc::PgmccConfig;
+use pgmcc::cc::lowweight::{AcklessConfig, LowWeightConfig};
 use pgmcc::cc::pseudofed::PseudofedConfig;
 use pgmcc::cc::tfmcc::TfmccConfig;
 use pgmcc::cc::CcConfig;
@@ -99,14 +100,17 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let mut sc = SenderConfig::new(TSI, SRC, GROUP);
     sc.max_tpdu = 256 + u.int_in_range(0..=256)?;
     sc.txw_sqns = u.int_in_range(4..=64)?;
-    sc.cc = match u.int_in_range(0..=3)? {
+    sc.cc = match u.int_in_range(0..=5)? {
         0 => CcConfig::None,
         1 => CcConfig::Pgmcc(PgmccConfig::default()),
         // TFMCC with feedback rounds: OPT_TFMCC_DATA on every ODATA drives the receiver's
         // round timers and suppression.
         2 => CcConfig::Tfmcc(TfmccConfig::default()),
         // Pseudofed: OPT_PSEUDOFED on every ODATA switches the receiver to its mode.
-        _ => CcConfig::Pseudofed(PseudofedConfig::default()),
+        3 => CcConfig::Pseudofed(PseudofedConfig::default()),
+        // Low-weight: OPT_LOWWEIGHT turns ACKs off and makes the named worst a quick NAKer.
+        4 => CcConfig::LowWeight(LowWeightConfig::default()),
+        _ => CcConfig::PgmccAckless(AcklessConfig::default()),
     };
     if u.arbitrary()? {
         sc.rate_limit = Some(RateLimit {

@@ -10,8 +10,8 @@ use anyhow::{bail, Context, Result};
 use clap::{Args as ClapArgs, ValueEnum};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use pgmcc_net::{
-    CcConfig, Encapsulation, Event, Interface, PgmccConfig, PseudofedConfig, Receiver,
-    ReceiverOptions, Sender, SenderOptions, TfmccConfig,
+    AcklessConfig, CcConfig, Encapsulation, Event, Interface, LowWeightConfig, PgmccConfig,
+    PseudofedConfig, Receiver, ReceiverOptions, Sender, SenderOptions, TfmccConfig,
 };
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -99,6 +99,13 @@ enum Cc {
     /// Pseudofed's representative-based rate controller (docs/pseudofed.md); receivers
     /// switch to Pseudofed feedback on their own from the sender's OPT_PSEUDOFED.
     Pseudofed,
+    /// Low-weight multi-sender control (docs/lowweight.md): receivers never ACK, the worst
+    /// receiver NAKs at once, the rate follows its loss events between --rate-floor and
+    /// --rate-ceiling. For sessions with many senders, or behind NAT and reflectors.
+    Lowweight,
+    /// pgmcc's window driven by the worst receiver's NAKs instead of ACKs (docs/lowweight.md;
+    /// a research comparison, not recommended).
+    PgmccAckless,
     /// No congestion control: only --rate-max paces the session (plain PGM).
     None,
 }
@@ -119,6 +126,14 @@ pub(crate) struct SendArgs {
     /// Congestion control.
     #[arg(long, value_enum, default_value = "pgmcc")]
     cc: Cc,
+    /// With --cc lowweight: the session never sends slower than this, whatever the worst
+    /// receiver's losses (the session owner's floor; data and repairs together), e.g. 1Mbit.
+    /// Set it below what every receiver can take, or it overrides congestion control.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_floor: Option<u64>,
+    /// With --cc lowweight: the session never sends faster than this, e.g. 50Mbit.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_ceiling: Option<u64>,
     /// Multicast TTL (hops). 1 keeps the session on the local link.
     #[arg(long, default_value_t = 1)]
     ttl: u32,
@@ -246,8 +261,27 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         Cc::PgmccPaper => CcConfig::Pgmcc(PgmccConfig::default()),
         Cc::Tfmcc => CcConfig::Tfmcc(TfmccConfig::default()),
         Cc::Pseudofed => CcConfig::Pseudofed(PseudofedConfig::default()),
+        Cc::Lowweight => {
+            // Bytes per second of PGM packets to full-size packets per second.
+            let pps = |r: Option<u64>| r.map(|b| b as f64 / opts.max_tpdu.max(1) as f64);
+            let (floor, ceiling) = (pps(args.rate_floor), pps(args.rate_ceiling));
+            if let (Some(f), Some(c)) = (floor, ceiling) {
+                if f > c {
+                    bail!("--rate-floor is above --rate-ceiling");
+                }
+            }
+            CcConfig::LowWeight(LowWeightConfig {
+                floor,
+                ceiling,
+                ..LowWeightConfig::default()
+            })
+        }
+        Cc::PgmccAckless => CcConfig::PgmccAckless(AcklessConfig::default()),
         Cc::None => CcConfig::None,
     };
+    if args.cc != Cc::Lowweight && (args.rate_floor.is_some() || args.rate_ceiling.is_some()) {
+        bail!("--rate-floor and --rate-ceiling are for --cc lowweight (use --rate-max otherwise)");
+    }
     if args.cc == Cc::None && args.rate_max.is_none() {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
     }

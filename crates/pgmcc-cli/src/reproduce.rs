@@ -407,7 +407,8 @@ fn compare_markdown(matrix: &Matrix, rows: &[CompareRow], path: &Path, seeds: u6
          each controller (`cc = ...`; pgmcc-only knobs of the base apply to the pgmcc rows \
          only; `pgmcc-realigned` adds token realignment, the real runtime's default), seeds \
          1..={seeds}, mean over seeds. The numbers are measured; what they mean for each \
-         controller is discussed in its document (docs/tfmcc.md, docs/pseudofed.md).\n\n\
+         controller is discussed in its document (docs/tfmcc.md, docs/pseudofed.md, \
+         docs/lowweight.md).\n\n\
          - **f** = TCP / controlled flow (per flow when several), over the topology's window.\n\
          - **feedback/data**: NAKs + ACKs sent by the receivers per ODATA sent, whole run.\n\
          - **settle**: seconds after the step change until the controlled flows' total rate, \

@@ -31,6 +31,7 @@ pub use socket::{
 
 /// Re-exported so users can pick a congestion controller and join policy without depending
 /// on the core crate directly.
+pub use pgmcc::cc::lowweight::{AcklessConfig, LowWeightConfig};
 pub use pgmcc::cc::pgmcc::PgmccConfig;
 pub use pgmcc::cc::pseudofed::PseudofedConfig;
 pub use pgmcc::cc::tfmcc::TfmccConfig;

@@ -237,3 +237,37 @@ async fn pseudofed_session_delivers_and_receivers_switch_by_themselves() {
     assert_eq!(cc.acks_rejected + cc.acks_ignored, 0, "{cc:?}");
     assert!(status.stats.rdata_packets > 0, "{:?}", status.stats);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn low_weight_session_delivers_with_no_acks_at_all() {
+    // `pgmcc send --cc lowweight` and `--cc pgmcc-ackless`: the receivers get no option and
+    // stop ACKing by themselves on the sender's OPT_LOWWEIGHT (docs/lowweight.md); the
+    // worst receiver is chosen from the reports on NAKs.
+    for (i, cc) in [
+        CcConfig::LowWeight(pgmcc_net::LowWeightConfig {
+            floor: Some(200.0),
+            ..pgmcc_net::LowWeightConfig::default()
+        }),
+        CcConfig::PgmccAckless(pgmcc_net::AcklessConfig::default()),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let status = transfer(
+            Ipv4Addr::new(239, 255, 77, 7 + i as u8),
+            41070 + 10 * i as u16,
+            cc,
+            2,
+            1 << 19,
+            Some(50),
+        )
+        .await;
+        assert_eq!(status.stats.acks_received, 0, "{:?}", status.stats);
+        let cc = status.cc.unwrap();
+        assert!(cc.reports > 0 && cc.loss_events > 0, "{cc:?}");
+        let worst = status.acker.unwrap();
+        assert!([[127, 0, 0, 2], [127, 0, 0, 3]]
+            .iter()
+            .any(|a| worst == Ipv4Addr::from(*a)));
+    }
+}
