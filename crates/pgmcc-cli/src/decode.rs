@@ -382,6 +382,61 @@ pub(crate) fn describe(datagram: &[u8], verify: bool) -> Result<String, pgm_wire
         );
         line("opt.pgmcc_feedback.rx", f.rx.to_string());
     }
+    // Our experimental options (docs/wire.md).
+    let rate = |r: u32| {
+        if r == pgm_wire::TfmccData::NO_RATE {
+            "none".to_string()
+        } else {
+            format!("{:.3} pkt/s", f64::from(r) / 1000.0)
+        }
+    };
+    if let Some(t) = &o.tfmcc_data {
+        line(
+            "opt.tfmcc_data",
+            format!(
+                "round={} round_ms={} r_max_ms={} clr_ivl_ms={} supp_rate={} send_rate={}",
+                t.round,
+                t.round_ms,
+                t.r_max_ms,
+                t.clr_ivl_ms,
+                rate(t.supp_rate),
+                rate(t.send_rate)
+            ),
+        );
+    }
+    if let Some(p) = &o.pseudofed {
+        let reps: Vec<String> = p.reps.as_slice().iter().map(|a| a.to_string()).collect();
+        line(
+            "opt.pseudofed",
+            format!(
+                "flags=0x{:02x} grtt_ms={} wait_pct={} supp_pct={} ci_sqn={} reps=[{}]",
+                p.flags,
+                p.grtt_ms,
+                p.wait_pct,
+                p.supp_pct,
+                p.ci_sqn,
+                reps.join(", ")
+            ),
+        );
+    }
+    if let Some(l) = &o.lowweight {
+        let mut flags = Vec::new();
+        if l.flags & pgm_wire::LW_NO_ACKS != 0 {
+            flags.push("no_acks");
+        }
+        if l.flags & pgm_wire::LW_QUICK_NAK != 0 {
+            flags.push("quick_nak");
+        }
+        line(
+            "opt.lowweight",
+            format!(
+                "flags=0x{:02x} ({}) rate={}",
+                l.flags,
+                flags.join(","),
+                rate(l.rate)
+            ),
+        );
+    }
     for u in &o.unknown {
         let opx = match u.opx() {
             Opx::Ignore => "ignore",
@@ -417,6 +472,36 @@ mod tests {
         assert!(parse_hex("abc").is_err());
         assert!(parse_hex("zz").is_err());
         assert!(parse_hex("# only a comment").is_err());
+    }
+
+    #[test]
+    fn our_experimental_options_are_shown() {
+        use pgm_wire::{Body, DataRepr, Gsi, LowWeight, Options, PgmccData, Repr, Tsi};
+        let tsi = Tsi {
+            gsi: Gsi([1, 2, 3, 4, 5, 6]),
+            sport: 1000,
+        };
+        let pkt = Repr::downstream(tsi, 7500, Body::Odata(DataRepr { sqn: 9, trail: 1 }))
+            .with_options(Options {
+                pgmcc_data: Some(PgmccData {
+                    tstamp: 5,
+                    acker: "10.0.0.7".parse().unwrap(),
+                }),
+                lowweight: Some(LowWeight {
+                    flags: pgm_wire::LW_NO_ACKS | pgm_wire::LW_QUICK_NAK,
+                    rate: 12_500,
+                }),
+                ..Options::default()
+            })
+            .with_payload(b"x")
+            .to_vec()
+            .unwrap();
+        let text = describe(&pkt, true).unwrap();
+        assert!(
+            text.contains("opt.lowweight") && text.contains("no_acks,quick_nak"),
+            "{text}"
+        );
+        assert!(text.contains("12.500 pkt/s"), "{text}");
     }
 
     #[test]
