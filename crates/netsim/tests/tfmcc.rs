@@ -58,7 +58,7 @@ fn cc_key_rejects_unknown_controllers_and_non_pgm_flows() {
     let e = netsim::scenario::parse("bad.toml", &bad, "x", None)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("use pgmcc or tfmcc"), "{e}");
+    assert!(e.contains("use pgmcc, tfmcc"), "{e}");
     let on_tcp = src.replace("kind = \"tcp-reno\"", "kind = \"tcp-reno\"\ncc = \"tfmcc\"");
     let e = netsim::scenario::parse("bad.toml", &on_tcp, "x", None)
         .unwrap_err()
