@@ -59,11 +59,11 @@ fn whiteboard_four_low_weight_senders_share_with_tcp_and_never_ack() {
     let tcp = phase(&s.flows[4]);
     let mean = senders.iter().sum::<f64>() / 4.0;
     eprintln!("senders {senders:?} tcp {tcp:.0} f = {:.2}", tcp / mean);
-    // Each sender reacts on its own and they end up alike (measured 50-67 kbit/s, seed 1).
+    // Each sender reacts on its own and they end up alike (measured 48-68 kbit/s, seed 1).
     for &x in &senders {
         assert!(x > 0.5 * mean && x < 1.6 * mean, "{senders:?}");
     }
-    // TCP-friendly to the Reno flow: measured f = 1.4; neither side starves.
+    // TCP-friendly to the Reno flow: measured f = 1.6; neither side starves.
     assert!(
         tcp / mean > 0.5 && tcp / mean < 3.0,
         "tcp {tcp}, senders {senders:?}"
@@ -96,11 +96,11 @@ fn fig5_low_weight_and_ackless_follow_the_bottleneck_without_acks() {
             t3 / p3
         );
         // Alone on L2 (500 kbit/s), then on L1 (400) once PR1 joins; measured 425/347 and
-        // 371/284 (payload rates).
+        // 371/318 (payload rates).
         assert!((300.0..=500.0).contains(&p1), "{cc} {p1}");
         assert!((220.0..=400.0).contains(&p2), "{cc} {p2}");
         assert!((220.0..=400.0).contains(&p4), "{cc} {p4}");
-        // With TCP on L2: measured f = 1.60 and 1.66.
+        // With TCP on L2: measured f = 1.60 and 1.80.
         assert!((0.7..=3.0).contains(&(t3 / p3)), "{cc}: pgm {p3}, tcp {t3}");
     }
 }

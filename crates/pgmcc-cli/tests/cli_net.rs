@@ -71,3 +71,41 @@ fn an_interrupted_receiver_exits_130_and_leaves_no_file() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert!(left.is_empty(), "files left behind: {left:?}");
 }
+
+#[test]
+fn rate_floor_and_ceiling_are_checked_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x");
+    std::fs::write(&f, b"x").unwrap();
+    let run = |args: &[&str]| {
+        let o = pgmcc()
+            .args(["send", "--group", "239.1.1.1:7500"])
+            .args(args)
+            .arg(&f)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = run(&["--rate-floor", "1Mbit"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("for --cc lowweight"), "{err}");
+    let (code, err) = run(&[
+        "--cc",
+        "lowweight",
+        "--rate-floor",
+        "2Mbit",
+        "--rate-ceiling",
+        "1Mbit",
+    ]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(
+        err.contains("--rate-floor is above --rate-ceiling"),
+        "{err}"
+    );
+    let (code, err) = run(&["--cc", "lowweight", "--rate-ceiling", "fast"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--rate-ceiling"), "{err}");
+}

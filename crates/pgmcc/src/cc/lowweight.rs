@@ -29,7 +29,7 @@
 //! The worst receiver's RTT comes from the timestamp echo on its NAKs, smoothed with gain
 //! 1/8; before the first sample [`LowWeightConfig::initial_rtt`] stands in.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 use pgm_wire::{
@@ -560,9 +560,20 @@ pub struct AcklessPgmcc {
     cfg: AcklessConfig,
     common: Common,
     window: Window,
-    /// Packets (data and repairs) not yet implicitly acknowledged: (sent at, sqn), oldest
-    /// first.
-    flight: VecDeque<(Instant, u32)>,
+    /// Data packets not yet implicitly acknowledged: (sent at, sqn, NAKed by the worst
+    /// receiver), oldest first, so in sequence order: a NAK finds its packet by binary search
+    /// and marks it (a hostile worst receiver cannot make a NAK cost more than a search).
+    flight: VecDeque<(Instant, u32, bool)>,
+    /// Of those, how many are marked NAKed.
+    nacked: usize,
+    /// Repairs not yet implicitly acknowledged: (sent at, sqn), oldest first.
+    repairs: VecDeque<(Instant, u32)>,
+    /// Per sqn: repairs in `repairs` not NAKed since, and repairs NAKed since (a NAK for a
+    /// repaired packet means its newest repair was lost too). Both bounded by `repairs`.
+    repair_live: HashMap<u32, u32>,
+    repair_nacked: HashMap<u32, u32>,
+    /// Total of `repair_nacked`.
+    nacked_repairs: usize,
 }
 
 impl AcklessPgmcc {
@@ -572,6 +583,11 @@ impl AcklessPgmcc {
             window: Window::new(cfg.ssthresh),
             common: Common::new(cfg.worst),
             flight: VecDeque::new(),
+            nacked: 0,
+            repairs: VecDeque::new(),
+            repair_live: HashMap::new(),
+            repair_nacked: HashMap::new(),
+            nacked_repairs: 0,
             cfg,
         }
     }
@@ -593,25 +609,58 @@ impl AcklessPgmcc {
     /// here): lost packets and repairs spend tokens that no implicit ACK returns, and with no
     /// stall timer to restart it the window would otherwise starve for good.
     fn realign(&mut self) {
-        let in_flight = u32::try_from(self.flight.len()).unwrap_or(u32::MAX);
+        let in_flight = u32::try_from(self.in_flight()).unwrap_or(u32::MAX);
         self.window.realign_tokens(in_flight);
     }
 
-    /// Packets sent and not yet implicitly acknowledged.
+    /// Packets (data and repairs) sent, not NAKed by the worst receiver and not yet
+    /// implicitly acknowledged.
     pub fn in_flight(&self) -> usize {
-        self.flight.len()
+        self.flight.len() - self.nacked + self.repairs.len() - self.nacked_repairs
     }
 
-    /// Acknowledges, implicitly, every packet sent at least one RTT ago.
+    /// Takes one from `map[s]` if there is one.
+    fn take(map: &mut HashMap<u32, u32>, s: u32) -> bool {
+        match map.get_mut(&s) {
+            Some(c) if *c > 1 => {
+                *c -= 1;
+                true
+            }
+            Some(_) => {
+                map.remove(&s);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Acknowledges, implicitly, every packet sent at least [`Self::ack_delay`] ago; those
+    /// the worst receiver NAKed return nothing.
     fn advance(&mut self, now: Instant) {
         let delay = self.ack_delay();
         let mut n = 0u32;
-        while let Some(&(at, _)) = self.flight.front() {
+        while let Some(&(at, _, nacked)) = self.flight.front() {
             if at + delay > now && self.flight.len() <= MAX_IN_FLIGHT {
                 break;
             }
             self.flight.pop_front();
-            n += 1;
+            if nacked {
+                self.nacked -= 1;
+            } else {
+                n += 1;
+            }
+        }
+        while let Some(&(at, s)) = self.repairs.front() {
+            if at + delay > now && self.repairs.len() <= MAX_IN_FLIGHT {
+                break;
+            }
+            self.repairs.pop_front();
+            if Self::take(&mut self.repair_nacked, s) {
+                self.nacked_repairs -= 1;
+            } else {
+                Self::take(&mut self.repair_live, s);
+                n += 1;
+            }
         }
         if n > 0 {
             let had = self.window.can_send();
@@ -634,17 +683,18 @@ impl CongestionControl for AcklessPgmcc {
     fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
         self.advance(now);
         self.window.on_transmit();
-        self.flight.push_back((now, sqn));
+        self.flight.push_back((now, sqn, false));
         self.common.last_sent = Some(sqn);
         self.common.worst.data(now)
     }
 
     fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
         // As TCP's retransmissions, repairs take a token (they are not held back for one)
-        // and return it one RTT later.
+        // and return it an ACK delay later.
         self.advance(now);
         self.window.on_transmit();
-        self.flight.push_back((now, sqn));
+        self.repairs.push_back((now, sqn));
+        *self.repair_live.entry(sqn).or_insert(0) += 1;
     }
 
     fn data_options(&mut self, _now: Instant, opts: &mut Options<'_>) {
@@ -660,11 +710,19 @@ impl CongestionControl for AcklessPgmcc {
         self.advance(now);
         let event = self.common.on_nak(now, sqns, fb);
         if fb.is_some_and(|f| Some(f.rx) == self.common.worst.addr()) {
-            // What the worst receiver lost returns no token: drop it from the implicit ACK
+            // What the worst receiver lost returns no token: mark it in the implicit ACK
             // queue if it is still there (a real ACK would never have come).
             for &s in sqns {
-                if let Some(i) = self.flight.iter().rposition(|&(_, x)| x == s) {
-                    self.flight.remove(i);
+                // A repaired packet NAKed again: its repair was lost.
+                if Self::take(&mut self.repair_live, s) {
+                    *self.repair_nacked.entry(s).or_insert(0) += 1;
+                    self.nacked_repairs += 1;
+                    continue;
+                }
+                let i = self.flight.partition_point(|&(_, x, _)| sqn::lt(x, s));
+                if let Some(e) = self.flight.get_mut(i).filter(|e| e.1 == s && !e.2) {
+                    e.2 = true;
+                    self.nacked += 1;
                 }
             }
             self.realign();
@@ -672,7 +730,7 @@ impl CongestionControl for AcklessPgmcc {
         let (Some(lost), Some(lead)) = (event, self.common.last_sent) else {
             return;
         };
-        let in_flight = u32::try_from(self.flight.len()).unwrap_or(u32::MAX);
+        let in_flight = u32::try_from(self.in_flight()).unwrap_or(u32::MAX);
         if self.window.on_loss(lost, in_flight, lead) {
             self.common.push_event(CcEvent::Congestion {
                 window: self.window.window(),
@@ -686,7 +744,12 @@ impl CongestionControl for AcklessPgmcc {
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
-        let ack = self.flight.front().map(|&(at, _)| at + self.ack_delay());
+        let first = match (self.flight.front(), self.repairs.front()) {
+            (Some(&(a, _, _)), Some(&(b, _))) => Some(a.min(b)),
+            (Some(&(a, _, _)), None) => Some(a),
+            (None, b) => b.map(|&(t, _)| t),
+        };
+        let ack = first.map(|at| at + self.ack_delay());
         match (ack, self.common.worst.expiry_at()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -961,6 +1024,14 @@ mod tests {
             (cc.window() - (w / 2.0).max(1.0)).abs() < 1.0,
             "{w} -> {}",
             cc.window()
+        );
+        assert_eq!(cc.in_flight(), flight - 1);
+        // The same NAK again (a retry), and NAKs for packets never sent or long gone: no
+        // further change.
+        cc.on_nak(
+            ms(1001),
+            &[sqn - 1, sqn + 5, 0],
+            Some(&fb(1, ms(1001), 100, 100)),
         );
         assert_eq!(cc.in_flight(), flight - 1);
         assert_eq!(cc.stats().loss_events, 1);
