@@ -583,15 +583,16 @@ pub fn parse(
     })
 }
 
-/// The Pseudofed knobs of a `cc = "pseudofed"` flow (`docs/scenarios.md`); pgmcc's own
-/// knobs are refused.
-fn pseudofed_config(
+/// Refuses pgmcc's own knobs on a flow run by controller `ctl`; `c` is refused only when
+/// `allow_c` is false (the low-weight controllers take it as their switch bias).
+fn refuse_pgmcc_knobs(
     fl: &FlowSpec,
-    payload: u32,
+    ctl: &str,
+    allow_c: bool,
     cx: &Ctx<'_>,
-) -> Result<PseudofedConfig, ScenarioError> {
+) -> Result<(), ScenarioError> {
     for (k, present) in [
-        ("c", fl.c.is_some()),
+        ("c", fl.c.is_some() && !allow_c),
         ("model", fl.model.is_some()),
         ("rtt_unit", fl.rtt_unit.is_some()),
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
@@ -601,10 +602,51 @@ fn pseudofed_config(
             return cx.err(
                 fl.kind.span(),
                 &format!("flow.{k}"),
-                "a pgmcc knob: not for cc = \"pseudofed\"",
+                format!("a pgmcc knob: not for cc = \"{ctl}\""),
             );
         }
     }
+    Ok(())
+}
+
+/// The flow's switch bias `c`, checked to lie in (0, 1].
+fn switch_bias(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<SwitchBias>, ScenarioError> {
+    let Some(c) = &fl.c else {
+        return Ok(None);
+    };
+    let v = *c.get_ref();
+    if !(v > 0.0 && v <= 1.0) {
+        return cx.err(
+            c.span(),
+            "flow.c",
+            format!("{v}: the switch bias is in (0, 1]"),
+        );
+    }
+    Ok(Some(SwitchBias {
+        num: (v * 1000.0).round() as u32,
+        den: 1000,
+    }))
+}
+
+/// A rate key given as a rate of payload, in packets per second of `payload`-byte packets.
+fn payload_pps(
+    r: &Spanned<String>,
+    key: &str,
+    payload: u32,
+    cx: &Ctx<'_>,
+) -> Result<f64, ScenarioError> {
+    let bps = units::rate(r.get_ref()).or_else(|m| cx.err(r.span(), key, m))?;
+    Ok(bps as f64 / 8.0 / f64::from(payload.max(1)))
+}
+
+/// The Pseudofed knobs of a `cc = "pseudofed"` flow (`docs/scenarios.md`); pgmcc's own
+/// knobs are refused.
+fn pseudofed_config(
+    fl: &FlowSpec,
+    payload: u32,
+    cx: &Ctx<'_>,
+) -> Result<PseudofedConfig, ScenarioError> {
+    refuse_pgmcc_knobs(fl, "pseudofed", false, cx)?;
     let mut pc = PseudofedConfig::default();
     if let Some(n) = &fl.representatives {
         let v = *n.get_ref();
@@ -614,8 +656,7 @@ fn pseudofed_config(
         pc.representatives = v as usize;
     }
     if let Some(r) = &fl.rate_min {
-        let bps = units::rate(r.get_ref()).or_else(|m| cx.err(r.span(), "flow.rate_min", m))?;
-        let pps = bps as f64 / 8.0 / f64::from(payload.max(1));
+        let pps = payload_pps(r, "flow.rate_min", payload, cx)?;
         if pps <= 0.0 {
             return cx.err(r.span(), "flow.rate_min", "must be above 0");
         }
@@ -754,42 +795,11 @@ fn build_pgm(
         }
     }
     if low_weight {
-        for (k, present) in [
-            ("model", fl.model.is_some()),
-            ("rtt_unit", fl.rtt_unit.is_some()),
-            ("adaptive_timeout", fl.adaptive_timeout.is_some()),
-            ("realign_tokens", fl.realign_tokens.is_some()),
-        ] {
-            if present {
-                return cx.err(
-                    fl.kind.span(),
-                    &format!("flow.{k}"),
-                    format!("a pgmcc knob: not for cc = \"{ctl}\""),
-                );
-            }
-        }
-        let bias = match &fl.c {
-            None => None,
-            Some(c) => {
-                let v = *c.get_ref();
-                if !(v > 0.0 && v <= 1.0) {
-                    return cx.err(
-                        c.span(),
-                        "flow.c",
-                        format!("{v}: the switch bias is in (0, 1]"),
-                    );
-                }
-                Some(SwitchBias {
-                    num: (v * 1000.0).round() as u32,
-                    den: 1000,
-                })
-            }
-        };
+        refuse_pgmcc_knobs(fl, ctl, true, cx)?;
+        let bias = switch_bias(fl, cx)?;
         let pps = |r: &Option<Spanned<String>>, key: &str| -> Result<Option<f64>, ScenarioError> {
             let Some(r) = r else { return Ok(None) };
-            let bps = units::rate(r.get_ref()).or_else(|m| cx.err(r.span(), key, m))?;
-            // Packets per second of `payload`-byte packets.
-            let v = bps as f64 / 8.0 / f64::from(payload.max(1));
+            let v = payload_pps(r, key, payload, cx)?;
             if v < lowweight::MIN_RATE {
                 return cx.err(
                     r.span(),
@@ -821,46 +831,15 @@ fn build_pgm(
             }
             cfg.cc = CcConfig::PgmccAckless(ac);
         }
-        // Keep `payload` exact: OPT_LOWWEIGHT's room comes on top of the 84 bytes.
-        cfg.max_tpdu += cfg.cc.data_option_room();
     } else if tfmcc {
-        for (k, present) in [
-            ("c", fl.c.is_some()),
-            ("model", fl.model.is_some()),
-            ("rtt_unit", fl.rtt_unit.is_some()),
-            ("adaptive_timeout", fl.adaptive_timeout.is_some()),
-            ("realign_tokens", fl.realign_tokens.is_some()),
-        ] {
-            if present {
-                return cx.err(
-                    fl.kind.span(),
-                    &format!("flow.{k}"),
-                    "a pgmcc knob: not for cc = \"tfmcc\"",
-                );
-            }
-        }
+        refuse_pgmcc_knobs(fl, "tfmcc", false, cx)?;
         cfg.cc = CcConfig::Tfmcc(TfmccConfig::default());
-        // Room for OPT_TFMCC_DATA, so that the payload stays `payload` bytes.
-        cfg.max_tpdu += cfg.cc.data_option_room();
     } else if pseudofed {
         cfg.cc = CcConfig::Pseudofed(pseudofed_config(fl, payload, cx)?);
-        // Keep `payload` exact: OPT_PSEUDOFED's room comes on top of the 84 bytes.
-        cfg.max_tpdu += cfg.cc.data_option_room();
     } else if kind == FlowKind::Pgmcc {
         let mut pc = PgmccConfig::default();
-        if let Some(c) = &fl.c {
-            let v = *c.get_ref();
-            if !(v > 0.0 && v <= 1.0) {
-                return cx.err(
-                    c.span(),
-                    "flow.c",
-                    format!("{v}: the switch bias is in (0, 1]"),
-                );
-            }
-            pc.switch_bias = SwitchBias {
-                num: (v * 1000.0).round() as u32,
-                den: 1000,
-            };
+        if let Some(b) = switch_bias(fl, cx)? {
+            pc.switch_bias = b;
         }
         if let Some(m) = &fl.model {
             pc.model = match m.get_ref().as_str() {
@@ -908,6 +887,9 @@ fn build_pgm(
             }
         }
     }
+    // Keep `payload` exact: the controller's own data option (OPT_TFMCC_DATA, OPT_PSEUDOFED,
+    // OPT_LOWWEIGHT) comes on top of the 84 bytes.
+    cfg.max_tpdu += cfg.cc.data_option_room();
     for (k, present) in [
         ("delayed_ack", fl.delayed_ack.is_some()),
         ("min_rto", fl.min_rto.is_some()),

@@ -775,9 +775,6 @@ impl Receiver {
         } else {
             timers
         };
-        if quick && sqn::distance(old_lead, s) > 1 && sqn::gt(s, old_lead) {
-            self.stats.quick_nak_gaps += 1;
-        }
         w.extend_to(s, now, &timers, &mut self.rng);
         w.set_trail(trail);
         let ins = w.insert(s, repr.payload, repr.options.fragment);
@@ -791,6 +788,9 @@ impl Receiver {
             let gap = sqn::distance(old_lead, s).saturating_sub(1);
             if gap > 0 {
                 lost_first = Some(old_lead.wrapping_add(1));
+                if quick {
+                    self.stats.quick_nak_gaps += 1;
+                }
             }
             peer.loss.update_lost(gap);
             peer.loss.update(false);
