@@ -432,11 +432,7 @@ fn compare_markdown(matrix: &Matrix, rows: &[CompareRow], path: &Path, seeds: u6
             "| {} | {} | {} | {:.0} | {} | {:.3} | {} | {step} |",
             t.label,
             r.controller,
-            if f.is_finite() {
-                format!("{:.0}%", f * 100.0)
-            } else {
-                "-".into()
-            },
+            percent_or_dash(f),
             mean(r.runs.iter().map(|m| m.ctl_kbps)),
             {
                 let x = mean(r.runs.iter().map(|m| m.tcp_kbps));
@@ -453,6 +449,15 @@ fn compare_markdown(matrix: &Matrix, rows: &[CompareRow], path: &Path, seeds: u6
     m
 }
 
+/// `f` as a whole percentage, `-` when it is not a number (nothing measured).
+fn percent_or_dash(f: f64) -> String {
+    if f.is_finite() {
+        format!("{:.0}%", f * 100.0)
+    } else {
+        "-".into()
+    }
+}
+
 fn compare_html(matrix: &Matrix, rows: &[CompareRow]) -> String {
     let mut h = String::from(
         "<h1>The controllers compared on the same topologies</h1><table><tr><th>topology</th>\
@@ -465,11 +470,7 @@ fn compare_html(matrix: &Matrix, rows: &[CompareRow]) -> String {
             "<tr><td>{}</td><td>{}</td><td>{}</td><td>{:.0}</td><td>{:.3}</td><td>{}</td></tr>",
             matrix.topologies[r.topology].label,
             r.controller,
-            if f.is_finite() {
-                format!("{:.0}%", f * 100.0)
-            } else {
-                "-".into()
-            },
+            percent_or_dash(f),
             mean(r.runs.iter().map(|m| m.ctl_kbps)),
             mean(r.runs.iter().map(|m| m.feedback_per_data)),
             settle_text(&r.runs)

@@ -126,6 +126,26 @@ impl Batched {
         }
     }
 
+    /// Up to `calls` [`Batched::try_recv`] calls, stopping at the first that finds nothing
+    /// queued; an error ends the round (logged: the socket stays usable).
+    pub(crate) fn drain(
+        &mut self,
+        sock: &UdpSocket,
+        calls: usize,
+        mut f: impl FnMut(SocketAddr, &[u8]),
+    ) {
+        for _ in 0..calls {
+            match self.try_recv(sock, &mut f) {
+                Ok(0) => break,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::debug!(error = %e, "receive error");
+                    break;
+                }
+            }
+        }
+    }
+
     /// Reads what the socket holds now (one `recvmmsg`, without waiting) and calls
     /// `f(from, datagram)` for each datagram. Returns how many it read; 0 when nothing was
     /// waiting.

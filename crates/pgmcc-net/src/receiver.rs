@@ -324,17 +324,8 @@ impl Driver {
         let Some(mut b) = self.batch.take() else {
             return;
         };
-        for _ in 0..8 {
-            let sock = Arc::clone(&self.recv);
-            match b.try_recv(&sock, |from, d| self.input(from, d)) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    debug!(error = %e, "receive error");
-                    break;
-                }
-            }
-        }
+        let sock = Arc::clone(&self.recv);
+        b.drain(&sock, 8, |from, d| self.input(from, d));
         self.batch = Some(b);
     }
 

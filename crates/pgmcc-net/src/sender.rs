@@ -397,17 +397,8 @@ impl Driver {
         let Some(mut b) = self.batch.take() else {
             return;
         };
-        for _ in 0..4 {
-            let sock = Arc::clone(&self.sock);
-            match b.try_recv(&sock, |from, d| self.input(from, d)) {
-                Ok(0) => break,
-                Ok(_) => {}
-                Err(e) => {
-                    debug!(error = %e, "receive error");
-                    break;
-                }
-            }
-        }
+        let sock = Arc::clone(&self.sock);
+        b.drain(&sock, 4, |from, d| self.input(from, d));
         self.batch = Some(b);
     }
 
