@@ -20,6 +20,7 @@ pub mod loss_filter;
 pub mod lowweight;
 pub mod pgmcc;
 pub mod pseudofed;
+pub mod registry;
 pub mod tfmcc;
 pub mod throughput;
 pub mod window;
@@ -30,6 +31,7 @@ use pgm_wire::{AckRepr, Options, PgmccData, PgmccFeedback};
 use serde::Serialize;
 
 use crate::time::Instant;
+pub use registry::{Controller, UnknownController};
 use throughput::Operating;
 
 /// Something the controller tells the application (or the trace).

@@ -1,0 +1,184 @@
+//! The one list of controller names. Scenarios (`cc = "..."`), the comparison matrix
+//! (`controllers = [...]`) and the CLI (`pgmcc send --cc ...`) all parse a name with
+//! [`Controller::from_str`](std::str::FromStr) and start from [`Controller::config`], so a
+//! name runs the same mechanism in every driver.
+//!
+//! Adding a controller: one variant here, one line in each of [`Controller::ALL`],
+//! [`Controller::name`], [`Controller::about`], [`Controller::config`] and [`Controller::of`]
+//! (`docs/architecture.md` walks through the whole recipe).
+
+use std::fmt;
+use std::str::FromStr;
+
+use thiserror::Error;
+
+use super::{lowweight, pgmcc, pseudofed, tfmcc, CcConfig};
+
+/// A congestion controller, by the name it has everywhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Controller {
+    /// `pgmcc`: pgmcc as the paper's §3.4 token rule reads (tokens not realigned on a switch).
+    Pgmcc,
+    /// `tfmcc`: the TFMCC-style equation-based baseline (`docs/tfmcc.md`).
+    Tfmcc,
+    /// `pseudofed`: Pseudofed's representative-based rate controller (`docs/pseudofed.md`).
+    Pseudofed,
+    /// `lowweight`: low-weight multi-sender control (`docs/lowweight.md`).
+    LowWeight,
+    /// `pgmcc-ackless`: pgmcc's window driven by the worst receiver's quick NAKs.
+    PgmccAckless,
+    /// `pgmcc-realigned`: pgmcc with token realignment on acker switches (ours,
+    /// [`pgmcc::PgmccConfig::realign_tokens`]).
+    PgmccRealigned,
+    /// `none`: no congestion control; the PGM rate limiter alone paces the session.
+    None,
+}
+
+impl Controller {
+    /// Every controller, in the order error messages and `--help` list them.
+    pub const ALL: [Controller; 7] = [
+        Controller::Pgmcc,
+        Controller::Tfmcc,
+        Controller::Pseudofed,
+        Controller::LowWeight,
+        Controller::PgmccAckless,
+        Controller::PgmccRealigned,
+        Controller::None,
+    ];
+
+    /// The name, as scenarios, the matrix and the CLI spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Controller::Pgmcc => "pgmcc",
+            Controller::Tfmcc => "tfmcc",
+            Controller::Pseudofed => "pseudofed",
+            Controller::LowWeight => "lowweight",
+            Controller::PgmccAckless => "pgmcc-ackless",
+            Controller::PgmccRealigned => "pgmcc-realigned",
+            Controller::None => "none",
+        }
+    }
+
+    /// One line saying what runs, for `--help` and docs.
+    pub fn about(self) -> &'static str {
+        match self {
+            Controller::Pgmcc => {
+                "pgmcc as the paper's token rule reads (tokens not realigned on an acker switch)"
+            }
+            Controller::Tfmcc => "the TFMCC-style equation-based baseline (docs/tfmcc.md)",
+            Controller::Pseudofed => {
+                "Pseudofed's representative-based rate controller (docs/pseudofed.md)"
+            }
+            Controller::LowWeight => {
+                "low-weight multi-sender control: no ACKs, the worst receiver NAKs at once, \
+                 the rate stays between a floor and a ceiling (docs/lowweight.md)"
+            }
+            Controller::PgmccAckless => {
+                "pgmcc's window driven by the worst receiver's NAKs instead of ACKs \
+                 (docs/lowweight.md; a research comparison, not recommended)"
+            }
+            Controller::PgmccRealigned => {
+                "pgmcc with token realignment on acker switches (ours, docs/pgmcc.md)"
+            }
+            Controller::None => "no congestion control: only the rate limit paces the session",
+        }
+    }
+
+    /// The controller with its defaults; drivers then set the knobs they expose.
+    pub fn config(self) -> CcConfig {
+        match self {
+            Controller::Pgmcc => CcConfig::Pgmcc(pgmcc::PgmccConfig::default()),
+            Controller::Tfmcc => CcConfig::Tfmcc(tfmcc::TfmccConfig::default()),
+            Controller::Pseudofed => CcConfig::Pseudofed(pseudofed::PseudofedConfig::default()),
+            Controller::LowWeight => CcConfig::LowWeight(lowweight::LowWeightConfig::default()),
+            Controller::PgmccAckless => CcConfig::PgmccAckless(lowweight::AcklessConfig::default()),
+            Controller::PgmccRealigned => CcConfig::Pgmcc(pgmcc::PgmccConfig {
+                realign_tokens: true,
+                ..pgmcc::PgmccConfig::default()
+            }),
+            Controller::None => CcConfig::None,
+        }
+    }
+
+    /// The name a configuration runs under.
+    pub fn of(config: &CcConfig) -> Controller {
+        match config {
+            CcConfig::Pgmcc(c) if c.realign_tokens => Controller::PgmccRealigned,
+            CcConfig::Pgmcc(_) => Controller::Pgmcc,
+            CcConfig::Tfmcc(_) => Controller::Tfmcc,
+            CcConfig::Pseudofed(_) => Controller::Pseudofed,
+            CcConfig::LowWeight(_) => Controller::LowWeight,
+            CcConfig::PgmccAckless(_) => Controller::PgmccAckless,
+            CcConfig::None => Controller::None,
+        }
+    }
+
+    /// True for the two pgmcc names, which share [`pgmcc::PgmccConfig`]'s knobs.
+    pub fn is_pgmcc(self) -> bool {
+        matches!(self, Controller::Pgmcc | Controller::PgmccRealigned)
+    }
+
+    /// Every name, in [`Controller::ALL`]'s order.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        Controller::ALL.into_iter().map(Controller::name)
+    }
+}
+
+impl fmt::Display for Controller {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A controller name that is not in the registry.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[error("`{name}`: use {}", list())]
+pub struct UnknownController {
+    /// The name given.
+    pub name: String,
+}
+
+/// "a, b, ... or z".
+fn list() -> String {
+    let names: Vec<&str> = Controller::names().collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => names.join(""),
+    }
+}
+
+impl FromStr for Controller {
+    type Err = UnknownController;
+
+    fn from_str(s: &str) -> Result<Controller, UnknownController> {
+        Controller::ALL
+            .into_iter()
+            .find(|c| c.name() == s)
+            .ok_or_else(|| UnknownController {
+                name: s.to_string(),
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_parses_back_to_its_controller_and_config() {
+        for c in Controller::ALL {
+            assert_eq!(c.name().parse::<Controller>(), Ok(c));
+            assert_eq!(c.to_string(), c.name());
+            assert_eq!(Controller::of(&c.config()), c, "{c}");
+        }
+    }
+
+    #[test]
+    fn unknown_names_list_every_controller() {
+        let e = "tfrc".parse::<Controller>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "`tfrc`: use pgmcc, tfmcc, pseudofed, lowweight, pgmcc-ackless, pgmcc-realigned or none"
+        );
+    }
+}
