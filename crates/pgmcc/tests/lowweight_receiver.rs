@@ -69,7 +69,7 @@ fn the_named_worst_receiver_naks_at_once_and_never_acks() {
         assert_eq!(acks, 0, "named worst, yet no ACK");
         assert_eq!(naks, vec![2], "seed {seed}: NAK at once, no back-off");
         assert!(reported, "the NAK carries this receiver's report");
-        assert_eq!(r.stats().quick_nak_gaps, 1);
+        assert_eq!(r.stats().cc.quick_nak_gaps, 1);
         assert_eq!(r.stats().acks_sent, 0);
     }
 }
@@ -95,7 +95,7 @@ fn other_receivers_keep_their_random_back_off() {
         // Within NAK_BO_IVL (50 ms) the NAK leaves.
         let (_, later, _) = sent(&mut r, ms(60));
         assert_eq!(naks.len() + later.len(), 1, "seed {seed}: one NAK in all");
-        assert_eq!(r.stats().quick_nak_gaps, 0);
+        assert_eq!(r.stats().cc.quick_nak_gaps, 0);
     }
     assert!(immediate <= 2, "{immediate} of 20 NAKed with no back-off");
 }

@@ -88,7 +88,7 @@ fn representative_reports_every_packet_cc_then_ci() {
     let (_, nak_report_later) = reports(&mut r, ms(500));
     assert!(!nak_report && !nak_report_later);
     assert!(r.stats().naks_sent > 0);
-    assert_eq!(r.stats().pseudofed_reports, 3);
+    assert_eq!(r.stats().cc.pseudofed_reports, 3);
 }
 
 #[test]
@@ -114,8 +114,8 @@ fn non_representative_ci_waits_then_reports_or_is_suppressed() {
     r.handle(ms(50), SRC, &odata(4, &[OTHER], Some(2)));
     let (rep, _) = reports(&mut r, ms(400));
     assert!(rep.is_empty());
-    assert_eq!(r.stats().pseudofed_suppressed, 1);
-    assert_eq!(r.stats().pseudofed_reports, 0);
+    assert_eq!(r.stats().cc.pseudofed_suppressed, 1);
+    assert_eq!(r.stats().cc.pseudofed_reports, 0);
 }
 
 #[test]
@@ -127,7 +127,7 @@ fn ccs_only_while_the_set_is_empty() {
     r.handle(ms(20), SRC, &odata(2, &[OTHER], None));
     let (rep, _) = reports(&mut r, ms(400));
     assert!(rep.is_empty());
-    assert_eq!(r.stats().pseudofed_suppressed, 1);
+    assert_eq!(r.stats().cc.pseudofed_suppressed, 1);
     // With the set empty and nobody else answering, the CC goes out.
     let mut r = receiver();
     r.handle(ms(1), SRC, &odata(1, &[], None));
@@ -157,7 +157,7 @@ fn without_the_option_the_receiver_stays_pgmcc() {
     let repr = Repr::parse(&buf[..t.len]).unwrap();
     assert!(matches!(repr.body, Body::Ack(_)));
     assert!(repr.options.pseudofed.is_none());
-    assert_eq!(r.stats().pseudofed_reports, 0);
+    assert_eq!(r.stats().cc.pseudofed_reports, 0);
 }
 
 #[test]

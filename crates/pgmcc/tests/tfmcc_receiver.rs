@@ -116,8 +116,8 @@ fn a_lossy_receiver_reports_once_per_round() {
     // (and round 4's timer, set by packet 200, is still running when the test ends).
     let (acks, st) = run_rounds(OTHER, TfmccData::NO_RATE, 1_000_000);
     assert_eq!(acks, 3, "{st:?}");
-    assert_eq!(st.tfmcc_reports_sent, 3);
-    assert_eq!(st.tfmcc_reports_suppressed, 0);
+    assert_eq!(st.cc.tfmcc_reports_sent, 3);
+    assert_eq!(st.cc.tfmcc_reports_suppressed, 0);
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn an_echoed_lower_rate_suppresses_the_report() {
     // Rounds 1 to 4 (packet 200 opens round 4) each set a timer, all cancelled.
     let (acks, st) = run_rounds(OTHER, 1, 1_000_000);
     assert_eq!(acks, 0, "{st:?}");
-    assert_eq!(st.tfmcc_reports_suppressed, 4);
+    assert_eq!(st.cc.tfmcc_reports_suppressed, 4);
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn a_receiver_faster_than_the_sending_rate_stays_silent() {
     // Sending at 10 packets/s, below this receiver's ~80: it cannot be limiting.
     let (acks, st) = run_rounds(OTHER, TfmccData::NO_RATE, 10_000);
     assert_eq!(acks, 0, "{st:?}");
-    assert_eq!(st.tfmcc_reports_suppressed, 0);
+    assert_eq!(st.cc.tfmcc_reports_suppressed, 0);
 }
 
 #[test]
@@ -143,5 +143,5 @@ fn the_clr_reports_once_per_interval_not_per_packet() {
     // per 10 packets (20), where per-packet ACKing would send 198.
     let (acks, st) = run_rounds(RX, TfmccData::NO_RATE, 1_000_000);
     assert!((18..=21).contains(&acks), "{acks} {st:?}");
-    assert_eq!(st.tfmcc_reports_sent, 0);
+    assert_eq!(st.cc.tfmcc_reports_sent, 0);
 }

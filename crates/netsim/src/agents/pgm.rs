@@ -307,7 +307,7 @@ impl Agent for PgmReceiverAgent {
                 ("unrecoverable_sqns".into(), self.unrecoverable as f64),
                 ("naks_sent".into(), st.naks_sent as f64),
                 ("acks_sent".into(), st.acks_sent as f64),
-                ("quick_nak_gaps".into(), st.quick_nak_gaps as f64),
+                ("quick_nak_gaps".into(), st.cc.quick_nak_gaps as f64),
             ];
         }
         v

@@ -16,6 +16,7 @@
 //!   (§3.4-3.6), behind the [`CongestionControl`] trait.
 
 pub mod ack_tracker;
+pub(crate) mod feedback;
 pub mod loss_filter;
 pub mod lowweight;
 pub mod pgmcc;

@@ -1,0 +1,129 @@
+//! Receiver configuration: RFC 3208 §5.3's NAK timers, the window's bounds, the session
+//! table's limits and what the receiver takes part in.
+
+use std::net::IpAddr;
+
+use serde::Serialize;
+
+use super::rxw::NakTimers;
+use crate::cc::feedback::FeedbackConfig;
+use crate::cc::loss_filter::DEFAULT_W;
+use crate::time::Duration;
+
+/// Where a receiver's window starts when it first hears a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum JoinPolicy {
+    /// From the first data packet heard (or after the lead of the first SPM heard).
+    #[default]
+    FromFirstPacket,
+    /// Back to the minimum the source allows in OPT_JOIN (RFC 3208 §9.4), NAKing for the
+    /// packets in between; like `FromFirstPacket` when the source sends no OPT_JOIN.
+    FromJoinMin,
+}
+
+/// Receiver configuration.
+#[derive(Debug, Clone)]
+pub struct ReceiverConfig {
+    /// This receiver's unicast NLA (its identity in pgmcc reports).
+    pub nla: IpAddr,
+    /// The multicast group joined.
+    pub group: IpAddr,
+    /// Data-destination port listened on (OpenPGM default 7500).
+    pub dport: u16,
+    /// NAK_BO_IVL: upper bound of the random NAK back-off. Default 50 ms.
+    pub nak_bo_ivl: Duration,
+    /// NAK_RPT_IVL: wait for an NCF after a NAK. Default 200 ms.
+    pub nak_rpt_ivl: Duration,
+    /// NAK_RDATA_IVL: wait for RDATA after an NCF. Default 200 ms.
+    pub nak_rdata_ivl: Duration,
+    /// NAK_NCF_RETRIES: NAKs sent without an NCF before giving up. Default 5.
+    pub nak_ncf_retries: u32,
+    /// NAK_DATA_RETRIES: NCF-confirmed waits for data before giving up. Default 5.
+    pub nak_data_retries: u32,
+    /// Receive window span in sequence numbers (memory bound per session). Default 8192.
+    pub rxw_sqns: u32,
+    /// Largest APDU accepted for reassembly. Default 65535 (OpenPGM's PGM_MAX_APDU).
+    pub max_apdu: usize,
+    /// Where a late joiner starts.
+    pub join: JoinPolicy,
+    /// Most sessions tracked at once; packets of further sessions are dropped and counted.
+    /// Default 64.
+    pub max_sessions: usize,
+    /// A session silent this long may be dropped to make room for a new one when the table
+    /// is full (OpenPGM's PGM_PEER_EXPIRY; 300 s in its examples). Ended sessions make room
+    /// first. Default 300 s.
+    pub peer_expiry: Duration,
+    /// Seed of this receiver's random source (NAK back-off).
+    pub seed: u64,
+    /// Take part in pgmcc when the source runs it: reports on NAKs, ACKs when named acker,
+    /// answers to election requests. Default true.
+    pub pgmcc: bool,
+    /// Loss filter weight `W` in 1/65536 (pgmcc paper §3.2.2: 65000).
+    pub loss_filter_w: u32,
+    /// Upper bound of the random wait before answering an election request (OpenPGM's
+    /// `ack_bo_ivl`, 50 ms in its examples).
+    pub ack_bo_ivl: Duration,
+    /// Reliable delivery (default). When false (pgmcc paper §3.9, unreliable transfers), a
+    /// gap is NAKed once, only to carry this receiver's pgmcc report, and is reported
+    /// `Unrecoverable` at once so later data is delivered without waiting.
+    pub reliable: bool,
+    /// Report TFRC's loss event rate (the TFMCC baseline, `docs/tfmcc.md`) instead of the
+    /// pgmcc loss filter, merging losses within this interval into one loss event. Receivers
+    /// do not measure their RTT yet, so this stands for it (RFC 4654's initial RTT, 500 ms, is
+    /// the natural value). Default `None`: the pgmcc loss filter.
+    pub loss_events: Option<Duration>,
+    /// When the driver handles several ODATA before it polls transmits (a batch read from
+    /// the socket), send one ACK for them instead of one each: a queued ACK is replaced by
+    /// a newer one of the same session while every packet the replaced ACKs reported stays
+    /// inside the newer ACK's 32-packet bitmap. The sender counts each packet once however
+    /// it is acknowledged (`docs/pgmcc.md`, difference 10). A driver that polls after every
+    /// datagram (the simulator) sees no change. Default true.
+    pub coalesce_acks: bool,
+}
+
+impl ReceiverConfig {
+    /// Defaults as documented on each field.
+    pub fn new(nla: IpAddr, group: IpAddr, seed: u64) -> ReceiverConfig {
+        ReceiverConfig {
+            nla,
+            group,
+            dport: 7500,
+            nak_bo_ivl: Duration::from_millis(50),
+            nak_rpt_ivl: Duration::from_millis(200),
+            nak_rdata_ivl: Duration::from_millis(200),
+            nak_ncf_retries: 5,
+            nak_data_retries: 5,
+            rxw_sqns: 8192,
+            max_apdu: 65535,
+            join: JoinPolicy::default(),
+            max_sessions: 64,
+            peer_expiry: Duration::from_secs(300),
+            seed,
+            pgmcc: true,
+            loss_filter_w: DEFAULT_W,
+            ack_bo_ivl: Duration::from_millis(50),
+            reliable: true,
+            loss_events: None,
+            coalesce_acks: true,
+        }
+    }
+
+    pub(super) fn timers(&self) -> NakTimers {
+        NakTimers {
+            bo_ivl: self.nak_bo_ivl,
+            rpt_ivl: self.nak_rpt_ivl,
+            rdata_ivl: self.nak_rdata_ivl,
+            ncf_retries: self.nak_ncf_retries,
+            data_retries: self.nak_data_retries,
+        }
+    }
+
+    pub(super) fn feedback(&self) -> FeedbackConfig {
+        FeedbackConfig {
+            nla: self.nla,
+            loss_filter_w: self.loss_filter_w,
+            ack_bo_ivl: self.ack_bo_ivl,
+            loss_events: self.loss_events,
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! What the receiver tells the application, and its counters.
+
+use pgm_wire::Tsi;
+use serde::Serialize;
+
+use crate::cc::feedback::FeedbackStats;
+
+/// What the receiver tells the application.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReceiverEvent {
+    /// A new session was heard.
+    SessionStarted {
+        /// The session.
+        tsi: Tsi,
+        /// First sequence number the window wants.
+        first_sqn: u32,
+    },
+    /// One complete APDU, in order.
+    Data {
+        /// The session.
+        tsi: Tsi,
+        /// Sequence number of its first packet.
+        sqn: u32,
+        /// The APDU.
+        data: Vec<u8>,
+    },
+    /// Sequence numbers `first..=last` of `tsi` cannot be recovered; the application's
+    /// stream has a gap here.
+    Unrecoverable {
+        /// The session.
+        tsi: Tsi,
+        /// First lost sequence number.
+        first: u32,
+        /// Last lost sequence number.
+        last: u32,
+    },
+    /// The source ended the session (OPT_FIN) and everything up to its last packet has been
+    /// delivered or reported unrecoverable.
+    SessionEnded {
+        /// The session.
+        tsi: Tsi,
+    },
+    /// The session was silent for `peer_expiry` and was dropped to make room for a new one
+    /// before it ended: whatever it had not delivered is lost.
+    SessionExpired {
+        /// The session.
+        tsi: Tsi,
+    },
+}
+
+/// Counters of a receiver.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ReceiverStats {
+    /// ODATA packets received (new or not).
+    pub odata_packets: u64,
+    /// RDATA packets received.
+    pub rdata_packets: u64,
+    /// Packets that filled a gap (RDATA, or ODATA arriving out of order).
+    pub gaps_filled: u64,
+    /// Data packets already held or behind the window.
+    pub duplicates: u64,
+    /// SPMs received.
+    pub spm_packets: u64,
+    /// NCFs received.
+    pub ncf_packets: u64,
+    /// NAK packets sent.
+    pub naks_sent: u64,
+    /// Sequence numbers NAKed (a NAK with a list counts each).
+    pub nak_sqns_sent: u64,
+    /// NAKs not sent because an NCF or another receiver's NAK was heard first.
+    pub naks_suppressed: u64,
+    /// SPMRs sent.
+    pub spmrs_sent: u64,
+    /// pgmcc ACKs sent (as acker or answering an election request).
+    pub acks_sent: u64,
+    /// ACKs not sent because a newer one, still unsent, reported the same packets
+    /// ([`ReceiverConfig::coalesce_acks`](super::ReceiverConfig::coalesce_acks)).
+    pub acks_coalesced: u64,
+    /// APDUs delivered.
+    pub apdus_delivered: u64,
+    /// Bytes delivered.
+    pub bytes_delivered: u64,
+    /// Sequence numbers reported unrecoverable.
+    pub unrecoverable_sqns: u64,
+    /// Datagrams that failed to parse or were inconsistent (bad fragment, ...).
+    pub malformed: u64,
+    /// Datagrams for another group or port, or of a type a receiver ignores.
+    pub ignored: u64,
+    /// Packets of new sessions dropped because `max_sessions` were tracked.
+    pub sessions_rejected: u64,
+    /// Sessions dropped from a full table to make room: ended ones, or silent for
+    /// `peer_expiry` (each of the latter also reported as [`ReceiverEvent::SessionExpired`]).
+    pub sessions_evicted: u64,
+    /// Controller-specific feedback (TFMCC rounds, Pseudofed reports, quick NAKs).
+    #[serde(flatten)]
+    pub cc: FeedbackStats,
+}

@@ -1,0 +1,134 @@
+//! The session table: one entry per TSI heard, bounded by `max_sessions`. A full table makes
+//! room from ended sessions first, then from the one silent longest if silent for
+//! `peer_expiry`; a flood of new TSIs cannot push out a session that is still talking.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+
+use pgm_wire::Tsi;
+
+use super::rxw::ReceiveWindow;
+use crate::cc::feedback::Feedback;
+use crate::time::{Duration, Instant};
+
+/// What a receiver knows of one session.
+#[derive(Debug)]
+pub(super) struct Peer {
+    pub(super) tsi: Tsi,
+    /// Source path NLA from the latest SPM: where NAKs go.
+    pub(super) path: Option<IpAddr>,
+    /// IP address data and SPMs come from: the source's own address, used as the NAK's
+    /// source NLA, for SPMRs before any SPM, and for ACKs.
+    pub(super) data_from: Option<IpAddr>,
+    /// Congestion-control feedback: reports, ACKs, the controller's own role.
+    pub(super) fb: Feedback,
+    pub(super) spm_sqn: Option<u32>,
+    pub(super) rxw: Option<ReceiveWindow>,
+    /// Lead of the FIN SPM once heard.
+    pub(super) fin_lead: Option<u32>,
+    /// Sequence number of the packet marked OPT_SYN (the session's first), once heard.
+    pub(super) syn_sqn: Option<u32>,
+    /// When a packet of this session last arrived.
+    pub(super) last_heard: Instant,
+    pub(super) ended: bool,
+    pub(super) next_spmr: Instant,
+}
+
+/// Sessions by TSI, iterated in the order they were created (deterministic).
+#[derive(Debug, Default)]
+pub(super) struct Sessions {
+    peers: HashMap<Tsi, Peer>,
+    order: Vec<Tsi>,
+}
+
+/// Why [`Sessions::ensure`] has no entry for a TSI.
+pub(super) enum Admit {
+    /// The entry exists (it may be new).
+    Ok,
+    /// The table was full: an entry was evicted to make room (`expired` when it had not
+    /// ended), and the new one exists.
+    Evicted {
+        /// The session dropped.
+        tsi: Tsi,
+        /// It had not ended: its undelivered data is lost.
+        expired: bool,
+    },
+    /// The table is full and nothing may be evicted.
+    Full,
+}
+
+impl Sessions {
+    pub(super) fn get(&self, tsi: &Tsi) -> Option<&Peer> {
+        self.peers.get(tsi)
+    }
+
+    pub(super) fn get_mut(&mut self, tsi: &Tsi) -> Option<&mut Peer> {
+        self.peers.get_mut(tsi)
+    }
+
+    /// Every session, in creation order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = &Peer> {
+        self.order.iter().filter_map(|t| self.peers.get(t))
+    }
+
+    /// Calls `f` on every session, in creation order.
+    pub(super) fn for_each_mut(&mut self, mut f: impl FnMut(&mut Peer)) {
+        for t in &self.order {
+            if let Some(p) = self.peers.get_mut(t) {
+                f(p);
+            }
+        }
+    }
+
+    /// Makes sure `tsi` has an entry, heard at `now`; `new` builds it.
+    pub(super) fn ensure(
+        &mut self,
+        tsi: Tsi,
+        now: Instant,
+        max: usize,
+        expiry: Duration,
+        new: impl FnOnce() -> Peer,
+    ) -> Admit {
+        if let Some(p) = self.peers.get_mut(&tsi) {
+            p.last_heard = now;
+            return Admit::Ok;
+        }
+        let mut admit = Admit::Ok;
+        if self.peers.len() >= max {
+            match self.evict_one(now, expiry) {
+                Some((victim, expired)) => {
+                    admit = Admit::Evicted {
+                        tsi: victim,
+                        expired,
+                    }
+                }
+                None => return Admit::Full,
+            }
+        }
+        self.order.push(tsi);
+        self.peers.insert(tsi, new());
+        admit
+    }
+
+    /// Frees one slot: an ended session, else the one silent longest if silent for `expiry`.
+    fn evict_one(&mut self, now: Instant, expiry: Duration) -> Option<(Tsi, bool)> {
+        let victim = self
+            .order
+            .iter()
+            .find(|t| self.peers.get(t).is_some_and(|p| p.ended))
+            .or_else(|| {
+                self.order
+                    .iter()
+                    .filter(|t| {
+                        self.peers
+                            .get(t)
+                            .is_some_and(|p| now.saturating_duration_since(p.last_heard) >= expiry)
+                    })
+                    .min_by_key(|t| self.peers.get(t).map(|p| p.last_heard))
+            })
+            .copied()?;
+        let expired = self.peers.remove(&victim).is_some_and(|p| !p.ended);
+        self.order.retain(|t| *t != victim);
+        Some((victim, expired))
+    }
+}
