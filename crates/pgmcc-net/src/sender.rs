@@ -6,13 +6,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pgm_wire::{Gsi, Tsi};
-use pgmcc::cc::{CcConfig, CcStats};
+use pgmcc::cc::{CcConfig, CcEvent, CcStats};
 use pgmcc::{RateLimit, SendError, SenderConfig, SenderStats};
 use serde::Serialize;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
-use tracing::{debug, warn};
+use tracing::{debug, info, trace, warn};
 
 use crate::clock::{entropy, Clock};
 use crate::error::Error;
@@ -103,7 +103,8 @@ pub struct SenderStatus {
     pub acker: Option<IpAddr>,
     /// The acker's reported loss rate (0..1).
     pub acker_loss: Option<f64>,
-    /// The congestion window, in packets.
+    /// Packets per round trip: the congestion window, or rate × RTT for rate-based
+    /// controllers.
     pub window: Option<f64>,
     /// Datagrams the network refused to take (send errors), dropped and counted.
     pub send_errors: u64,
@@ -308,6 +309,7 @@ impl Driver {
                 self.core.handle_timeout(now);
             }
             self.flush(now, &mut buf).await;
+            self.drain_events();
             // Only NAKs that lead to a repair keep the source lingering: NAKs for data never
             // sent, already repaired or out of the window say nothing about real receivers
             // (and a hostile peer could send them for ever).
@@ -385,6 +387,23 @@ impl Driver {
         Ok(self.publish(now, true))
     }
 
+    /// Takes the core's congestion-control events (its queue is bounded; draining it keeps
+    /// the newest) and logs them.
+    fn drain_events(&mut self) {
+        while let Some(ev) = self.core.poll_event() {
+            match ev {
+                CcEvent::AckerChanged { from, to } => {
+                    info!(?from, %to, "acker changed")
+                }
+                CcEvent::Stalled { stalls_in_a_row } => {
+                    info!(stalls_in_a_row, "no feedback: congestion control restarted")
+                }
+                CcEvent::Congestion { window } => debug!(window, "congestion: window cut"),
+                CcEvent::TokensAvailable { tokens } => trace!(tokens, "tokens available"),
+            }
+        }
+    }
+
     fn input(&mut self, from: SocketAddr, datagram: &[u8]) {
         if let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) {
             self.core.handle(self.clock.now(), from.ip(), pgm);
@@ -441,16 +460,17 @@ impl Driver {
     }
 
     fn publish(&mut self, now: pgmcc::Instant, finished: bool) -> SenderStatus {
-        let cc = self.core.congestion_control();
+        let m = self.core.cc_metrics();
         let status = SenderStatus {
             elapsed_secs: now.as_nanos() as f64 / 1e9,
             stats: self.core.stats().clone(),
-            cc: cc.map(|_| self.core.cc_stats()),
-            acker: cc.and_then(|c| c.acker()),
-            acker_loss: cc
-                .and_then(|c| c.acker_report())
+            acker: m.as_ref().and_then(|m| m.acker),
+            acker_loss: m
+                .as_ref()
+                .and_then(|m| m.acker_report)
                 .map(|op| f64::from(op.loss) / 65536.0),
-            window: cc.map(|c| c.window()),
+            window: m.as_ref().and_then(|m| m.packets_per_rtt()),
+            cc: m.map(|m| m.stats),
             send_errors: self.send_errors,
             injected_drops: self.injected_drops,
             data_sent_secs: self.drained_at.map(|t| t.as_nanos() as f64 / 1e9),

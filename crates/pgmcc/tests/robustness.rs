@@ -18,7 +18,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::*;
 use pgmcc::cc::pgmcc::{Pgmcc, PgmccConfig};
-use pgmcc::cc::{CcConfig, CongestionControl};
+use pgmcc::cc::{drive, CcConfig, CongestionControl, Controller};
 use pgmcc::rng::Rng;
 use pgmcc::{
     Destination, Duration, Instant, RateLimit, Receiver, ReceiverConfig, ReceiverEvent, SendError,
@@ -362,7 +362,7 @@ fn acker_crash_mid_session_elects_a_new_acker_and_the_transfer_completes() {
     let mut crashed = None;
     lab.transfer(&data, Duration::from_secs(600), &mut |lab| {
         if crashed.is_none() && lab.sender.stats().odata_packets > 150 {
-            let acker = lab.sender.congestion_control().unwrap().acker().unwrap();
+            let acker = lab.sender.cc_metrics().unwrap().acker.unwrap();
             let i = (0..3).find(|&i| rx_addr(i) == acker).unwrap();
             lab.alive[i] = false;
             crashed = Some((i, acker));
@@ -370,7 +370,7 @@ fn acker_crash_mid_session_elects_a_new_acker_and_the_transfer_completes() {
     });
     let (dead, old) = crashed.expect("the acker crashed");
     let cc = lab.sender.cc_stats();
-    let new = lab.sender.congestion_control().unwrap().acker();
+    let new = lab.sender.cc_metrics().unwrap().acker;
     assert!(new.is_some() && new != Some(old), "a new acker: {new:?}");
     assert!(cc.stalls >= 1, "the crash stalled the window: {cc:?}");
     for i in (0..3).filter(|&i| i != dead) {
@@ -518,7 +518,7 @@ fn spoofed_acks_from_a_non_acker_are_ignored_and_counted() {
     let (mut s, mut now) = sent_sender(|c| c.cc = CcConfig::Pgmcc(PgmccConfig::default()), 1);
     // The first report elects 10.0.1.1.
     s.handle(now, rx_addr(0), &ack_packet(tsi(8), 0, rx_addr(0), 100));
-    assert_eq!(s.congestion_control().unwrap().acker(), Some(rx_addr(0)));
+    assert_eq!(s.cc_metrics().unwrap().acker, Some(rx_addr(0)));
     let before = s.cc_stats();
     // A spoofed ACK: the feedback names the acker, but it comes from another address.
     now += Duration::from_millis(1);
@@ -536,23 +536,41 @@ fn spoofed_acks_from_a_non_acker_are_ignored_and_counted() {
         after.reports, before.reports,
         "a report must come from its own address"
     );
-    assert_eq!(s.congestion_control().unwrap().acker(), Some(rx_addr(0)));
+    assert_eq!(s.cc_metrics().unwrap().acker, Some(rx_addr(0)));
 }
 
 #[test]
 fn acks_for_data_never_sent_are_rejected() {
     let (mut s, now) = sent_sender(|c| c.cc = CcConfig::Pgmcc(PgmccConfig::default()), 3);
     s.handle(now, rx_addr(0), &ack_packet(tsi(8), 2, rx_addr(0), 100));
-    let w = s.congestion_control().unwrap().window();
+    let w = s.cc_metrics().unwrap().window.unwrap();
     for far in [3, 1000, 0x7fff_ffff] {
         s.handle(now, rx_addr(0), &ack_packet(tsi(8), far, rx_addr(0), 100));
     }
-    assert_eq!(s.cc_stats().acks_rejected, 3);
+    assert_eq!(s.stats().acks_rejected, 3);
     assert_eq!(
-        s.congestion_control().unwrap().window(),
+        s.cc_metrics().unwrap().window.unwrap(),
         w,
         "no credit from forged ACKs"
     );
+}
+
+/// The `Sender` refuses ACKs for data never sent, whichever controller runs, before the
+/// controller sees them (they used to be checked, or not, by each controller).
+#[test]
+fn acks_for_data_never_sent_are_rejected_for_every_controller() {
+    for ctl in Controller::ALL {
+        let (mut s, now) = sent_sender(|c| c.cc = ctl.config(), 0);
+        s.handle(now, rx_addr(0), &ack_packet(tsi(8), 0, rx_addr(0), 100));
+        assert_eq!(s.stats().acks_rejected, 1, "{ctl}: an ACK before any data");
+        let (mut s, now) = sent_sender(|c| c.cc = ctl.config(), 3);
+        let before = s.cc_stats();
+        for far in [3, 1000, 0x7fff_ffff] {
+            s.handle(now, rx_addr(0), &ack_packet(tsi(8), far, rx_addr(0), 100));
+        }
+        assert_eq!(s.stats().acks_rejected, 3, "{ctl}");
+        assert_eq!(s.cc_stats(), before, "{ctl}: the controller never saw them");
+    }
 }
 
 #[test]
@@ -574,11 +592,7 @@ fn acks_and_naks_with_a_wrong_tsi_or_a_bad_checksum_are_dropped_and_counted() {
     assert_eq!(st.malformed - before.malformed, 1, "the bad checksum");
     assert_eq!(st.acks_received, before.acks_received);
     assert!(drain(&mut s, now).iter().all(|p| !is_rdata(p)), "no repair");
-    assert_eq!(
-        s.congestion_control().unwrap().acker(),
-        None,
-        "no election by them"
-    );
+    assert_eq!(s.cc_metrics().unwrap().acker, None, "no election by them");
 }
 
 #[test]
@@ -659,7 +673,7 @@ fn a_receiver_advertising_absurd_loss_cannot_stall_the_session_forever() {
     let (mut s, mut now) = sent_sender(|c| c.cc = CcConfig::Pgmcc(PgmccConfig::default()), 1);
     let evil = rx_addr(66);
     s.handle(now, evil, &ack_packet(tsi(8), 0, evil, u16::MAX));
-    assert_eq!(s.congestion_control().unwrap().acker(), Some(evil));
+    assert_eq!(s.cc_metrics().unwrap().acker, Some(evil));
     for i in 1..200u32 {
         s.send(&[i as u8; 100]).unwrap();
     }
@@ -685,7 +699,7 @@ fn a_receiver_advertising_absurd_loss_cannot_stall_the_session_forever() {
             .min(end);
     }
     assert!(honest_ack, "an election request went out");
-    assert_eq!(s.congestion_control().unwrap().acker(), Some(rx_addr(0)));
+    assert_eq!(s.cc_metrics().unwrap().acker, Some(rx_addr(0)));
     assert!(s.cc_stats().stalls >= 2);
     assert!(
         s.stats().odata_packets >= 199,
@@ -700,7 +714,7 @@ fn a_receiver_advertising_absurd_loss_cannot_stall_the_session_forever() {
 fn controller_state_does_not_grow_with_100000_reporting_receivers() {
     let mut cc = Pgmcc::new(PgmccConfig::default(), ms(0));
     for s in 0..10_000u32 {
-        cc.on_data_sent(ms(u64::from(s)), s);
+        drive::send(&mut cc, ms(u64::from(s)), s);
     }
     let base = cc.tracked_entries();
     for r in 0..100_000u32 {
@@ -710,8 +724,9 @@ fn controller_state_does_not_grow_with_100000_reporting_receivers() {
             loss_rate: (r % 65536) as u16,
             rx: from,
         };
-        cc.on_nak_report(ms(10_000), &fb);
-        cc.on_ack(
+        drive::nak(&mut cc, ms(10_000), &[], Some(&fb));
+        drive::ack_fb(
+            &mut cc,
             ms(10_000),
             from,
             &AckRepr {
@@ -727,7 +742,10 @@ fn controller_state_does_not_grow_with_100000_reporting_receivers() {
         after <= base + 8 + 1 + 1024,
         "controller state grew with reporters: {base} -> {after}"
     );
-    assert!(cc.stats().acker_switches > 0, "the reports were processed");
+    assert!(
+        cc.metrics().stats.acker_switches > 0,
+        "the reports were processed"
+    );
 }
 
 #[test]
@@ -869,7 +887,7 @@ fn sender_state_does_not_grow_with_reporting_receivers() {
     let _ = drain(&mut s, now);
     assert_eq!(s.cc_stats().reports, 100_000);
     assert!(s.queued_packets() == 0);
-    let _: &dyn CongestionControl = s.congestion_control().unwrap();
+    assert!(s.cc_metrics().is_some());
 }
 
 /// Data packets sent in 30 s while a hostile receiver wins every election (claiming 100%
@@ -903,7 +921,7 @@ fn odata_under_a_silent_hostile_acker(floor: Option<Duration>) -> (u64, u64) {
             .max(now + Duration::from_millis(1))
             .min(end);
     }
-    assert_eq!(s.congestion_control().unwrap().acker(), Some(evil));
+    assert_eq!(s.cc_metrics().unwrap().acker, Some(evil));
     (s.stats().odata_packets - start, s.cc_stats().floor_tokens)
 }
 

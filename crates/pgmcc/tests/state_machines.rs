@@ -409,7 +409,7 @@ fn pgmcc_can_be_switched_off_and_on_at_run_time() {
     assert_eq!(odata(&drain(&mut s, ms(0))), vec![true]);
     // Switched off: the rate limiter alone paces; the rest goes out without pgmcc options.
     s.set_congestion_control(CcConfig::None, ms(1));
-    assert!(s.congestion_control().is_none());
+    assert!(s.cc_metrics().is_none());
     assert_eq!(odata(&drain(&mut s, ms(1))), vec![false; 4]);
     // And back on: a fresh controller, W = T = 1, asking for an election again.
     s.set_congestion_control(CcConfig::Pgmcc(PgmccConfig::default()), ms(2));

@@ -180,10 +180,12 @@ impl Agent for PgmSenderAgent {
                 ("stalls".into(), cc.stalls as f64),
                 (
                     "window".into(),
-                    s.congestion_control().map_or(0.0, |c| c.window()),
+                    s.cc_metrics()
+                        .and_then(|m| m.packets_per_rtt())
+                        .unwrap_or(0.0),
                 ),
             ];
-            if let Some(a) = s.congestion_control().and_then(|c| c.acker()) {
+            if let Some(a) = s.cc_metrics().and_then(|m| m.acker) {
                 v.notes.push(("acker".into(), a.to_string()));
             }
         }

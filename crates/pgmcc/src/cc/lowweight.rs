@@ -33,13 +33,13 @@ use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
 
 use pgm_wire::{
-    AckRepr, LowWeight as LowWeightOpt, Options, PgmccData, PgmccFeedback, LW_NO_ACKS, LW_QUICK_NAK,
+    LowWeight as LowWeightOpt, Options, PgmccData, PgmccFeedback, LW_NO_ACKS, LW_QUICK_NAK,
 };
 use serde::Serialize;
 
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
 use super::window::Window;
-use super::{CcEvent, CcStats, CongestionControl};
+use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -49,9 +49,6 @@ pub const OPTION_ROOM: usize = 9;
 /// The rate never goes below this many packets per second, floor or not: a technical
 /// minimum so that a long run of loss events cannot make the next packet wait for hours.
 pub const MIN_RATE: f64 = 0.1;
-
-/// Events kept for a driver that does not poll them.
-const MAX_EVENTS: usize = 1024;
 
 /// Data packets [`LowWeight`] remembers the sending rate of.
 const HISTORY: usize = 8192;
@@ -222,19 +219,18 @@ impl WorstReceiver {
             .map(|w| w.heard + self.cfg.expiry + Duration::from_millis(1))
     }
 
-    /// A NAK for `sqns` with report `fb` arrived; `last_sent` is the newest packet sent.
+    /// A NAK for `sqns` with report `fb` (RTT `sample`) arrived; `last_sent` is the newest
+    /// packet sent.
     pub fn on_nak(
         &mut self,
         now: Instant,
         sqns: &[u32],
         fb: &PgmccFeedback,
+        sample: RttSample,
         last_sent: Option<u32>,
     ) -> NakVerdict {
         self.expire(now);
-        let rtt_ms = now
-            .as_millis_u32()
-            .wrapping_sub(fb.tstamp)
-            .clamp(1, 600_000);
+        let rtt_ms = sample.millis();
         let op = Operating {
             rtt: rtt_ms,
             loss: u32::from(fb.loss_rate),
@@ -317,7 +313,7 @@ impl WorstReceiver {
 struct Common {
     worst: WorstReceiver,
     last_sent: Option<u32>,
-    events: VecDeque<CcEvent>,
+    events: Events,
     stats: CcStats,
 }
 
@@ -326,23 +322,20 @@ impl Common {
         Common {
             worst: WorstReceiver::new(cfg),
             last_sent: None,
-            events: VecDeque::new(),
+            events: Events::new(),
             stats: CcStats::default(),
         }
     }
 
     fn push_event(&mut self, ev: CcEvent) {
-        if self.events.len() >= MAX_EVENTS {
-            self.events.pop_front();
-        }
-        self.events.push_back(ev);
+        self.events.push(ev);
     }
 
     /// Runs a NAK through the worst-receiver logic; returns the loss event, if any.
-    fn on_nak(&mut self, now: Instant, sqns: &[u32], fb: Option<&PgmccFeedback>) -> Option<u32> {
-        let fb = fb?;
+    fn on_nak(&mut self, now: Instant, n: &Nak<'_>) -> Option<u32> {
+        let (fb, sample) = n.options.pgmcc_feedback.zip(n.rtt)?;
         self.stats.reports += 1;
-        let v = self.worst.on_nak(now, sqns, fb, self.last_sent);
+        let v = self.worst.on_nak(now, n.sqns, &fb, sample, self.last_sent);
         if let Some((from, to)) = v.switched {
             if from.is_some() {
                 self.stats.acker_switches += 1;
@@ -358,6 +351,18 @@ impl Common {
     fn on_ack(&mut self) {
         // Nobody should ACK: receivers that do (not ours, or told otherwise) are ignored.
         self.stats.acks_ignored += 1;
+    }
+
+    /// The metrics both controllers share: the worst receiver and the counters.
+    fn metrics(&self, window: Option<f64>, rate: Option<Rate>, tokens: u32) -> Metrics {
+        Metrics {
+            acker: self.worst.addr(),
+            acker_report: self.worst.operating(),
+            window,
+            rate,
+            tokens,
+            stats: self.stats.clone(),
+        }
     }
 }
 
@@ -462,12 +467,19 @@ impl LowWeight {
     }
 }
 
+impl LowWeight {
+    /// The OPT_LOWWEIGHT every ODATA carries: no ACKs, quick NAKs, the send rate.
+    pub fn lowweight_option(&self) -> LowWeightOpt {
+        self.common.worst.option(self.send_rate())
+    }
+}
+
 impl CongestionControl for LowWeight {
     fn can_send(&self) -> bool {
         self.tokens >= 1.0
     }
 
-    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
+    fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.advance(now);
         self.tokens -= 1.0;
         self.common.last_sent = Some(sqn);
@@ -475,7 +487,8 @@ impl CongestionControl for LowWeight {
         if self.sent.len() > HISTORY {
             self.sent.pop_front();
         }
-        self.common.worst.data(now)
+        opts.pgmcc_data = Some(self.common.worst.data(now));
+        opts.lowweight = Some(self.lowweight_option());
     }
 
     fn on_repair_sent(&mut self, now: Instant, _sqn: u32) {
@@ -486,27 +499,19 @@ impl CongestionControl for LowWeight {
         self.tokens = (self.tokens - 1.0).max(-cap);
     }
 
-    fn data_options(&mut self, _now: Instant, opts: &mut Options<'_>) {
-        opts.lowweight = Some(self.common.worst.option(self.send_rate()));
-    }
-
-    fn on_ack(&mut self, _: Instant, _: IpAddr, _: &AckRepr, _: Option<&PgmccFeedback>) {
+    fn on_ack(&mut self, _: Instant, _: &Ack<'_>) {
         self.common.on_ack();
     }
 
-    fn on_nak(&mut self, now: Instant, sqns: &[u32], fb: Option<&PgmccFeedback>) {
+    fn on_nak(&mut self, now: Instant, n: &Nak<'_>) {
         self.advance(now);
-        if let Some(lost) = self.common.on_nak(now, sqns, fb) {
+        if let Some(lost) = self.common.on_nak(now, n) {
             self.slow_start = false;
             let base = self.rate_at(lost).map_or(self.rate, |r| r.min(self.rate));
             self.rate = (base / 2.0).max(MIN_RATE);
             self.common
                 .push_event(CcEvent::Congestion { window: self.rate });
         }
-    }
-
-    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
-        self.on_nak(now, &[], Some(fb));
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -526,30 +531,19 @@ impl CongestionControl for LowWeight {
         self.common.worst.expire(now);
     }
 
-    fn acker(&self) -> Option<IpAddr> {
-        self.common.worst.addr()
-    }
-
-    fn acker_report(&self) -> Option<Operating> {
-        self.common.worst.operating()
-    }
-
-    /// The rate in packets per RTT of the worst receiver: the window a TCP flow at this rate
-    /// would have.
-    fn window(&self) -> f64 {
-        self.send_rate() * self.rtt()
-    }
-
-    fn tokens(&self) -> u32 {
-        self.tokens.max(0.0) as u32
-    }
-
     fn poll_event(&mut self) -> Option<CcEvent> {
-        self.common.events.pop_front()
+        self.common.events.pop()
     }
 
-    fn stats(&self) -> CcStats {
-        self.common.stats.clone()
+    fn metrics(&self) -> Metrics {
+        // The rate in packets per second and the worst receiver's RTT: their product is the
+        // window a TCP flow at this rate would have.
+        let rate = Rate {
+            pps: self.send_rate(),
+            rtt_secs: self.rtt(),
+        };
+        self.common
+            .metrics(None, Some(rate), self.tokens.max(0.0) as u32)
     }
 }
 
@@ -680,12 +674,14 @@ impl CongestionControl for AcklessPgmcc {
         self.window.can_send()
     }
 
-    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
+    fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.advance(now);
         self.window.on_transmit();
         self.flight.push_back((now, sqn, false));
         self.common.last_sent = Some(sqn);
-        self.common.worst.data(now)
+        opts.pgmcc_data = Some(self.common.worst.data(now));
+        let rate = self.window.window() / self.rtt().as_secs_f64().max(0.001);
+        opts.lowweight = Some(self.common.worst.option(rate));
     }
 
     fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
@@ -697,18 +693,15 @@ impl CongestionControl for AcklessPgmcc {
         *self.repair_live.entry(sqn).or_insert(0) += 1;
     }
 
-    fn data_options(&mut self, _now: Instant, opts: &mut Options<'_>) {
-        let rate = self.window.window() / self.rtt().as_secs_f64().max(0.001);
-        opts.lowweight = Some(self.common.worst.option(rate));
-    }
-
-    fn on_ack(&mut self, _: Instant, _: IpAddr, _: &AckRepr, _: Option<&PgmccFeedback>) {
+    fn on_ack(&mut self, _: Instant, _: &Ack<'_>) {
         self.common.on_ack();
     }
 
-    fn on_nak(&mut self, now: Instant, sqns: &[u32], fb: Option<&PgmccFeedback>) {
+    fn on_nak(&mut self, now: Instant, n: &Nak<'_>) {
         self.advance(now);
-        let event = self.common.on_nak(now, sqns, fb);
+        let event = self.common.on_nak(now, n);
+        let sqns = n.sqns;
+        let fb = n.options.pgmcc_feedback;
         if fb.is_some_and(|f| Some(f.rx) == self.common.worst.addr()) {
             // What the worst receiver lost returns no token: mark it in the implicit ACK
             // queue if it is still there (a real ACK would never have come).
@@ -739,10 +732,6 @@ impl CongestionControl for AcklessPgmcc {
         self.realign();
     }
 
-    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
-        self.on_nak(now, &[], Some(fb));
-    }
-
     fn poll_timeout(&self) -> Option<Instant> {
         let first = match (self.flight.front(), self.repairs.front()) {
             (Some(&(a, _, _)), Some(&(b, _))) => Some(a.min(b)),
@@ -761,35 +750,33 @@ impl CongestionControl for AcklessPgmcc {
         self.common.worst.expire(now);
     }
 
-    fn acker(&self) -> Option<IpAddr> {
-        self.common.worst.addr()
-    }
-
-    fn acker_report(&self) -> Option<Operating> {
-        self.common.worst.operating()
-    }
-
-    fn window(&self) -> f64 {
-        self.window.window()
-    }
-
-    fn tokens(&self) -> u32 {
-        self.window.tokens()
-    }
-
     fn poll_event(&mut self) -> Option<CcEvent> {
-        self.common.events.pop_front()
+        self.common.events.pop()
     }
 
-    fn stats(&self) -> CcStats {
-        self.common.stats.clone()
+    fn metrics(&self) -> Metrics {
+        self.common
+            .metrics(Some(self.window.window()), None, self.window.tokens())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cc::drive::{ack_fb, data, nak, send};
+    use pgm_wire::AckRepr;
     use std::net::Ipv4Addr;
+
+    /// [`WorstReceiver::on_nak`] with the report's RTT sample taken as the Sender does.
+    fn wnak(
+        w: &mut WorstReceiver,
+        now: Instant,
+        sqns: &[u32],
+        fb: &PgmccFeedback,
+        last_sent: Option<u32>,
+    ) -> NakVerdict {
+        w.on_nak(now, sqns, fb, RttSample::new(now, fb.tstamp), last_sent)
+    }
 
     fn ms(n: u64) -> Instant {
         Instant::ZERO + Duration::from_millis(n)
@@ -814,7 +801,7 @@ mod tests {
         for t in from..until {
             cc.on_timeout(ms(t));
             while cc.can_send() {
-                cc.on_data_sent(ms(t), sqn);
+                send(cc, ms(t), sqn);
                 sqn += 1;
             }
         }
@@ -825,16 +812,16 @@ mod tests {
     fn first_reporter_is_worst_until_a_worse_one_reports() {
         let mut w = WorstReceiver::new(WorstConfig::default());
         let t = ms(1000);
-        let v = w.on_nak(t, &[], &fb(1, t, 100, 1000), Some(10));
+        let v = wnak(&mut w, t, &[], &fb(1, t, 100, 1000), Some(10));
         assert_eq!(v.switched, Some((None, rx(1))));
         // Better (less loss): stays.
-        let v = w.on_nak(t, &[], &fb(2, t, 100, 500), Some(10));
+        let v = wnak(&mut w, t, &[], &fb(2, t, 100, 500), Some(10));
         assert_eq!((v.switched, w.addr()), (None, Some(rx(1))));
         // Worse: replaces at once (c = 1, rule b).
-        let v = w.on_nak(t, &[], &fb(3, t, 100, 1001), Some(10));
+        let v = wnak(&mut w, t, &[], &fb(3, t, 100, 1001), Some(10));
         assert_eq!(v.switched, Some((Some(rx(1)), rx(3))));
         // The worst's own report updates it, even when it improves.
-        w.on_nak(t, &[], &fb(3, t, 50, 10), Some(10));
+        wnak(&mut w, t, &[], &fb(3, t, 50, 10), Some(10));
         assert_eq!(w.operating().unwrap().rtt, 50);
         assert_eq!(w.addr(), Some(rx(3)));
     }
@@ -845,30 +832,27 @@ mod tests {
         let t = ms(1000);
         // The first reporter is the worst at once: its NAK is a loss event.
         assert_eq!(
-            w.on_nak(t, &[5], &fb(1, t, 100, 1000), Some(10)).loss_event,
+            wnak(&mut w, t, &[5], &fb(1, t, 100, 1000), Some(10)).loss_event,
             Some(5)
         );
         // More of the same window (up to 10, sent before the reaction): no new event.
         assert_eq!(
-            w.on_nak(t, &[8, 9], &fb(1, t, 100, 1000), Some(12))
-                .loss_event,
+            wnak(&mut w, t, &[8, 9], &fb(1, t, 100, 1000), Some(12)).loss_event,
             None
         );
         // Another receiver's NAK for a later packet: not the worst, no event.
         assert_eq!(
-            w.on_nak(t, &[11], &fb(2, t, 100, 10), Some(12)).loss_event,
+            wnak(&mut w, t, &[11], &fb(2, t, 100, 10), Some(12)).loss_event,
             None
         );
         // The worst's NAK for a packet sent after the reaction: an event.
         assert_eq!(
-            w.on_nak(t, &[12, 11], &fb(1, t, 100, 1000), Some(20))
-                .loss_event,
+            wnak(&mut w, t, &[12, 11], &fb(1, t, 100, 1000), Some(20)).loss_event,
             Some(11)
         );
         // A NAK naming packets never sent is no event (forged or foreign).
         assert_eq!(
-            w.on_nak(t, &[99], &fb(1, t, 100, 1000), Some(30))
-                .loss_event,
+            wnak(&mut w, t, &[99], &fb(1, t, 100, 1000), Some(30)).loss_event,
             None
         );
     }
@@ -876,33 +860,31 @@ mod tests {
     #[test]
     fn a_silent_worst_expires() {
         let mut w = WorstReceiver::new(WorstConfig::default());
-        w.on_nak(ms(0), &[], &fb(1, ms(0), 100, 60000), None);
+        wnak(&mut w, ms(0), &[], &fb(1, ms(0), 100, 60000), None);
         w.expire(ms(29_000));
         assert_eq!(w.addr(), Some(rx(1)));
         w.expire(ms(31_000));
         assert_eq!(w.addr(), None);
         // The next reporter takes the place, however good.
-        let v = w.on_nak(ms(31_000), &[], &fb(2, ms(31_000), 10, 1), None);
+        let v = wnak(&mut w, ms(31_000), &[], &fb(2, ms(31_000), 10, 1), None);
         assert_eq!(v.switched, Some((None, rx(2))));
     }
 
     #[test]
     fn data_packets_name_the_worst_and_forbid_acks() {
         let mut cc = LowWeight::new(LowWeightConfig::default(), ms(0));
-        let d = cc.on_data_sent(ms(0), 0);
+        let d = data(&mut cc, ms(0), 0).unwrap();
         assert!(d.acker.is_unspecified());
-        cc.on_nak(ms(100), &[0], Some(&fb(7, ms(100), 100, 100)));
+        nak(&mut cc, ms(100), &[0], Some(&fb(7, ms(100), 100, 100)));
         cc.on_timeout(ms(2000));
-        let d = cc.on_data_sent(ms(2000), 1);
+        let d = data(&mut cc, ms(2000), 1).unwrap();
         assert_eq!(d.acker, rx(7));
-        let mut o = Options::default();
-        cc.data_options(ms(2000), &mut o);
-        let l = o.lowweight.unwrap();
+        let l = cc.lowweight_option();
         assert_eq!(l.flags, LW_NO_ACKS | LW_QUICK_NAK);
         assert!(l.rate > 0);
         let mut o = Options::default();
         o.emit(&mut [0u8; 64]).unwrap();
-        cc.data_options(ms(2000), &mut o);
+        o.lowweight = Some(cc.lowweight_option());
         let mut buf = [0u8; 64];
         assert_eq!(
             o.emit(&mut buf).unwrap(),
@@ -927,14 +909,19 @@ mod tests {
         let mut cc = LowWeight::new(LowWeightConfig::default(), ms(0));
         // One report sets the RTT to 100 ms (and is a loss event: leave it out).
         let mut sqn = send_until(&mut cc, 0, 10, 0);
-        cc.on_nak(ms(10), &[], Some(&fb(1, ms(10), 100, 100)));
+        nak(&mut cc, ms(10), &[], Some(&fb(1, ms(10), 100, 100)));
         let r0 = cc.computed_rate();
         sqn = send_until(&mut cc, 10, 310, sqn);
         let r1 = cc.computed_rate();
         assert!(cc.in_slow_start());
         assert!((r1 / r0 - 8.0).abs() < 0.5, "3 RTTs: x8, got {r0} -> {r1}");
         // A loss event halves the rate and ends slow start.
-        cc.on_nak(ms(310), &[sqn - 1], Some(&fb(1, ms(310), 100, 100)));
+        nak(
+            &mut cc,
+            ms(310),
+            &[sqn - 1],
+            Some(&fb(1, ms(310), 100, 100)),
+        );
         let r2 = cc.computed_rate();
         assert!((r2 - r1 / 2.0).abs() < 0.5, "{r1} -> {r2}");
         assert!(!cc.in_slow_start());
@@ -943,7 +930,7 @@ mod tests {
         let r3 = cc.computed_rate();
         assert!((r3 - r2 - 100.0).abs() < 5.0, "{r2} -> {r3}");
         assert_eq!(
-            cc.stats().loss_events,
+            cc.metrics().stats.loss_events,
             1,
             "a report naming no packet is no event"
         );
@@ -984,7 +971,12 @@ mod tests {
         for i in 0..20u64 {
             let t = 20_000 + i * 100;
             sqn = send_until(&mut cc, t, t + 100, sqn);
-            cc.on_nak(ms(t + 100), &[sqn - 1], Some(&fb(1, ms(t + 100), 100, 100)));
+            nak(
+                &mut cc,
+                ms(t + 100),
+                &[sqn - 1],
+                Some(&fb(1, ms(t + 100), 100, 100)),
+            );
         }
         assert!(cc.computed_rate() < 20.0, "{}", cc.computed_rate());
         assert_eq!(cc.send_rate(), 20.0);
@@ -993,52 +985,67 @@ mod tests {
     #[test]
     fn acks_are_ignored() {
         let mut cc = LowWeight::new(LowWeightConfig::default(), ms(0));
-        cc.on_data_sent(ms(0), 0);
+        send(&mut cc, ms(0), 0);
         let ack = AckRepr {
             rx_max: 0,
             bitmap: 1,
         };
-        cc.on_ack(ms(1), rx(1), &ack, Some(&fb(1, ms(1), 1, 0)));
-        let s = cc.stats();
+        ack_fb(&mut cc, ms(1), rx(1), &ack, Some(&fb(1, ms(1), 1, 0)));
+        let s = cc.metrics().stats;
         assert_eq!((s.acks, s.acks_ignored, s.reports), (0, 1, 0));
-        assert_eq!(cc.acker(), None, "an ACK's report does not elect");
+        assert_eq!(cc.metrics().acker, None, "an ACK's report does not elect");
     }
 
     #[test]
     fn ackless_window_opens_on_implicit_acks_and_halves_on_worst_naks() {
         let mut cc = AcklessPgmcc::new(AcklessConfig::default(), ms(0));
         // RTT 100 ms from the first report.
-        cc.on_nak(ms(0), &[], Some(&fb(1, ms(0), 100, 100)));
-        assert_eq!(cc.window(), 1.0);
+        nak(&mut cc, ms(0), &[], Some(&fb(1, ms(0), 100, 100)));
+        assert_eq!(cc.metrics().packets_per_rtt().unwrap(), 1.0);
         let mut sqn = send_until(&mut cc, 0, 124, 0);
         assert_eq!(sqn, 1, "W = 1: one packet per RTT");
         sqn = send_until(&mut cc, 124, 126, sqn);
-        assert_eq!(cc.window(), 2.0, "implicit ACK after 1.25 RTT");
+        assert_eq!(
+            cc.metrics().packets_per_rtt().unwrap(),
+            2.0,
+            "implicit ACK after 1.25 RTT"
+        );
         sqn = send_until(&mut cc, 101, 1001, sqn);
-        let w = cc.window();
+        let w = cc.metrics().packets_per_rtt().unwrap();
         assert!(w > 6.0, "{w}");
         // The worst NAKs the newest packet: halved, and that packet returns no token.
         let flight = cc.in_flight();
-        cc.on_nak(ms(1001), &[sqn - 1], Some(&fb(1, ms(1001), 100, 100)));
+        nak(
+            &mut cc,
+            ms(1001),
+            &[sqn - 1],
+            Some(&fb(1, ms(1001), 100, 100)),
+        );
         assert!(
-            (cc.window() - (w / 2.0).max(1.0)).abs() < 1.0,
+            (cc.metrics().packets_per_rtt().unwrap() - (w / 2.0).max(1.0)).abs() < 1.0,
             "{w} -> {}",
-            cc.window()
+            cc.metrics().packets_per_rtt().unwrap()
         );
         assert_eq!(cc.in_flight(), flight - 1);
         // The same NAK again (a retry), and NAKs for packets never sent or long gone: no
         // further change.
-        cc.on_nak(
+        nak(
+            &mut cc,
             ms(1001),
             &[sqn - 1, sqn + 5, 0],
             Some(&fb(1, ms(1001), 100, 100)),
         );
         assert_eq!(cc.in_flight(), flight - 1);
-        assert_eq!(cc.stats().loss_events, 1);
+        assert_eq!(cc.metrics().stats.loss_events, 1);
         // Another receiver's NAK does nothing to the window.
-        let w2 = cc.window();
-        cc.on_nak(ms(1002), &[sqn - 1], Some(&fb(2, ms(1002), 100, 1)));
-        assert_eq!(cc.window(), w2);
+        let w2 = cc.metrics().packets_per_rtt().unwrap();
+        nak(
+            &mut cc,
+            ms(1002),
+            &[sqn - 1],
+            Some(&fb(2, ms(1002), 100, 1)),
+        );
+        assert_eq!(cc.metrics().packets_per_rtt().unwrap(), w2);
     }
 
     #[test]
@@ -1047,6 +1054,6 @@ mod tests {
         let mut cc = AcklessPgmcc::new(AcklessConfig::default(), ms(0));
         let sqn = send_until(&mut cc, 0, 5000, 0);
         assert!(sqn > 20, "{sqn}");
-        assert_eq!(cc.stats().stalls, 0);
+        assert_eq!(cc.metrics().stats.stalls, 0);
     }
 }

@@ -15,13 +15,14 @@
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, PgmccData, PgmccFeedback};
+use pgm_wire::{Options, PgmccData, PgmccFeedback};
 use serde::Serialize;
 
 use super::ack_tracker::AckTracker;
+use super::rtt::MAX_RTT_MS;
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
 use super::window::Window;
-use super::{CcEvent, CcStats, CongestionControl};
+use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -186,7 +187,7 @@ pub struct Pgmcc {
     /// When the timeout was last reset, and the RTO state.
     timer_from: Instant,
     rto: Rto,
-    events: VecDeque<CcEvent>,
+    events: Events,
     stats: CcStats,
 }
 
@@ -195,11 +196,6 @@ const HISTORY: usize = 8192;
 
 /// Former ackers remembered for token credit.
 const FORMER_ACKERS: usize = 8;
-
-/// Events kept for a driver that does not poll them: the oldest go first. Reports from any
-/// number of receivers can switch the acker again and again, so an unpolled queue would grow
-/// without bound.
-const MAX_EVENTS: usize = 1024;
 
 impl Pgmcc {
     /// A controller starting a session at `now`: `W = T = 1`, and the first data packet asks
@@ -219,7 +215,7 @@ impl Pgmcc {
             stalls_in_a_row: 0,
             timer_from: now,
             rto: Rto::new(),
-            events: VecDeque::new(),
+            events: Events::new(),
             stats: CcStats::default(),
             cfg,
         }
@@ -241,21 +237,18 @@ impl Pgmcc {
     }
 
     fn push_event(&mut self, ev: CcEvent) {
-        if self.events.len() >= MAX_EVENTS {
-            self.events.pop_front();
-        }
-        self.events.push_back(ev);
+        self.events.push(ev);
     }
 
     fn now_ms(now: Instant) -> u32 {
         now.as_millis_u32()
     }
 
-    /// RTT of a report with timestamp echo `echo`, in the configured unit.
-    fn rtt(&self, now: Instant, echo: u32) -> u32 {
-        let ms = Self::now_ms(now).wrapping_sub(echo);
+    /// RTT of a report, in the configured unit.
+    fn rtt(&self, sample: RttSample) -> u32 {
+        let echo = sample.echo();
         match self.cfg.rtt_unit {
-            RttUnit::Millis => ms.min(i32::MAX as u32),
+            RttUnit::Millis => sample.raw_millis().min(i32::MAX as u32),
             RttUnit::Packets => {
                 // Packets sent after the echoed time. Several packets may share one
                 // millisecond, so the receiver's lead lies between the last packet sent
@@ -321,8 +314,8 @@ impl Pgmcc {
         self.push_event(CcEvent::AckerChanged { from, to: addr });
     }
 
-    fn on_report(&mut self, now: Instant, fb: &PgmccFeedback) {
-        let rtt = self.rtt(now, fb.tstamp);
+    fn on_report(&mut self, fb: &PgmccFeedback, sample: RttSample) {
+        let rtt = self.rtt(sample);
         self.on_operating_point(fb.rx, rtt, fb.loss_rate);
     }
 
@@ -360,7 +353,7 @@ impl CongestionControl for Pgmcc {
         self.window.can_send()
     }
 
-    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
+    fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.window.on_transmit();
         if self.last_sent.is_none() {
             self.tracker.reset(sqn);
@@ -380,26 +373,24 @@ impl CongestionControl for Pgmcc {
                 IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
             }
         };
-        PgmccData { tstamp: ms, acker }
+        opts.pgmcc_data = Some(PgmccData { tstamp: ms, acker });
     }
 
-    fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>) {
+    fn on_ack(&mut self, now: Instant, a: &Ack<'_>) {
+        let (from, ack) = (a.from, &a.ack);
+        let fb = a.options.pgmcc_feedback.as_ref().zip(a.rtt);
+        // The Sender refused ACKs ahead of its lead; a controller installed mid-session has
+        // no packet of its own to account for yet.
         let Some(lead) = self.last_sent else {
-            self.stats.acks_rejected += 1;
             return;
         };
-        if sqn::gt(ack.rx_max, lead) {
-            // Acknowledges data never sent: forged or from another session.
-            self.stats.acks_rejected += 1;
-            return;
-        }
         // An ACK is a report like a NAK's, measured the same way so that acker and
         // candidates compare fairly. (RX_MAX alone would give `lead - RX_MAX`, the paper's
         // formula, but ACKs that arrive bunched, with no transmission between them, drive
         // it to 1: ACK compression.)
-        if let Some(fb) = fb {
+        if let Some((fb, sample)) = fb {
             if fb.rx == from {
-                self.on_report(now, fb);
+                self.on_report(fb, sample);
             }
         }
         let is_acker = self.acker.is_some_and(|a| a.addr == from);
@@ -418,10 +409,8 @@ impl CongestionControl for Pgmcc {
         }
         self.stats.acks += 1;
         let out = self.tracker.on_ack(ack.rx_max, ack.bitmap);
-        if let Some(fb) = fb {
-            let r = Duration::from_millis(u64::from(
-                Self::now_ms(now).wrapping_sub(fb.tstamp).min(600_000),
-            ));
+        if let Some((_, sample)) = fb {
+            let r = Duration::from_millis(u64::from(sample.raw_millis().min(MAX_RTT_MS)));
             self.rto.sample(r);
         }
         if !out.lost.is_empty() {
@@ -458,8 +447,10 @@ impl CongestionControl for Pgmcc {
         }
     }
 
-    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
-        self.on_report(now, fb);
+    fn on_nak(&mut self, _now: Instant, n: &Nak<'_>) {
+        if let (Some(fb), Some(sample)) = (n.options.pgmcc_feedback, n.rtt) {
+            self.on_report(&fb, sample);
+        }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -509,27 +500,18 @@ impl CongestionControl for Pgmcc {
         });
     }
 
-    fn acker(&self) -> Option<IpAddr> {
-        self.acker.map(|a| a.addr)
-    }
-
-    fn acker_report(&self) -> Option<Operating> {
-        self.acker.map(|a| a.op)
-    }
-
-    fn window(&self) -> f64 {
-        self.window.window()
-    }
-
-    fn tokens(&self) -> u32 {
-        self.window.tokens()
-    }
-
     fn poll_event(&mut self) -> Option<CcEvent> {
-        self.events.pop_front()
+        self.events.pop()
     }
 
-    fn stats(&self) -> CcStats {
-        self.stats.clone()
+    fn metrics(&self) -> Metrics {
+        Metrics {
+            acker: self.acker.map(|a| a.addr),
+            acker_report: self.acker.map(|a| a.op),
+            window: Some(self.window.window()),
+            rate: None,
+            tokens: self.window.tokens(),
+            stats: self.stats.clone(),
+        }
     }
 }

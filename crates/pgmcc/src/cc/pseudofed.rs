@@ -24,17 +24,16 @@
 //! every ODATA; receivers then switch to Pseudofed feedback on their own (receiver module).
 //! Wire layout and the paper-to-code table: `docs/pseudofed.md`.
 
-use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::{
-    AckRepr, Options, PgmccData, PgmccFeedback, Pseudofed as PfOpt, RepList, MAX_REPRESENTATIVES,
-    PF_CI, PF_FULL, PF_HAVE_CI,
+    Options, PgmccData, PgmccFeedback, Pseudofed as PfOpt, RepList, MAX_REPRESENTATIVES, PF_CI,
+    PF_FULL, PF_HAVE_CI,
 };
 use serde::Serialize;
 
 use super::throughput::Operating;
-use super::{CcEvent, CcStats, CongestionControl};
+use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -151,7 +150,7 @@ pub struct Pseudofed {
     ci_sqn: Option<u32>,
     last_sent: Option<u32>,
     last_queued: f64,
-    events: VecDeque<CcEvent>,
+    events: Events,
     stats: CcStats,
     pf: PseudofedStats,
 }
@@ -176,7 +175,7 @@ impl Pseudofed {
             ci_sqn: None,
             last_sent: None,
             last_queued: 0.0,
-            events: VecDeque::new(),
+            events: Events::new(),
             stats: CcStats::default(),
             pf: PseudofedStats::default(),
             cfg,
@@ -239,7 +238,7 @@ impl Pseudofed {
         let had = self.tokens >= 1.0;
         self.tokens = (self.tokens + dt * self.rate).min(self.cfg.burst.max(1.0));
         if !had && self.tokens >= 1.0 {
-            self.events.push_back(CcEvent::TokensAvailable {
+            self.events.push(CcEvent::TokensAvailable {
                 tokens: self.tokens as u32,
             });
         }
@@ -268,11 +267,6 @@ impl Pseudofed {
             self.rate = self.cfg.rate_min;
         }
         self.rate = self.rate.clamp(self.cfg.rate_min, 1e7);
-    }
-
-    fn rtt_of(now: Instant, echo: u32) -> f64 {
-        let ms = now.as_millis_u32().wrapping_sub(echo).clamp(1, 600_000);
-        f64::from(ms) / 1000.0
     }
 
     fn note_grtt(&mut self, now: Instant, addr: IpAddr, rtt: f64) {
@@ -333,7 +327,7 @@ impl Pseudofed {
         if self.reps.len() < self.cfg.representatives {
             self.reps.push(new);
             self.pf.reps_added += 1;
-            self.events.push_back(CcEvent::AckerChanged {
+            self.events.push(CcEvent::AckerChanged {
                 from: None,
                 to: addr,
             });
@@ -360,7 +354,7 @@ impl Pseudofed {
         self.reps[i] = new;
         self.pf.reps_ejected += 1;
         self.stats.acker_switches += 1;
-        self.events.push_back(CcEvent::AckerChanged {
+        self.events.push(CcEvent::AckerChanged {
             from: Some(old),
             to: addr,
         });
@@ -369,11 +363,18 @@ impl Pseudofed {
 
     /// One receiver report: a CI (`lost` = first sequence number found lost, if known) or a
     /// CC.
-    fn on_feedback(&mut self, now: Instant, fb: &PgmccFeedback, ci: bool, lost: Option<u32>) {
+    fn on_feedback(
+        &mut self,
+        now: Instant,
+        fb: &PgmccFeedback,
+        sample: RttSample,
+        ci: bool,
+        lost: Option<u32>,
+    ) {
         self.advance(now);
         self.stats.reports += 1;
         let addr = fb.rx;
-        let rtt = Self::rtt_of(now, fb.tstamp);
+        let rtt = sample.secs();
         self.note_grtt(now, addr, rtt);
         let rtt_min = self.note_rtt_min(addr, rtt);
         if ci {
@@ -437,7 +438,7 @@ impl Pseudofed {
             self.accel = 0.0;
             self.clamp_rate();
         }
-        self.events.push_back(CcEvent::Congestion {
+        self.events.push(CcEvent::Congestion {
             window: self.rate * self.grtt_latest(),
         });
     }
@@ -452,27 +453,10 @@ impl Pseudofed {
     }
 }
 
-impl CongestionControl for Pseudofed {
-    fn can_send(&self) -> bool {
-        self.tokens >= 1.0
-    }
-
-    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
-        self.advance(now);
-        self.tokens -= 1.0;
-        self.last_sent = Some(sqn);
-        PgmccData {
-            tstamp: now.as_millis_u32(),
-            // Receivers that only know pgmcc see the first representative as their acker
-            // and ACK every packet, a usable fallback (docs/pseudofed.md).
-            acker: self
-                .reps
-                .first()
-                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |r| r.addr),
-        }
-    }
-
-    fn data_options(&mut self, now: Instant, opts: &mut Options<'_>) {
+impl Pseudofed {
+    /// The OPT_PSEUDOFED every ODATA carries (at `now`): the representatives, "full", the
+    /// latest CI heard, the GRTT and the receivers' timer fractions.
+    pub fn advertisement(&self, now: Instant) -> PfOpt {
         let mut flags = 0;
         if self.reps.len() >= self.cfg.representatives {
             flags |= PF_FULL;
@@ -486,53 +470,62 @@ impl CongestionControl for Pseudofed {
             let _ = reps.push(r.addr);
         }
         let pct = |f: f64| (f * 100.0).round().clamp(0.0, 255.0) as u8;
-        opts.pseudofed = Some(PfOpt {
+        PfOpt {
             flags,
             grtt_ms: (self.grtt(now) * 1000.0).round().clamp(1.0, 600_000.0) as u32,
             wait_pct: pct(self.cfg.wait),
             supp_pct: pct(self.cfg.suppression),
             ci_sqn: self.ci_sqn.unwrap_or(0),
             reps,
-        });
-    }
-
-    fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>) {
-        // An ACK without OPT_PSEUDOFED (a pgmcc-only receiver acting as acker): a CC.
-        self.on_ack_options(
-            now,
-            from,
-            ack,
-            &Options {
-                pgmcc_feedback: fb.copied(),
-                ..Options::default()
-            },
-        );
-    }
-
-    fn on_ack_options(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, opts: &Options<'_>) {
-        let Some(lead) = self.last_sent else {
-            self.stats.acks_rejected += 1;
-            return;
-        };
-        if sqn::gt(ack.rx_max, lead) {
-            self.stats.acks_rejected += 1;
-            return;
         }
-        let Some(fb) = opts.pgmcc_feedback.filter(|f| f.rx == from) else {
+    }
+}
+
+impl CongestionControl for Pseudofed {
+    fn can_send(&self) -> bool {
+        self.tokens >= 1.0
+    }
+
+    fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
+        self.advance(now);
+        self.tokens -= 1.0;
+        self.last_sent = Some(sqn);
+        opts.pgmcc_data = Some(PgmccData {
+            tstamp: now.as_millis_u32(),
+            // Receivers that only know pgmcc see the first representative as their acker
+            // and ACK every packet, a usable fallback (docs/pseudofed.md).
+            acker: self
+                .reps
+                .first()
+                .map_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED), |r| r.addr),
+        });
+        opts.pseudofed = Some(self.advertisement(now));
+    }
+
+    fn on_ack(&mut self, now: Instant, a: &Ack<'_>) {
+        let Some((fb, sample)) = a
+            .options
+            .pgmcc_feedback
+            .zip(a.rtt)
+            .filter(|f| f.0.rx == a.from)
+        else {
             self.stats.acks_ignored += 1;
             return;
         };
-        let (ci, lost) = match opts.pseudofed {
+        // An ACK without OPT_PSEUDOFED (a pgmcc-only receiver acting as acker): a CC.
+        let (ci, lost) = match a.options.pseudofed {
             Some(p) if p.flags & PF_CI != 0 => (true, Some(p.ci_sqn)),
             _ => (false, None),
         };
-        self.on_feedback(now, &fb, ci, lost);
+        self.on_feedback(now, &fb, sample, ci, lost);
     }
 
-    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
+    fn on_nak(&mut self, now: Instant, n: &Nak<'_>) {
         // Pseudofed receivers send no report on NAKs; one that does knows only pgmcc: its
         // NAK is a CI (the paper's lost-packet report).
-        self.on_feedback(now, fb, true, None);
+        if let (Some(fb), Some(sample)) = (n.options.pgmcc_feedback, n.rtt) {
+            self.on_feedback(now, &fb, sample, true, None);
+        }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -563,37 +556,30 @@ impl CongestionControl for Pseudofed {
                 self.accel = self.accel.min(0.0);
                 self.clamp_rate();
                 self.stats.stalls += 1;
-                self.events
-                    .push_back(CcEvent::Stalled { stalls_in_a_row: 1 });
+                self.events.push(CcEvent::Stalled { stalls_in_a_row: 1 });
             }
         }
     }
 
-    fn acker(&self) -> Option<IpAddr> {
-        self.reps.first().map(|r| r.addr)
-    }
-
-    fn acker_report(&self) -> Option<Operating> {
-        self.reps.first().map(|_| Operating {
-            rtt: (self.grtt_latest() * 1000.0).round() as u32,
-            loss: 0,
-        })
-    }
-
-    fn window(&self) -> f64 {
-        self.rate * self.grtt_latest()
-    }
-
-    fn tokens(&self) -> u32 {
-        self.tokens.max(0.0) as u32
-    }
-
     fn poll_event(&mut self) -> Option<CcEvent> {
-        self.events.pop_front()
+        self.events.pop()
     }
 
-    fn stats(&self) -> CcStats {
-        self.stats.clone()
+    fn metrics(&self) -> Metrics {
+        Metrics {
+            acker: self.reps.first().map(|r| r.addr),
+            acker_report: self.reps.first().map(|_| Operating {
+                rtt: (self.grtt_latest() * 1000.0).round() as u32,
+                loss: 0,
+            }),
+            window: None,
+            rate: Some(Rate {
+                pps: self.rate,
+                rtt_secs: self.grtt_latest(),
+            }),
+            tokens: self.tokens.max(0.0) as u32,
+            stats: self.stats.clone(),
+        }
     }
 }
 
@@ -601,6 +587,8 @@ impl CongestionControl for Pseudofed {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::cc::drive::{ack as ack_with, nak, send};
+    use pgm_wire::AckRepr;
 
     fn ms(t: u64) -> Instant {
         Instant::from_nanos(t * 1_000_000)
@@ -639,11 +627,18 @@ mod tests {
     }
 
     fn cc(c: &mut Pseudofed, i: u8, now: u64, rtt: u64) {
-        c.on_ack_options(ms(now), addr(i), &ack(), &ack_opts(fb(i, now, rtt), None));
+        ack_with(
+            c,
+            ms(now),
+            addr(i),
+            &ack(),
+            &ack_opts(fb(i, now, rtt), None),
+        );
     }
 
     fn ci(c: &mut Pseudofed, i: u8, now: u64, rtt: u64, lost: u32) {
-        c.on_ack_options(
+        ack_with(
+            c,
             ms(now),
             addr(i),
             &ack(),
@@ -653,7 +648,7 @@ mod tests {
 
     fn started(cfg: PseudofedConfig) -> Pseudofed {
         let mut c = Pseudofed::new(cfg, ms(0));
-        c.on_data_sent(ms(0), 0);
+        send(&mut c, ms(0), 0);
         c
     }
 
@@ -693,7 +688,7 @@ mod tests {
         ci(&mut c, 1, 850, 150, 7);
         assert!(!c.in_slow_start());
         assert!((c.rate() - 72.0).abs() < 1e-9, "{}", c.rate());
-        assert_eq!(c.stats().loss_events, 1);
+        assert_eq!(c.metrics().stats.loss_events, 1);
         // In congestion avoidance a second CI sets accel = -rate / (I x GRTT) (eq. 2), with
         // the GRTT now 150 ms (the table keeps the longest RTT): -72 / 0.6 = -120.
         ci(&mut c, 1, 900, 150, 9);
@@ -703,9 +698,9 @@ mod tests {
             c.acceleration()
         );
         // The rate falls with it as packets go out: 72 - 120 x 0.05 = 66, then to the floor.
-        c.on_data_sent(ms(950), 1);
+        send(&mut c, ms(950), 1);
         assert!((c.rate() - 66.0).abs() < 1e-6, "{}", c.rate());
-        c.on_data_sent(ms(1200), 2);
+        send(&mut c, ms(1200), 2);
         assert_eq!(c.rate(), 64.0);
     }
 
@@ -721,7 +716,7 @@ mod tests {
         assert!(c.in_slow_start());
         assert_eq!(c.rate(), 100.0);
         assert_eq!(c.pseudofed_stats().uncorrelated, 1);
-        assert_eq!(c.stats().loss_events, 0);
+        assert_eq!(c.metrics().stats.loss_events, 0);
     }
 
     #[test]
@@ -774,7 +769,7 @@ mod tests {
         assert_eq!(c.rate(), 5.0);
         ci(&mut c, 1, 500, 2000, 2); // accel negative
         assert!(c.acceleration() < 0.0);
-        c.on_data_sent(ms(60_000), 1);
+        send(&mut c, ms(60_000), 1);
         assert_eq!(c.rate(), 5.0);
     }
 
@@ -800,12 +795,10 @@ mod tests {
         ci(&mut c, 1, 400, 100, 6);
         ci(&mut c, 3, 600, 100, 8);
         assert_eq!(c.representatives(), vec![addr(1), addr(3)]);
-        assert_eq!(c.stats().acker_switches, 1);
+        assert_eq!(c.metrics().stats.acker_switches, 1);
         assert_eq!(c.pseudofed_stats().reps_ejected, 1);
         // The advertisement on data names them, says "full" and the latest CI.
-        let mut o = Options::default();
-        c.data_options(ms(700), &mut o);
-        let p = o.pseudofed.unwrap();
+        let p = c.advertisement(ms(700));
         assert_eq!(p.reps.as_slice(), &[addr(1), addr(3)]);
         assert_eq!(p.flags & (PF_FULL | PF_HAVE_CI), PF_FULL | PF_HAVE_CI);
         assert_eq!(p.ci_sqn, 8);
@@ -875,7 +868,7 @@ mod tests {
         c.on_timeout(ms(6100));
         assert!(c.representatives().is_empty());
         assert_eq!(c.pseudofed_stats().reps_expired, 1);
-        assert_eq!(c.stats().stalls, 1);
+        assert_eq!(c.metrics().stats.stalls, 1);
         assert!((c.rate() - 0.75 * r).abs() < 1e-9, "{} vs {r}", c.rate());
     }
 
@@ -888,21 +881,24 @@ mod tests {
             },
             ms(0),
         );
-        // No data sent yet: an ACK is rejected.
-        c.on_ack_options(ms(1), addr(1), &ack(), &ack_opts(fb(1, 1, 1), None));
-        assert_eq!(c.stats().acks_rejected, 1);
         assert!(c.can_send());
-        c.on_data_sent(ms(0), 0);
+        send(&mut c, ms(0), 0);
         assert!(!c.can_send());
         assert_eq!(c.poll_timeout(), Some(ms(250)));
         c.on_timeout(ms(250));
         assert!(c.can_send());
         // Feedback naming someone else than the sender of the ACK is ignored.
-        c.on_ack_options(ms(300), addr(2), &ack(), &ack_opts(fb(1, 300, 10), None));
-        assert_eq!(c.stats().acks_ignored, 1);
+        ack_with(
+            &mut c,
+            ms(300),
+            addr(2),
+            &ack(),
+            &ack_opts(fb(1, 300, 10), None),
+        );
+        assert_eq!(c.metrics().stats.acks_ignored, 1);
         assert!(c.representatives().is_empty());
         // A NAK report (a pgmcc-only receiver) is a CI.
-        c.on_nak_report(ms(300), &fb(3, 300, 10));
+        nak(&mut c, ms(300), &[], Some(&fb(3, 300, 10)));
         assert_eq!(c.pseudofed_stats().cis, 1);
         assert_eq!(c.representatives(), vec![addr(3)]);
     }

@@ -12,7 +12,10 @@ use std::str::FromStr;
 
 use thiserror::Error;
 
-use super::{lowweight, pgmcc, pseudofed, tfmcc, CcConfig};
+use serde::Serialize;
+
+use super::{lowweight, pgmcc, pseudofed, tfmcc, CongestionControl};
+use crate::time::Instant;
 
 /// A congestion controller, by the name it has everywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -157,6 +160,52 @@ impl FromStr for Controller {
             .ok_or_else(|| UnknownController {
                 name: s.to_string(),
             })
+    }
+}
+
+/// Which controller a sender runs; the factory for [`CongestionControl`] objects.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize)]
+pub enum CcConfig {
+    /// No congestion control: the PGM rate limiter alone paces the session.
+    #[default]
+    None,
+    /// pgmcc with the given knobs.
+    Pgmcc(pgmcc::PgmccConfig),
+    /// A TFMCC-style rate controller (RFC 4654 essentials), the comparison baseline.
+    Tfmcc(tfmcc::TfmccConfig),
+    /// Pseudofed's representative-based rate controller (`docs/pseudofed.md`).
+    Pseudofed(pseudofed::PseudofedConfig),
+    /// The low-weight multi-sender rate controller: no ACKs, quick NAKs from the worst
+    /// receiver, rate floor and ceiling (`docs/lowweight.md`).
+    LowWeight(lowweight::LowWeightConfig),
+    /// pgmcc's window driven by the worst receiver's quick NAKs instead of ACKs
+    /// (`docs/lowweight.md`).
+    PgmccAckless(lowweight::AcklessConfig),
+}
+
+impl CcConfig {
+    /// Builds the controller, or `None` for [`CcConfig::None`].
+    pub fn build(&self, now: Instant) -> Option<Box<dyn CongestionControl>> {
+        match self {
+            CcConfig::None => None,
+            CcConfig::Pgmcc(c) => Some(Box::new(pgmcc::Pgmcc::new(*c, now))),
+            CcConfig::Tfmcc(c) => Some(Box::new(tfmcc::Tfmcc::new(*c, now))),
+            CcConfig::Pseudofed(c) => Some(Box::new(pseudofed::Pseudofed::new(*c, now))),
+            CcConfig::LowWeight(c) => Some(Box::new(lowweight::LowWeight::new(*c, now))),
+            CcConfig::PgmccAckless(c) => Some(Box::new(lowweight::AcklessPgmcc::new(*c, now))),
+        }
+    }
+
+    /// Bytes a data packet must keep free for the controller's own options beyond
+    /// OPT_PGMCC_DATA (OPT_PSEUDOFED, OPT_TFMCC_DATA, OPT_LOWWEIGHT); 0 for pgmcc.
+    pub fn data_option_room(&self) -> usize {
+        match self {
+            CcConfig::Pseudofed(c) => pseudofed::option_room(c),
+            // OPT_TFMCC_DATA.
+            CcConfig::Tfmcc(t) if t.feedback_rounds => 20,
+            CcConfig::LowWeight(_) | CcConfig::PgmccAckless(_) => lowweight::OPTION_ROOM,
+            _ => 0,
+        }
     }
 }
 

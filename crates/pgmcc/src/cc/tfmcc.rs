@@ -26,11 +26,11 @@
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, PgmccData, PgmccFeedback, TfmccData};
+use pgm_wire::{Options, PgmccData, PgmccFeedback, TfmccData};
 use serde::Serialize;
 
 use super::throughput::Operating;
-use super::{CcEvent, CcStats, CongestionControl};
+use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -217,7 +217,7 @@ pub struct Tfmcc {
     r_max: f64,
     /// The largest RTT measured in the current round, seconds.
     r_max_round: f64,
-    events: VecDeque<CcEvent>,
+    events: Events,
     stats: CcStats,
 }
 
@@ -241,7 +241,7 @@ impl Tfmcc {
             supp: None,
             r_max: cfg.initial_rtt.as_secs_f64(),
             r_max_round: 0.0,
-            events: VecDeque::new(),
+            events: Events::new(),
             stats: CcStats::default(),
             cfg,
         }
@@ -273,7 +273,7 @@ impl Tfmcc {
         let had = self.tokens >= 1.0;
         self.tokens = (self.tokens + dt * self.rate).min(self.cfg.burst.max(1.0));
         if !had && self.tokens >= 1.0 {
-            self.events.push_back(CcEvent::TokensAvailable {
+            self.events.push(CcEvent::TokensAvailable {
                 tokens: self.tokens as u32,
             });
         }
@@ -284,12 +284,6 @@ impl Tfmcc {
         if r.is_finite() {
             self.rate = r;
         }
-    }
-
-    /// Round-trip time of a report, seconds (millisecond echo; at least 1 ms).
-    fn report_rtt(now: Instant, echo: u32) -> f64 {
-        let ms = now.as_millis_u32().wrapping_sub(echo).clamp(1, 600_000);
-        f64::from(ms) / 1000.0
     }
 
     fn switch_to(&mut self, now: Instant, addr: IpAddr, rtt: f64, p: f64) {
@@ -308,8 +302,7 @@ impl Tfmcc {
         self.elect = false;
         self.silences_in_a_row = 0;
         self.no_feedback_at = now + Self::no_feedback_for(&self.cfg, rtt);
-        self.events
-            .push_back(CcEvent::AckerChanged { from, to: addr });
+        self.events.push(CcEvent::AckerChanged { from, to: addr });
     }
 
     /// The round duration, seconds.
@@ -338,10 +331,16 @@ impl Tfmcc {
     }
 
     /// One receiver report: `rx_max` when it came on an ACK.
-    fn on_report(&mut self, now: Instant, fb: &PgmccFeedback, rx_max: Option<u32>) {
+    fn on_report(
+        &mut self,
+        now: Instant,
+        fb: &PgmccFeedback,
+        sample: RttSample,
+        rx_max: Option<u32>,
+    ) {
         self.stats.reports += 1;
         self.refill(now);
-        let rtt = Self::report_rtt(now, fb.tstamp);
+        let rtt = sample.secs();
         let p = f64::from(fb.loss_rate) / 65535.0;
         self.r_max_round = self.r_max_round.max(rtt);
         let Some(mut clr) = self.clr else {
@@ -433,7 +432,7 @@ impl Tfmcc {
             self.set_rate(x_calc);
             self.raised = now;
             self.stats.loss_events += 1;
-            self.events.push_back(CcEvent::Congestion {
+            self.events.push(CcEvent::Congestion {
                 window: self.rate * clr.rtt,
             });
         } else if since > 0.0 {
@@ -455,7 +454,7 @@ impl CongestionControl for Tfmcc {
         self.tokens >= 1.0
     }
 
-    fn on_data_sent(&mut self, now: Instant, sqn: u32) -> PgmccData {
+    fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.refill(now);
         self.advance_round(now);
         self.tokens -= 1.0;
@@ -467,37 +466,34 @@ impl CongestionControl for Tfmcc {
                 IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)
             }
         };
-        PgmccData {
+        opts.pgmcc_data = Some(PgmccData {
             tstamp: now.as_millis_u32(),
             acker,
-        }
+        });
+        opts.tfmcc_data = self.tfmcc_data();
     }
 
-    fn on_ack(&mut self, now: Instant, from: IpAddr, ack: &AckRepr, fb: Option<&PgmccFeedback>) {
-        let Some(lead) = self.last_sent else {
-            self.stats.acks_rejected += 1;
-            return;
-        };
-        if sqn::gt(ack.rx_max, lead) {
-            self.stats.acks_rejected += 1;
-            return;
-        }
-        let Some(fb) = fb.filter(|f| f.rx == from) else {
+    fn on_ack(&mut self, now: Instant, a: &Ack<'_>) {
+        let from = a.from;
+        let Some((fb, sample)) = a
+            .options
+            .pgmcc_feedback
+            .zip(a.rtt)
+            .filter(|f| f.0.rx == from)
+        else {
             self.stats.acks_ignored += 1;
             return;
         };
         if self.clr.is_some_and(|c| c.addr == from) {
             self.stats.acks += 1;
         }
-        self.on_report(now, fb, Some(ack.rx_max));
+        self.on_report(now, &fb, sample, Some(a.ack.rx_max));
     }
 
-    fn on_nak_report(&mut self, now: Instant, fb: &PgmccFeedback) {
-        self.on_report(now, fb, None);
-    }
-
-    fn data_options(&mut self, _now: Instant, opts: &mut pgm_wire::Options<'_>) {
-        opts.tfmcc_data = self.tfmcc_data();
+    fn on_nak(&mut self, now: Instant, n: &Nak<'_>) {
+        if let (Some(fb), Some(sample)) = (n.options.pgmcc_feedback, n.rtt) {
+            self.on_report(now, &fb, sample, None);
+        }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
@@ -516,7 +512,7 @@ impl CongestionControl for Tfmcc {
             self.set_rate(self.rate / 2.0);
             self.stats.stalls += 1;
             self.silences_in_a_row += 1;
-            self.events.push_back(CcEvent::Stalled {
+            self.events.push(CcEvent::Stalled {
                 stalls_in_a_row: self.silences_in_a_row,
             });
             if self.silences_in_a_row >= self.cfg.silences_before_election {
@@ -527,31 +523,25 @@ impl CongestionControl for Tfmcc {
         }
     }
 
-    fn acker(&self) -> Option<IpAddr> {
-        self.clr.map(|c| c.addr)
-    }
-
-    fn acker_report(&self) -> Option<Operating> {
-        self.clr.map(|c| Operating {
-            rtt: (c.rtt * 1000.0).round() as u32,
-            loss: (c.p * 65536.0).round() as u32,
-        })
-    }
-
-    fn window(&self) -> f64 {
-        self.rate * self.rtt_s()
-    }
-
-    fn tokens(&self) -> u32 {
-        self.tokens.max(0.0) as u32
-    }
-
     fn poll_event(&mut self) -> Option<CcEvent> {
-        self.events.pop_front()
+        self.events.pop()
     }
 
-    fn stats(&self) -> CcStats {
-        self.stats.clone()
+    fn metrics(&self) -> Metrics {
+        Metrics {
+            acker: self.clr.map(|c| c.addr),
+            acker_report: self.clr.map(|c| Operating {
+                rtt: (c.rtt * 1000.0).round() as u32,
+                loss: (c.p * 65536.0).round() as u32,
+            }),
+            window: None,
+            rate: Some(Rate {
+                pps: self.rate,
+                rtt_secs: self.rtt_s(),
+            }),
+            tokens: self.tokens.max(0.0) as u32,
+            stats: self.stats.clone(),
+        }
     }
 }
 
@@ -559,6 +549,7 @@ impl CongestionControl for Tfmcc {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+    use crate::cc::drive::{data, nak, send};
 
     #[test]
     fn equation_matches_hand_computed_values() {
@@ -630,7 +621,7 @@ mod tests {
         let cfg = TfmccConfig::default();
         let mut c = Tfmcc::new(cfg, ms(0));
         assert!(c.can_send());
-        let d = c.on_data_sent(ms(0), 0);
+        let d = data(&mut c, ms(0), 0).unwrap();
         assert!(d.acker.is_unspecified(), "the first packet asks for a CLR");
         assert!(!c.can_send());
         // 2 packets/s: the next token is due 500 ms later.
@@ -640,35 +631,35 @@ mod tests {
         // No CLR ever answers: after max(10 x 500 ms, 500 ms) = 5 s the rate halves.
         c.on_timeout(ms(5000));
         assert!((c.rate() - 1.0).abs() < 1e-9, "{}", c.rate());
-        assert_eq!(c.stats().stalls, 1);
+        assert_eq!(c.metrics().stats.stalls, 1);
     }
 
     #[test]
     fn clr_is_the_lowest_calculated_rate() {
         let mut c = Tfmcc::new(TfmccConfig::default(), ms(0));
-        c.on_data_sent(ms(0), 0);
+        send(&mut c, ms(0), 0);
         let a = [10, 0, 0, 1];
         let b = [10, 0, 0, 2];
         // A answers the election: CLR. A loss report from A ends slow start at the rate.
-        c.on_nak_report(ms(100), &fb(a, ms(0), 0.0));
-        assert_eq!(c.acker(), Some(IpAddr::from(a)));
-        c.on_nak_report(ms(200), &fb(a, ms(100), 0.01));
+        nak(&mut c, ms(100), &[], Some(&fb(a, ms(0), 0.0)));
+        assert_eq!(c.metrics().acker, Some(IpAddr::from(a)));
+        nak(&mut c, ms(200), &[], Some(&fb(a, ms(100), 0.01)));
         assert!(!c.in_slow_start());
         // B: same loss, longer RTT (400 ms vs ~100 ms): lower X_calc, B takes over and the
         // rate drops to B's equation rate at once.
-        c.on_nak_report(ms(700), &fb(b, ms(300), 0.01));
-        assert_eq!(c.acker(), Some(IpAddr::from(b)));
+        nak(&mut c, ms(700), &[], Some(&fb(b, ms(300), 0.01)));
+        assert_eq!(c.metrics().acker, Some(IpAddr::from(b)));
         assert!(c.rate() <= tcp_rate(0.4, 0.01) + 1e-9, "{}", c.rate());
         // A reports again with its better path: no switch back.
-        c.on_nak_report(ms(900), &fb(a, ms(800), 0.01));
-        assert_eq!(c.acker(), Some(IpAddr::from(b)));
-        assert_eq!(c.stats().acker_switches, 1);
+        nak(&mut c, ms(900), &[], Some(&fb(a, ms(800), 0.01)));
+        assert_eq!(c.metrics().acker, Some(IpAddr::from(b)));
+        assert_eq!(c.metrics().stats.acker_switches, 1);
     }
 
     #[test]
     fn rounds_advance_every_four_r_max_and_echo_the_lowest_report() {
         let mut c = Tfmcc::new(TfmccConfig::default(), ms(0));
-        c.on_data_sent(ms(0), 0);
+        send(&mut c, ms(0), 0);
         let d = c.tfmcc_data().unwrap();
         // Before any RTT sample R_max is the initial 500 ms: rounds of 2 s.
         assert_eq!((d.round, d.round_ms, d.r_max_ms), (0, 2000, 500));
@@ -676,10 +667,10 @@ mod tests {
         let (a, b, e) = ([10, 0, 0, 1], [10, 0, 0, 2], [10, 0, 0, 3]);
         // A is the first CLR (RTT 100 ms). Two reports from others follow: the echo is the
         // lower of their rates computed with R_max, as the receivers compute theirs.
-        c.on_nak_report(ms(100), &fb(a, ms(0), 0.01));
-        c.on_nak_report(ms(300), &fb(b, ms(100), 0.02)); // RTT 200 ms
-        c.on_nak_report(ms(400), &fb(e, ms(300), 0.05));
-        c.on_data_sent(ms(500), 1);
+        nak(&mut c, ms(100), &[], Some(&fb(a, ms(0), 0.01)));
+        nak(&mut c, ms(300), &[], Some(&fb(b, ms(100), 0.02))); // RTT 200 ms
+        nak(&mut c, ms(400), &[], Some(&fb(e, ms(300), 0.05)));
+        send(&mut c, ms(500), 1);
         let d = c.tfmcc_data().unwrap();
         // (Loss travels in 1/65535 steps.)
         let milli = |l: f64| {
@@ -690,13 +681,13 @@ mod tests {
         assert_eq!(d.round, 0);
         // At 2 s a new round starts: the echo is cleared and R_max is the largest RTT of
         // the last round (200 ms), so rounds now last 800 ms.
-        c.on_data_sent(ms(2000), 2);
+        send(&mut c, ms(2000), 2);
         let d = c.tfmcc_data().unwrap();
         assert_eq!((d.round, d.r_max_ms, d.round_ms), (1, 200, 800));
         assert_eq!(d.supp_rate, TfmccData::NO_RATE);
         // B's report (2% at 200 ms: 36.6 packets/s against E's 36.8 and A's 112) made it
         // the CLR; the CLR's report interval is its RTT.
-        assert_eq!(c.acker(), Some(IpAddr::from(b)));
+        assert_eq!(c.metrics().acker, Some(IpAddr::from(b)));
         assert_eq!(d.clr_ivl_ms, 200);
         // Without rounds there is no option (the CLR ACKs every packet).
         let off = Tfmcc::new(

@@ -42,7 +42,9 @@ use serde::Serialize;
 use thiserror::Error;
 use tracing::{debug, trace};
 
-use crate::cc::{CcConfig, CcEvent, CcStats, CongestionControl};
+use crate::cc::{
+    Ack, CcConfig, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample,
+};
 use crate::time::{Duration, Instant};
 use crate::transmit::{Destination, Transmit};
 use rate::RateLimiter;
@@ -201,6 +203,12 @@ pub struct SenderStats {
     pub spmrs_received: u64,
     /// pgmcc ACKs received (any sender, any session; see the controller's stats for use).
     pub acks_received: u64,
+    /// ACKs of this session acknowledging data never sent (forged, or before any ODATA):
+    /// refused before the controller sees them.
+    pub acks_rejected: u64,
+    /// Congestion-control events dropped because the application did not poll them and
+    /// [`crate::cc::MAX_EVENTS`] were queued.
+    pub events_dropped: u64,
     /// Datagrams that failed to parse.
     pub malformed: u64,
     /// Well-formed datagrams a source does not act on (ODATA from others, ...).
@@ -230,6 +238,8 @@ pub struct Sender {
     syn_sent: bool,
     closing: bool,
     cc: Option<Box<dyn CongestionControl>>,
+    /// Congestion-control events for the application, bounded.
+    events: Events,
     stats: SenderStats,
 }
 
@@ -259,6 +269,7 @@ impl Sender {
             syn_sent: false,
             closing: false,
             cc: config.cc.build(now),
+            events: Events::new(),
             stats: SenderStats::default(),
             config,
         }
@@ -282,19 +293,35 @@ impl Sender {
         self.cc = cc.build(now);
     }
 
-    /// The congestion controller, if one runs.
-    pub fn congestion_control(&self) -> Option<&dyn CongestionControl> {
-        self.cc.as_deref()
+    /// What the congestion controller is doing (acker, window or rate, tokens, counters),
+    /// if one runs.
+    pub fn cc_metrics(&self) -> Option<Metrics> {
+        self.cc.as_ref().map(|c| c.metrics())
     }
 
     /// The controller's counters (default when none runs).
     pub fn cc_stats(&self) -> CcStats {
-        self.cc.as_ref().map(|c| c.stats()).unwrap_or_default()
+        self.cc
+            .as_ref()
+            .map(|c| c.metrics().stats)
+            .unwrap_or_default()
     }
 
     /// The next congestion-control event (acker changes, congestion, stalls, fresh tokens).
+    /// At most [`crate::cc::MAX_EVENTS`] wait; a driver that never polls loses the oldest
+    /// (counted in [`SenderStats::events_dropped`]), never memory.
     pub fn poll_event(&mut self) -> Option<CcEvent> {
-        self.cc.as_mut().and_then(|c| c.poll_event())
+        self.events.pop()
+    }
+
+    /// Moves what the controller's last call produced into the sender's event queue.
+    fn drain_cc_events(&mut self) {
+        if let Some(cc) = self.cc.as_mut() {
+            while let Some(ev) = cc.poll_event() {
+                self.events.push(ev);
+            }
+            self.stats.events_dropped = self.events.dropped();
+        }
     }
 
     /// Trailing edge of the transmit window.
@@ -390,14 +417,32 @@ impl Sender {
                             sqns.push(nak.sqn);
                             sqns.extend_from_slice(list.as_slice());
                         }
-                        cc.on_nak(now, &sqns, repr.options.pgmcc_feedback.as_ref());
+                        let nak = Nak {
+                            sqns: &sqns,
+                            options: &repr.options,
+                            rtt: report_rtt(now, &repr.options),
+                        };
+                        cc.on_nak(now, &nak);
+                        self.drain_cc_events();
                     }
                 }
             }
             Body::Ack(ack) if repr.tsi() == self.config.tsi && repr.sport == self.config.dport => {
                 self.stats.acks_received += 1;
+                // An ACK for data never sent is forged or stale: the controller never sees it.
+                if self.stats.odata_packets == 0 || crate::sqn::gt(ack.rx_max, self.txw.lead()) {
+                    self.stats.acks_rejected += 1;
+                    return;
+                }
                 if let Some(cc) = self.cc.as_mut() {
-                    cc.on_ack_options(now, from, &ack, &repr.options);
+                    let ack = Ack {
+                        from,
+                        ack,
+                        options: &repr.options,
+                        rtt: report_rtt(now, &repr.options),
+                    };
+                    cc.on_ack(now, &ack);
+                    self.drain_cc_events();
                 }
             }
             Body::Spmr if repr.tsi() == self.config.tsi => {
@@ -456,6 +501,7 @@ impl Sender {
     pub fn handle_timeout(&mut self, now: Instant) {
         if let Some(cc) = self.cc.as_mut() {
             cc.on_timeout(now);
+            self.drain_cc_events();
         }
         let (first, n) = self.txw.evict(now);
         self.forget_repairs(first, n);
@@ -634,23 +680,19 @@ impl Sender {
             self.txw.peek_unsent()
         }?;
         let data_len = p.data.len();
-        let pgmcc_data = match (&mut self.cc, repair) {
-            (Some(cc), false) => Some(cc.on_data_sent(now, sqn)),
-            (Some(cc), true) => {
-                cc.on_repair_sent(now, sqn);
-                None
-            }
-            _ => None,
-        };
         let mut opts = Options {
             fragment: p.fragment,
             syn: syn || (repair && sqn == self.config.initial_sqn),
             join,
-            pgmcc_data,
             ..Options::default()
         };
-        if let (Some(cc), false) = (&mut self.cc, repair) {
-            cc.data_options(now, &mut opts);
+        if let Some(cc) = self.cc.as_mut() {
+            // The controller adds OPT_PGMCC_DATA and its own options to ODATA.
+            if repair {
+                cc.on_repair_sent(now, sqn);
+            } else {
+                cc.on_data_sent(now, sqn, &mut opts);
+            }
         }
         let body = if repair {
             Body::Rdata(DataRepr { sqn, trail })
@@ -669,6 +711,7 @@ impl Sender {
             }
         };
         self.charge(now, len);
+        self.drain_cc_events();
         if repair {
             self.stats.rdata_packets += 1;
             self.stats.rdata_bytes += data_len as u64;
@@ -687,4 +730,9 @@ impl Sender {
             len,
         })
     }
+}
+
+/// The RTT sample of a packet's OPT_PGMCC_FEEDBACK, if it carries one.
+fn report_rtt(now: Instant, opts: &Options<'_>) -> Option<RttSample> {
+    opts.pgmcc_feedback.map(|f| RttSample::new(now, f.tstamp))
 }

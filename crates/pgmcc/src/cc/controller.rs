@@ -1,0 +1,126 @@
+//! The boundary between the PGM source and its congestion controller, in the style of
+//! quinn's `Controller`: the [`Sender`](crate::Sender) reports what happens (data and
+//! repairs sent, validated ACKs and NAKs with their options and RTT sample, timeouts), the
+//! controller grants permission to send and says what it is doing through [`Metrics`].
+//!
+//! What the `Sender` does so that controllers need not: it drops ACKs of other sessions and
+//! ACKs acknowledging data never sent (`SenderStats::acks_rejected`), measures each report's
+//! RTT once ([`RttSample`]), and drains [`CongestionControl::poll_event`] after every call
+//! into its own bounded event queue.
+
+use std::net::IpAddr;
+
+use pgm_wire::{AckRepr, Options};
+use serde::Serialize;
+
+use super::events::CcEvent;
+use super::rtt::RttSample;
+use super::throughput::Operating;
+use crate::time::Instant;
+
+/// Counters of a controller.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct CcStats {
+    /// ACKs from the acker processed.
+    pub acks: u64,
+    /// ACKs from receivers that are not the acker (counted, otherwise ignored).
+    pub acks_ignored: u64,
+    /// Receiver reports seen (NAKs and ACKs carrying OPT_PGMCC_FEEDBACK).
+    pub reports: u64,
+    /// Acker switches (not counting the first election).
+    pub acker_switches: u64,
+    /// Window halvings.
+    pub loss_events: u64,
+    /// Stall timeouts.
+    pub stalls: u64,
+    /// Data packets sent asking for an election.
+    pub election_requests: u64,
+    /// Tokens granted by the rate floor ([`super::pgmcc::PgmccConfig::min_interval`]).
+    pub floor_tokens: u64,
+}
+
+/// A rate-based controller's sending rate.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Rate {
+    /// Data packets per second.
+    pub pps: f64,
+    /// The round-trip time the rate is computed over, in seconds.
+    pub rtt_secs: f64,
+}
+
+/// What a controller is doing, for applications, traces and plots.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Metrics {
+    /// The receiver whose feedback paces the session: pgmcc's acker, TFMCC's CLR,
+    /// Pseudofed's first representative, the low-weight controllers' worst receiver.
+    pub acker: Option<IpAddr>,
+    /// That receiver's latest operating point (RTT, loss), for applications (§3.9).
+    pub acker_report: Option<Operating>,
+    /// A window-based controller's window, in packets.
+    pub window: Option<f64>,
+    /// A rate-based controller's rate.
+    pub rate: Option<Rate>,
+    /// Whole data packets the controller lets go now (window tokens, or a token bucket's).
+    pub tokens: u32,
+    /// Counters.
+    pub stats: CcStats,
+}
+
+impl Metrics {
+    /// Packets per round trip: the window, or for a rate-based controller rate × RTT (the
+    /// window a TCP flow at that rate would have), so that both plot on one axis.
+    pub fn packets_per_rtt(&self) -> Option<f64> {
+        self.window.or(self.rate.map(|r| r.pps * r.rtt_secs))
+    }
+}
+
+/// An ACK of the controller's session, validated by the `Sender`: its RX_MAX is not ahead of
+/// the last data packet sent.
+#[derive(Debug, Clone, Copy)]
+pub struct Ack<'a> {
+    /// The address it came from.
+    pub from: IpAddr,
+    /// RX_MAX and the receive bitmap.
+    pub ack: AckRepr,
+    /// Every option it carried (OPT_PGMCC_FEEDBACK, a controller's own).
+    pub options: &'a Options<'a>,
+    /// The RTT of its report, if it carries OPT_PGMCC_FEEDBACK.
+    pub rtt: Option<RttSample>,
+}
+
+/// A NAK of the controller's session.
+#[derive(Debug, Clone, Copy)]
+pub struct Nak<'a> {
+    /// The sequence numbers it names (empty for parity NAKs).
+    pub sqns: &'a [u32],
+    /// Every option it carried (OPT_PGMCC_FEEDBACK, ...).
+    pub options: &'a Options<'a>,
+    /// The RTT of its report, if it carries OPT_PGMCC_FEEDBACK.
+    pub rtt: Option<RttSample>,
+}
+
+/// A congestion controller for the PGM source.
+pub trait CongestionControl: std::fmt::Debug + Send {
+    /// May one data packet (ODATA) be sent now? Repairs are not regulated (§3.8).
+    fn can_send(&self) -> bool;
+    /// Data packet `sqn` is going out: the controller sets its OPT_PGMCC_DATA, and its own
+    /// options if it has any, in `opts`.
+    fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>);
+    /// Repair `sqn` (RDATA) went out. Repairs are never held back (§3.8); controllers that
+    /// count them against their budget (the low-weight ones) do it here. Default: nothing.
+    fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
+        let _ = (now, sqn);
+    }
+    /// A validated ACK of this session arrived.
+    fn on_ack(&mut self, now: Instant, ack: &Ack<'_>);
+    /// A NAK of this session arrived.
+    fn on_nak(&mut self, now: Instant, nak: &Nak<'_>);
+    /// When `on_timeout` next has work.
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Runs expired timers.
+    fn on_timeout(&mut self, now: Instant);
+    /// The next event the last call produced; the `Sender` drains them after every call.
+    fn poll_event(&mut self) -> Option<CcEvent>;
+    /// What the controller is doing.
+    fn metrics(&self) -> Metrics;
+}

@@ -1,0 +1,68 @@
+//! Round-trip time from a report's timestamp echo (draft §2.5.1): the source stamps each
+//! ODATA's OPT_PGMCC_DATA with its clock in milliseconds; a receiver's OPT_PGMCC_FEEDBACK
+//! echoes the latest stamp plus the time it held it. The [`Sender`](crate::Sender) measures
+//! every report once, here, and hands the sample to the controller with the ACK or NAK.
+//!
+//! Smoothing stays with each controller, because each smooths a different thing by its own
+//! paper's rule: pgmcc an RFC 6298 estimator over the acker's ACKs (the fairness benchmark's
+//! adaptive timeout), TFMCC the CLR's RTT with gain 1/4, Pseudofed the largest recent RTT over
+//! all receivers (its GRTT), the low-weight controllers the worst receiver's RTT with gain 1/8.
+
+use crate::time::Instant;
+
+/// Largest RTT a sample is taken to be, in milliseconds (10 minutes): anything larger is a
+/// stale or forged echo.
+pub const MAX_RTT_MS: u32 = 600_000;
+
+/// One RTT measurement: `now` against an echoed timestamp.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RttSample {
+    echo: u32,
+    ms: u32,
+}
+
+impl RttSample {
+    /// The sample of echo `echo` (milliseconds of the source's clock) arriving at `now`.
+    pub fn new(now: Instant, echo: u32) -> RttSample {
+        RttSample {
+            echo,
+            ms: now.as_millis_u32().wrapping_sub(echo),
+        }
+    }
+
+    /// The echoed timestamp.
+    pub fn echo(&self) -> u32 {
+        self.echo
+    }
+
+    /// Milliseconds since the echoed timestamp, unbounded (wrapping arithmetic: an echo from
+    /// the future reads as a huge value).
+    pub fn raw_millis(&self) -> u32 {
+        self.ms
+    }
+
+    /// Milliseconds, in `1..=MAX_RTT_MS`.
+    pub fn millis(&self) -> u32 {
+        self.ms.clamp(1, MAX_RTT_MS)
+    }
+
+    /// Seconds, in `0.001..=600`.
+    pub fn secs(&self) -> f64 {
+        f64::from(self.millis()) / 1000.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn samples_are_bounded_whatever_the_echo() {
+        let now = Instant::from_nanos(5_000_000_000);
+        assert_eq!(RttSample::new(now, 4_900).millis(), 100);
+        assert_eq!(RttSample::new(now, 5_000).millis(), 1);
+        assert_eq!(RttSample::new(now, 6_000).millis(), MAX_RTT_MS);
+        assert_eq!(RttSample::new(now, 6_000).raw_millis(), u32::MAX - 999);
+        assert_eq!(RttSample::new(now, 4_900).secs(), 0.1);
+    }
+}
