@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use anyhow::{bail, Result};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::Args as ClapArgs;
+use pgmcc::cc::Controller;
 use pgmcc_net::{Encapsulation, Interface};
 
 /// Network options shared by `send` and `recv`.
@@ -72,6 +74,13 @@ fn parse_ports(s: &str) -> Result<(u16, u16), String> {
             .ok_or_else(|| format!("`{x}` is not a port number (1-65535)"))
     };
     Ok((p(u)?, p(m)?))
+}
+
+/// A controller name from the registry ([`Controller::ALL`]): `--help` lists each with its
+/// [`Controller::about`], and a wrong name is refused with the list of valid ones.
+pub(super) fn controller_parser() -> impl TypedValueParser<Value = Controller> {
+    PossibleValuesParser::new(Controller::ALL.map(|c| PossibleValue::new(c.name()).help(c.about())))
+        .try_map(|name| name.parse::<Controller>())
 }
 
 /// A rate such as `20Mbit`, in bytes per second (at least 1).

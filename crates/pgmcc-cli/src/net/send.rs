@@ -6,42 +6,17 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
-use clap::{Args as ClapArgs, ValueEnum};
+use clap::Args as ClapArgs;
 use indicatif::ProgressBar;
-use pgmcc_net::{
-    AcklessConfig, CcConfig, LowWeightConfig, PgmccConfig, PseudofedConfig, Sender, SenderOptions,
-    TfmccConfig,
-};
+use pgmcc::cc::Controller;
+use pgmcc_net::{CcConfig, Sender, SenderOptions};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::args::{parse_duration, parse_rate, NetArgs};
+use super::args::{controller_parser, parse_duration, parse_rate, NetArgs};
 use super::report::{hex_string, progress, write_stats};
 use super::runtime;
-
-/// Congestion control choices.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum Cc {
-    /// pgmcc with token realignment on acker switches (our fix, docs/pgmcc.md).
-    Pgmcc,
-    /// pgmcc exactly as the paper's §3.4 rule reads (tokens not realigned on a switch).
-    PgmccPaper,
-    /// The TFMCC-style baseline (docs/tfmcc.md); receivers report pgmcc's loss filter as p.
-    Tfmcc,
-    /// Pseudofed's representative-based rate controller (docs/pseudofed.md); receivers
-    /// switch to Pseudofed feedback on their own from the sender's OPT_PSEUDOFED.
-    Pseudofed,
-    /// Low-weight multi-sender control (docs/lowweight.md): receivers never ACK, the worst
-    /// receiver NAKs at once, the rate follows its loss events between --rate-floor and
-    /// --rate-ceiling. For sessions with many senders, or behind NAT and reflectors.
-    Lowweight,
-    /// pgmcc's window driven by the worst receiver's NAKs instead of ACKs (docs/lowweight.md;
-    /// a research comparison, not recommended).
-    PgmccAckless,
-    /// No congestion control: only --rate-max paces the session (plain PGM).
-    None,
-}
 
 /// Arguments of `pgmcc send`.
 #[derive(Debug, ClapArgs)]
@@ -56,9 +31,12 @@ pub(crate) struct SendArgs {
     /// [default: none; with --cc none, always set one].
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     rate_max: Option<u64>,
-    /// Congestion control.
-    #[arg(long, value_enum, default_value = "pgmcc")]
-    cc: Cc,
+    /// Congestion control, by the names scenarios and the comparison matrix use: `pgmcc` is
+    /// the paper's token rule read literally; the default, `pgmcc-realigned`, is pgmcc with
+    /// our token realignment on acker switches (docs/pgmcc.md).
+    #[arg(long, value_name = "CC", value_parser = controller_parser(),
+          default_value_t = Controller::PgmccRealigned)]
+    cc: Controller,
     /// With --cc lowweight: the session never sends slower than this, whatever the worst
     /// receiver's losses (the session owner's floor; data and repairs together), e.g. 1Mbit.
     /// Set it below what every receiver can take, or it overrides congestion control.
@@ -119,36 +97,11 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.txw_sqns = args.txw.max(1);
     opts.drop_every = args.drop_every;
     opts.gso_segments = usize::from(args.gso);
-    opts.cc = match args.cc {
-        Cc::Pgmcc => opts.cc,
-        Cc::PgmccPaper => CcConfig::Pgmcc(PgmccConfig::default()),
-        Cc::Tfmcc => CcConfig::Tfmcc(TfmccConfig::default()),
-        Cc::Pseudofed => CcConfig::Pseudofed(PseudofedConfig::default()),
-        Cc::Lowweight => {
-            // Bytes per second of PGM packets to full-size packets per second.
-            let pps = |r: Option<u64>| r.map(|b| b as f64 / opts.max_tpdu.max(1) as f64);
-            let (floor, ceiling) = (pps(args.rate_floor), pps(args.rate_ceiling));
-            if let (Some(f), Some(c)) = (floor, ceiling) {
-                if f > c {
-                    bail!("--rate-floor is above --rate-ceiling");
-                }
-            }
-            CcConfig::LowWeight(LowWeightConfig {
-                floor,
-                ceiling,
-                ..LowWeightConfig::default()
-            })
-        }
-        Cc::PgmccAckless => CcConfig::PgmccAckless(AcklessConfig::default()),
-        Cc::None => CcConfig::None,
-    };
-    if args.cc != Cc::Lowweight && (args.rate_floor.is_some() || args.rate_ceiling.is_some()) {
-        bail!("--rate-floor and --rate-ceiling are for --cc lowweight (use --rate-max otherwise)");
-    }
-    if args.cc == Cc::None && args.rate_max.is_none() {
+    opts.cc = cc_config(args, opts.max_tpdu)?;
+    if args.cc == Controller::None && args.rate_max.is_none() {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
     }
-    let cc_on = args.cc != Cc::None;
+    let cc_on = args.cc != Controller::None;
     let stdin = args.input == Path::new("-");
     let len = if stdin {
         None
@@ -249,6 +202,30 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     })
 }
 
+/// The registry's configuration for `--cc`, with the CLI's own knobs set: `--rate-floor` and
+/// `--rate-ceiling` for lowweight (refused with any other controller).
+fn cc_config(args: &SendArgs, max_tpdu: usize) -> Result<CcConfig> {
+    if args.cc != Controller::LowWeight
+        && (args.rate_floor.is_some() || args.rate_ceiling.is_some())
+    {
+        bail!("--rate-floor and --rate-ceiling are for --cc lowweight (use --rate-max otherwise)");
+    }
+    let mut cc = args.cc.config();
+    if let CcConfig::LowWeight(lw) = &mut cc {
+        // Bytes per second of PGM packets to full-size packets per second.
+        let pps = |r: Option<u64>| r.map(|b| b as f64 / max_tpdu.max(1) as f64);
+        let (floor, ceiling) = (pps(args.rate_floor), pps(args.rate_ceiling));
+        if let (Some(f), Some(c)) = (floor, ceiling) {
+            if f > c {
+                bail!("--rate-floor is above --rate-ceiling");
+            }
+        }
+        lw.floor = floor;
+        lw.ceiling = ceiling;
+    }
+    Ok(cc)
+}
+
 /// pgmcc needs a receiver that answers its election with ACKs; OpenPGM receivers never do
 /// (their PGMCC is broken, docs/interop.md), and the session then crawls at one packet per
 /// stall timeout. Say so once instead of looking hung.
@@ -288,4 +265,55 @@ fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
         st.stats.naks_received, st.stats.rdata_packets
     ));
     m
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+    use clap::Parser;
+
+    use super::*;
+
+    /// `pgmcc send`'s flags alone.
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        send: SendArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<SendArgs, clap::Error> {
+        let args = ["send", "--group", "239.1.1.1:7500"].iter().chain(extra);
+        Cli::try_parse_from(args.chain(&["file"])).map(|c| c.send)
+    }
+
+    #[test]
+    fn without_cc_the_sender_runs_the_runtime_default_pgmcc_realigned() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.cc, Controller::PgmccRealigned);
+        let default = SenderOptions::new(Ipv4Addr::new(239, 1, 1, 1), 7500).cc;
+        assert_eq!(Controller::of(&default), Controller::PgmccRealigned);
+        assert_eq!(
+            cc_config(&args, 1472).unwrap(),
+            default,
+            "no --cc must run what SenderOptions::new runs"
+        );
+    }
+
+    #[test]
+    fn cc_takes_every_registry_name_and_runs_that_controller() {
+        for c in Controller::ALL {
+            let args = parse(&["--cc", c.name()]).unwrap();
+            assert_eq!(args.cc, c);
+            assert_eq!(Controller::of(&cc_config(&args, 1472).unwrap()), c, "{c}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_cc_is_refused_with_every_valid_name() {
+        let e = parse(&["--cc", "pgmcc-paper"]).unwrap_err().to_string();
+        for name in Controller::names() {
+            assert!(e.contains(name), "{name} missing from: {e}");
+        }
+    }
 }
