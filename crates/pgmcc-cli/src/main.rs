@@ -14,9 +14,11 @@ mod net;
 mod reproduce;
 mod sim;
 
-/// pgmcc: TCP-friendly reliable multicast (PGM, RFC 3208, with pgmcc congestion control).
+/// Reliable multicast with TCP-friendly congestion control (PGM, RFC 3208, with pgmcc):
+/// `send` and `recv` move files and streams over a real network, `sim` and `reproduce` run
+/// scenarios and the papers' experiments on a simulated one, `decode` dissects PGM packets.
 #[derive(Debug, Parser)]
-#[command(name = "pgmcc", version, about, long_about = None)]
+#[command(name = "pgmcc", version, long_about = None)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

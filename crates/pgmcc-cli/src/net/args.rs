@@ -1,0 +1,94 @@
+//! The network options `pgmcc send` and `pgmcc recv` share, and the parsers for flag values
+//! (ports, rates, durations).
+
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::{bail, Result};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::Args as ClapArgs;
+use pgmcc::cc::Controller;
+use pgmcc_net::{Encapsulation, Interface};
+
+/// Network options shared by `send` and `recv`.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct NetArgs {
+    /// Multicast group and PGM data-destination port, e.g. 239.192.0.1:7500. Sender and
+    /// receivers must use the same. (ZeroMQ's epgm://IF;GROUP:PORT uses PORT here too.)
+    #[arg(long, value_name = "GROUP:PORT")]
+    pub(super) group: SocketAddrV4,
+    /// Network interface, by name (eth0) or by one of its IPv4 addresses
+    /// [default: the interface the routing table picks for the group].
+    #[arg(long, value_name = "IF")]
+    pub(super) iface: Option<Interface>,
+    /// UDP encapsulation ports, UCAST,MCAST: upstream packets (NAKs, ACKs) go to the source
+    /// on UCAST, downstream packets (data, SPMs, NCFs) to the group on MCAST. OpenPGM's
+    /// defaults.
+    #[arg(long, value_name = "UCAST,MCAST", default_value = "3055,3056", value_parser = parse_ports)]
+    udp_ports: (u16, u16),
+    /// Carry PGM directly over IP (protocol 113) instead of UDP; needs root or CAP_NET_RAW.
+    #[arg(long)]
+    raw_ip: bool,
+    /// Write final statistics as JSON to FILE (`-` for standard output) when done.
+    #[arg(long, value_name = "FILE")]
+    pub(super) stats: Option<PathBuf>,
+    /// No progress display.
+    #[arg(long, short)]
+    pub(super) quiet: bool,
+}
+
+impl NetArgs {
+    /// UDP on `--udp-ports`, or raw IP with `--raw-ip`.
+    pub(super) fn encapsulation(&self) -> Encapsulation {
+        if self.raw_ip {
+            Encapsulation::RawIp
+        } else {
+            Encapsulation::Udp {
+                ucast_port: self.udp_ports.0,
+                mcast_port: self.udp_ports.1,
+            }
+        }
+    }
+
+    /// The group's address, refused unless it is a multicast one.
+    pub(super) fn group(&self) -> Result<Ipv4Addr> {
+        let g = *self.group.ip();
+        if !g.is_multicast() {
+            bail!("--group {g}: not a multicast address (224.0.0.0/4; use 239.x.y.z for a private group)");
+        }
+        Ok(g)
+    }
+}
+
+/// `UCAST,MCAST`, two non-zero ports.
+fn parse_ports(s: &str) -> Result<(u16, u16), String> {
+    let (u, m) = s
+        .split_once(',')
+        .ok_or_else(|| format!("`{s}`: give two ports, UCAST,MCAST (e.g. 3055,3056)"))?;
+    let p = |x: &str| {
+        x.trim()
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p > 0)
+            .ok_or_else(|| format!("`{x}` is not a port number (1-65535)"))
+    };
+    Ok((p(u)?, p(m)?))
+}
+
+/// A controller name from the registry ([`Controller::ALL`]): `--help` lists each with its
+/// [`Controller::about`], and a wrong name is refused with the list of valid ones.
+pub(super) fn controller_parser() -> impl TypedValueParser<Value = Controller> {
+    PossibleValuesParser::new(Controller::ALL.map(|c| PossibleValue::new(c.name()).help(c.about())))
+        .try_map(|name| name.parse::<Controller>())
+}
+
+/// A rate such as `20Mbit`, in bytes per second (at least 1).
+pub(super) fn parse_rate(s: &str) -> Result<u64, String> {
+    netsim::units::rate(s).map(|bits| (bits / 8).max(1))
+}
+
+/// A duration such as `3s` or `500ms`.
+pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
+    netsim::units::duration(s)
+}

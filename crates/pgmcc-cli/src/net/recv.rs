@@ -1,0 +1,253 @@
+//! `pgmcc recv`: follow one session from a group into a file or standard output, verified.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args as ClapArgs;
+use pgmcc_net::{Event, Receiver, ReceiverOptions};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use super::args::{parse_duration, NetArgs};
+use super::output::Output;
+use super::report::{hex_string, progress, write_stats};
+use super::runtime;
+
+/// Arguments of `pgmcc recv`.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct RecvArgs {
+    #[command(flatten)]
+    net: NetArgs,
+    /// Where to write the data: a file (written to a temporary file beside it and renamed
+    /// only when the whole stream arrived intact), or `-` for standard output.
+    #[arg(long, value_name = "FILE|-", default_value = "-")]
+    out: PathBuf,
+    /// Give up if nothing arrives for this long (the source may be gone).
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    idle_timeout: Duration,
+    /// Accept a stream whose start this receiver did not see (joined late, or a source that
+    /// does not mark its first packet, such as OpenPGM). Without it such a transfer fails.
+    #[arg(long)]
+    allow_partial_start: bool,
+    /// Do not take part in pgmcc (no loss reports, never acker).
+    #[arg(long)]
+    no_pgmcc: bool,
+    /// Fault injection: discard every Nth datagram received, to see repairs at work.
+    #[arg(long, value_name = "N")]
+    drop_every: Option<u32>,
+    /// The source is a ZeroMQ PUB socket on pgm:// or epgm:// (use the endpoint's port in
+    /// --group and in --udp-ports P,P): decode ZeroMQ's framing and write each message part
+    /// followed by a newline (meant for text messages; binary ones need the library's
+    /// pgmcc_net::zmq). Implies --allow-partial-start (ZeroMQ marks no stream start).
+    #[arg(long)]
+    zmq: bool,
+}
+
+/// What `--stats` holds after a receive: the outcome (and why, if incomplete) with the
+/// receiver's counters.
+#[derive(Serialize)]
+struct RecvReport {
+    outcome: &'static str,
+    detail: String,
+    tsi: Option<String>,
+    bytes: u64,
+    sha256: String,
+    status: pgmcc_net::ReceiverStatus,
+}
+
+/// SIGINT and SIGTERM, so `pgmcc recv` can remove its temporary file and say what it got.
+struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn new() -> Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+            term: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+        })
+    }
+
+    async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
+}
+
+/// Runs `pgmcc recv`.
+pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
+    let group = args.net.group()?;
+    let mut opts = ReceiverOptions::new(group, args.net.group.port());
+    opts.interface = args.net.iface.clone();
+    opts.encapsulation = args.net.encapsulation();
+    opts.pgmcc = !args.no_pgmcc;
+    opts.drop_every = args.drop_every;
+    let mut out = Output::open(&args.out)?;
+    let rt = runtime()?;
+    rt.block_on(async {
+        let mut rx = Receiver::bind(opts).await.context("joining the group")?;
+        if !args.net.quiet {
+            eprintln!(
+                "pgmcc recv: joined {}:{} as {}; waiting for a session",
+                group,
+                args.net.group.port(),
+                rx.local_addr()
+            );
+        }
+        let pb = progress(args.net.quiet, None);
+        let mut hash = Sha256::new();
+        let mut total = 0u64;
+        let mut session = None;
+        let mut first = None;
+        let mut failure: Option<String> = None;
+        let mut zmq = args.zmq.then(pgmcc_net::zmq::ZmqDecoder::default);
+        let mut stop = Signals::new()?;
+        let mut interrupted = false;
+        let mut zmq_parts = 0u64;
+        loop {
+            let ready = match rx.try_read() {
+                Some(ev) => Some(ev),
+                None => {
+                    // Nothing waiting: hand what we have to the file or pipe.
+                    out.flush()?;
+                    None
+                }
+            };
+            let next = match ready {
+                Some(ev) => Ok(Some(ev)),
+                None => tokio::select! {
+                    r = tokio::time::timeout(args.idle_timeout, rx.read()) => r,
+                    () = stop.recv() => {
+                        // Interrupted: the transfer is incomplete; the temporary file goes.
+                        failure = Some("interrupted by a signal before the stream ended".into());
+                        interrupted = true;
+                        break;
+                    }
+                },
+            };
+            let ev = match next {
+                Ok(Some(ev)) => ev,
+                Ok(None) => {
+                    failure = Some("the receiver stopped unexpectedly".into());
+                    break;
+                }
+                Err(_) => {
+                    failure = Some(match session {
+                        None => format!(
+                            "no session heard in {:?} (--idle-timeout)",
+                            args.idle_timeout
+                        ),
+                        Some(tsi) => format!(
+                            "session {tsi} went silent for {:?} before it ended (--idle-timeout): the source stopped or the network failed",
+                            args.idle_timeout
+                        ),
+                    });
+                    break;
+                }
+            };
+            match ev {
+                Event::SessionStarted { tsi, first_sqn } if session.is_none() => {
+                    session = Some(tsi);
+                    first = Some(first_sqn);
+                    pb.set_message(format!("session {tsi}"));
+                }
+                Event::Data { tsi, data, .. } if Some(tsi) == session => {
+                    hash.update(&data);
+                    total += data.len() as u64;
+                    match zmq.as_mut() {
+                        None => out.write(&data)?,
+                        Some(d) => match d.push(&data) {
+                            Ok(parts) => {
+                                for p in parts {
+                                    zmq_parts += 1;
+                                    out.write(&p.body)?;
+                                    out.write(b"\n")?;
+                                }
+                            }
+                            Err(e) => {
+                                failure = Some(format!("not ZeroMQ framing: {e}"));
+                                break;
+                            }
+                        },
+                    }
+                    pb.set_position(total);
+                }
+                Event::Unrecoverable { tsi, first, last } if Some(tsi) == session => {
+                    failure = Some(format!(
+                        "unrecoverable loss of packets {first}..={last} of session {tsi} (the source no longer had them, or repairs failed)"
+                    ));
+                    break;
+                }
+                Event::SessionEnded { tsi, syn_sqn } if Some(tsi) == session => {
+                    if (syn_sqn.is_none() || syn_sqn != first) && !args.zmq {
+                        let why = match syn_sqn {
+                            Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
+                            None => "this receiver never saw the stream's first packet (it joined late, or the source does not mark it with OPT_SYN, as OpenPGM does not)".into(),
+                        };
+                        if !args.allow_partial_start {
+                            failure = Some(format!(
+                                "{why}; the output would be missing its beginning (pass --allow-partial-start to keep it anyway)"
+                            ));
+                        } else {
+                            eprintln!("pgmcc recv: warning: {why}");
+                        }
+                    }
+                    break;
+                }
+                Event::SessionExpired { tsi } if Some(tsi) == session => {
+                    failure = Some(format!(
+                        "session {tsi} was silent so long that it expired before it ended"
+                    ));
+                    break;
+                }
+                _ => {}
+            }
+        }
+        pb.finish_and_clear();
+        let status = rx.close().await;
+        let sha = hex_string(&hash.finalize());
+        let report = RecvReport {
+            outcome: if failure.is_some() { "incomplete" } else { "complete" },
+            detail: failure.clone().unwrap_or_default(),
+            tsi: session.map(|t| t.to_string()),
+            bytes: total,
+            sha256: sha.clone(),
+            status,
+        };
+        if let Some(path) = &args.net.stats {
+            write_stats(path, &report)?;
+        }
+        match failure {
+            None => {
+                out.commit()?;
+                eprintln!(
+                    "pgmcc recv: received {total} bytes, complete; {} repairs, {} NAKs sent; sha256 {sha}",
+                    report.status.stats.gaps_filled, report.status.stats.naks_sent
+                );
+                if args.zmq {
+                    eprintln!("pgmcc recv: {zmq_parts} ZeroMQ message parts");
+                }
+                Ok(ExitCode::SUCCESS)
+            }
+            Some(why) => {
+                // A file output is discarded (the temporary file is removed on drop).
+                let kept = if matches!(out, Output::Stdout(_)) {
+                    "the bytes already written to standard output are incomplete"
+                } else {
+                    "no output file was written"
+                };
+                eprintln!(
+                    "pgmcc recv: error: {why}; received {total} bytes (sha256 {sha}); {kept}"
+                );
+                // 130: the shell's code for "ended by SIGINT"; 1: the transfer failed.
+                Ok(ExitCode::from(if interrupted { 130 } else { 1 }))
+            }
+        }
+    })
+}

@@ -1,0 +1,47 @@
+//! What `pgmcc send` and `pgmcc recv` both show the user: the progress display, the final
+//! statistics as JSON (`--stats`), the sha256 in hex.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use serde::Serialize;
+
+/// A progress bar on standard error (a spinner when the length is unknown), hidden with
+/// `--quiet`.
+pub(super) fn progress(quiet: bool, len: Option<u64>) -> ProgressBar {
+    if quiet {
+        return ProgressBar::hidden();
+    }
+    let pb = match len {
+        Some(n) => ProgressBar::new(n).with_style(
+            ProgressStyle::with_template(
+                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        ),
+    };
+    pb.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
+    pb
+}
+
+/// Writes `value` as pretty JSON to `path`, or to standard output for `-`.
+pub(super) fn write_stats<T: Serialize>(path: &Path, value: &T) -> Result<()> {
+    let json = serde_json::to_string_pretty(value).context("encoding statistics")?;
+    if path == Path::new("-") {
+        println!("{json}");
+    } else {
+        std::fs::write(path, json + "\n")
+            .with_context(|| format!("writing statistics to {}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Lower-case hex, two digits a byte.
+pub(super) fn hex_string(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

@@ -1,0 +1,319 @@
+//! `pgmcc send`: multicast a file or standard input, reliably and congestion controlled.
+
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
+use indicatif::ProgressBar;
+use pgmcc::cc::Controller;
+use pgmcc_net::{CcConfig, Sender, SenderOptions};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use tokio::io::AsyncReadExt;
+
+use super::args::{controller_parser, parse_duration, parse_rate, NetArgs};
+use super::report::{hex_string, progress, write_stats};
+use super::runtime;
+
+/// Arguments of `pgmcc send`.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct SendArgs {
+    #[command(flatten)]
+    net: NetArgs,
+    /// What to send: a file, or `-` for standard input (a live stream: data goes out as it
+    /// is read).
+    #[arg(value_name = "FILE|-")]
+    input: PathBuf,
+    /// Ceiling on the send rate, e.g. 20Mbit, 500kbit (bits per second of PGM packets)
+    /// [default: none; with --cc none, always set one].
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_max: Option<u64>,
+    /// Congestion control, by the names scenarios and the comparison matrix use: `pgmcc` is
+    /// the paper's token rule read literally; the default, `pgmcc-realigned`, is pgmcc with
+    /// our token realignment on acker switches (docs/pgmcc.md).
+    #[arg(long, value_name = "CC", value_parser = controller_parser(),
+          default_value_t = Controller::PgmccRealigned)]
+    cc: Controller,
+    /// With --cc lowweight: the session never sends slower than this, whatever the worst
+    /// receiver's losses (the session owner's floor; data and repairs together), e.g. 1Mbit.
+    /// Set it below what every receiver can take, or it overrides congestion control.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_floor: Option<u64>,
+    /// With --cc lowweight: the session never sends faster than this, e.g. 50Mbit.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate)]
+    rate_ceiling: Option<u64>,
+    /// Multicast TTL (hops). 1 keeps the session on the local link.
+    #[arg(long, default_value_t = 1)]
+    ttl: u32,
+    /// Do not loop multicast back to receivers on this host.
+    #[arg(long)]
+    no_loop: bool,
+    /// After the end of the input, keep answering NAKs until none arrived for this long.
+    #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
+    linger: Duration,
+    /// Packets kept for repairs (TXW_SQNS); a receiver further behind than this loses data.
+    /// The default holds about 23 MB of 1,400-byte packets (190 ms at 1 Gbit/s).
+    #[arg(long, value_name = "PACKETS", default_value_t = 16384)]
+    txw: u32,
+    /// Fault injection: withhold every Nth data packet from the wire, so receivers must NAK
+    /// and get repairs.
+    #[arg(long, value_name = "N")]
+    drop_every: Option<u32>,
+    /// Hand up to N data packets to the kernel per system call (UDP GSO; 1 = off, at most
+    /// 64). Much less CPU per packet, but a byte-limited queue on this host (a tbf shaper)
+    /// drops a whole batch at once, which pgmcc reads as a burst loss.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    gso: u16,
+}
+
+/// What `--stats` holds after a send.
+#[derive(Serialize)]
+struct SendReport {
+    tsi: String,
+    source: Ipv4Addr,
+    bytes: u64,
+    sha256: String,
+    /// From the start until the last byte had left as ODATA.
+    sending_seconds: f64,
+    /// Including the linger.
+    seconds: f64,
+    status: pgmcc_net::SenderStatus,
+}
+
+/// Runs `pgmcc send`.
+pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
+    let group = args.net.group()?;
+    let mut opts = SenderOptions::new(group, args.net.group.port());
+    opts.interface = args.net.iface.clone();
+    opts.encapsulation = args.net.encapsulation();
+    opts.ttl = args.ttl;
+    opts.multicast_loop = !args.no_loop;
+    opts.rate_limit = args.rate_max;
+    opts.linger = args.linger;
+    opts.txw_sqns = args.txw.max(1);
+    opts.drop_every = args.drop_every;
+    opts.gso_segments = usize::from(args.gso);
+    opts.cc = cc_config(args, opts.max_tpdu)?;
+    if args.cc == Controller::None && args.rate_max.is_none() {
+        eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
+    }
+    let cc_on = args.cc != Controller::None;
+    let stdin = args.input == Path::new("-");
+    let len = if stdin {
+        None
+    } else {
+        Some(
+            std::fs::metadata(&args.input)
+                .with_context(|| format!("reading {}", args.input.display()))?
+                .len(),
+        )
+    };
+    let rt = runtime()?;
+    rt.block_on(async {
+        let mut input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if stdin {
+            Box::new(tokio::io::stdin())
+        } else {
+            Box::new(
+                tokio::fs::File::open(&args.input)
+                    .await
+                    .with_context(|| format!("opening {}", args.input.display()))?,
+            )
+        };
+        let started = std::time::Instant::now();
+        let mut tx = Sender::bind(opts).await.context("starting the source")?;
+        eprintln!(
+            "pgmcc send: session {} from {} to {}:{}",
+            tx.tsi(),
+            tx.local_addr(),
+            group,
+            args.net.group.port()
+        );
+        let pb = progress(args.net.quiet, len);
+        let mut hash = Sha256::new();
+        let mut total = 0u64;
+        let mut warned = false;
+        // Large reads (each tokio file read is a trip to a blocking thread), cut into
+        // packet-sized messages so nothing needs fragmenting.
+        let tsdu = tx.max_tsdu();
+        let mut buf = vec![0u8; 256 * tsdu];
+        loop {
+            let n = input.read(&mut buf).await.context("reading the input")?;
+            if n == 0 {
+                break;
+            }
+            let block = buf.get(..n).unwrap_or_default();
+            hash.update(block);
+            for chunk in block.chunks(tsdu) {
+                // Waits while congestion control holds the queue full; look up now and then.
+                loop {
+                    match tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)).await {
+                        Ok(r) => {
+                            r.context("sending")?;
+                            break;
+                        }
+                        Err(_) => {
+                            let st = tx.status();
+                            warn_if_no_acker(&st, cc_on, &mut warned, &pb);
+                            pb.set_message(sender_message(&st));
+                        }
+                    }
+                }
+            }
+            total += n as u64;
+            pb.set_position(total);
+            let st = tx.status();
+            warn_if_no_acker(&st, cc_on, &mut warned, &pb);
+            pb.set_message(sender_message(&st));
+        }
+        let sending_secs = started.elapsed().as_secs_f64();
+        pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
+        let (tsi, source) = (tx.tsi(), tx.local_addr());
+        let status = tx.close().await.context("closing the session")?;
+        pb.finish_and_clear();
+        let sha = hex_string(&hash.finalize());
+        let secs = status.elapsed_secs;
+        // Until the last byte left as ODATA (the core queues what `write` hands it).
+        let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
+        eprintln!(
+            "pgmcc send: sent {total} bytes in {sending_secs:.1} s ({:.2} Mbit/s; {secs:.1} s with the linger), {} repairs, {} NAKs; sha256 {sha}",
+            total as f64 * 8.0 / sending_secs.max(1e-9) / 1e6,
+            status.stats.rdata_packets,
+            status.stats.naks_received,
+        );
+        if let Some(path) = &args.net.stats {
+            write_stats(
+                path,
+                &SendReport {
+                    tsi: tsi.to_string(),
+                    source,
+                    bytes: total,
+                    sha256: sha,
+                    sending_seconds: sending_secs,
+                    seconds: secs,
+                    status,
+                },
+            )?;
+        }
+        Ok(ExitCode::SUCCESS)
+    })
+}
+
+/// The registry's configuration for `--cc`, with the CLI's own knobs set: `--rate-floor` and
+/// `--rate-ceiling` for lowweight (refused with any other controller).
+fn cc_config(args: &SendArgs, max_tpdu: usize) -> Result<CcConfig> {
+    if args.cc != Controller::LowWeight
+        && (args.rate_floor.is_some() || args.rate_ceiling.is_some())
+    {
+        bail!("--rate-floor and --rate-ceiling are for --cc lowweight (use --rate-max otherwise)");
+    }
+    let mut cc = args.cc.config();
+    if let CcConfig::LowWeight(lw) = &mut cc {
+        // Bytes per second of PGM packets to full-size packets per second.
+        let pps = |r: Option<u64>| r.map(|b| b as f64 / max_tpdu.max(1) as f64);
+        let (floor, ceiling) = (pps(args.rate_floor), pps(args.rate_ceiling));
+        if let (Some(f), Some(c)) = (floor, ceiling) {
+            if f > c {
+                bail!("--rate-floor is above --rate-ceiling");
+            }
+        }
+        lw.floor = floor;
+        lw.ceiling = ceiling;
+    }
+    Ok(cc)
+}
+
+/// pgmcc needs a receiver that answers its election with ACKs; OpenPGM receivers never do
+/// (their PGMCC is broken, docs/interop.md), and the session then crawls at one packet per
+/// stall timeout. Say so once instead of looking hung.
+fn warn_if_no_acker(
+    st: &pgmcc_net::SenderStatus,
+    cc_on: bool,
+    warned: &mut bool,
+    pb: &ProgressBar,
+) {
+    if cc_on
+        && !*warned
+        && st.elapsed_secs > 5.0
+        && st.acker.is_none()
+        && st.stats.acks_received == 0
+    {
+        *warned = true;
+        pb.suspend(|| {
+            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --cc none --rate-max RATE, or add one pgmcc receiver to the group to act as acker.");
+        });
+    }
+}
+
+/// The progress line: acker, its loss, the window, NAKs and repairs so far.
+fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
+    let mut m = String::new();
+    if let Some(a) = st.acker {
+        m.push_str(&format!("acker {a}"));
+        if let Some(l) = st.acker_loss {
+            m.push_str(&format!(" loss {:.2}%", l * 100.0));
+        }
+    }
+    if let Some(w) = st.window {
+        m.push_str(&format!(" window {w:.1}"));
+    }
+    m.push_str(&format!(
+        " NAKs {} repairs {}",
+        st.stats.naks_received, st.stats.rdata_packets
+    ));
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+    use clap::Parser;
+
+    use super::*;
+
+    /// `pgmcc send`'s flags alone.
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        send: SendArgs,
+    }
+
+    fn parse(extra: &[&str]) -> Result<SendArgs, clap::Error> {
+        let args = ["send", "--group", "239.1.1.1:7500"].iter().chain(extra);
+        Cli::try_parse_from(args.chain(&["file"])).map(|c| c.send)
+    }
+
+    #[test]
+    fn without_cc_the_sender_runs_the_runtime_default_pgmcc_realigned() {
+        let args = parse(&[]).unwrap();
+        assert_eq!(args.cc, Controller::PgmccRealigned);
+        let default = SenderOptions::new(Ipv4Addr::new(239, 1, 1, 1), 7500).cc;
+        assert_eq!(Controller::of(&default), Controller::PgmccRealigned);
+        assert_eq!(
+            cc_config(&args, 1472).unwrap(),
+            default,
+            "no --cc must run what SenderOptions::new runs"
+        );
+    }
+
+    #[test]
+    fn cc_takes_every_registry_name_and_runs_that_controller() {
+        for c in Controller::ALL {
+            let args = parse(&["--cc", c.name()]).unwrap();
+            assert_eq!(args.cc, c);
+            assert_eq!(Controller::of(&cc_config(&args, 1472).unwrap()), c, "{c}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_cc_is_refused_with_every_valid_name() {
+        let e = parse(&["--cc", "pgmcc-paper"]).unwrap_err().to_string();
+        for name in Controller::names() {
+            assert!(e.contains(name), "{name} missing from: {e}");
+        }
+    }
+}
