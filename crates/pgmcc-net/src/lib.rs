@@ -35,5 +35,5 @@ pub use pgmcc::cc::lowweight::{AcklessConfig, LowWeightConfig};
 pub use pgmcc::cc::pgmcc::PgmccConfig;
 pub use pgmcc::cc::pseudofed::PseudofedConfig;
 pub use pgmcc::cc::tfmcc::TfmccConfig;
-pub use pgmcc::cc::CcConfig;
+pub use pgmcc::cc::{CcConfig, Controller};
 pub use pgmcc::JoinPolicy;
