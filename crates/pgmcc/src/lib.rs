@@ -8,7 +8,10 @@
 //!
 //! [`ne::NetworkElement`] is what a PGM router does for a session (RFC 3208 §7).
 //!
-//! Still to come (issue 5): the pgmcc congestion controller.
+//! Congestion control lives in [`cc`]: pgmcc (the paper's controller) and the controllers it
+//! is compared with (TFMCC, Pseudofed, low-weight, ACK-less pgmcc), each behind one boundary
+//! on the source ([`cc::CongestionControl`]) and one on receivers, named by [`cc::Controller`].
+//! `docs/architecture.md` maps the crates and follows one packet through them.
 
 pub mod cc;
 pub mod ne;

@@ -8,7 +8,7 @@
 //! * [`throughput`]: the TCP throughput models that rank receivers (§3.5).
 //! * [`tfmcc`]: a TFMCC-style equation-based rate controller (RFC 4654), the baseline.
 //! * [`pseudofed`]: Pseudofed's representative-based rate controller (DeLucia and
-//!   Obraczka), with its receiver side in the receiver module (`docs/pseudofed.md`).
+//!   Obraczka, `docs/pseudofed.md`).
 //! * [`lowweight`]: the low-weight multi-sender controller (Scholl and Parnes) and an
 //!   ACK-less pgmcc variant, both driven by the worst receiver's quick NAKs
 //!   (`docs/lowweight.md`).
@@ -16,9 +16,12 @@
 //!   (§3.4-3.6).
 //!
 //! Every controller plugs in behind one boundary on each side: [`CongestionControl`] on the
-//! source, the receiver's feedback roles in `feedback` (one file per controller). The
-//! [`registry`] names them and builds their configurations ([`CcConfig`]); nothing outside
-//! `cc/` knows which controller runs.
+//! source (with [`Ack`], [`Nak`], [`RttSample`], [`Metrics`] and the bounded [`Events`]
+//! queue), and on receivers the feedback roles of `feedback/` (one file per controller:
+//! pgmcc's acker and elections, TFMCC's rounds, Pseudofed's representatives, the low-weight
+//! quick NAKer). The [`registry`] names them and builds their configurations ([`CcConfig`]);
+//! nothing outside `cc/` knows which controller runs. [`drive`] drives a controller by hand
+//! for tests. `docs/architecture.md` shows how to add one.
 
 pub mod ack_tracker;
 mod controller;

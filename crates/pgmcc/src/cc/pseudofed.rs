@@ -21,7 +21,7 @@
 //! only a CI from a non-representative qualifies, and it replaces the representative whose
 //! last CI is oldest (LRU), among those that have served at least 4 GRTT. The set, the GRTT,
 //! the receivers' timer fractions and the latest CI heard go to receivers in OPT_PSEUDOFED on
-//! every ODATA; receivers then switch to Pseudofed feedback on their own (receiver module).
+//! every ODATA; receivers then switch to Pseudofed feedback on their own (`cc/feedback/pseudofed.rs`).
 //! Wire layout and the paper-to-code table: `docs/pseudofed.md`.
 
 use std::net::{IpAddr, Ipv4Addr};

@@ -54,7 +54,7 @@ pub fn tcp_rate(rtt_s: f64, p: f64) -> f64 {
 const WEIGHTS: [f64; 8] = [1.0, 1.0, 1.0, 1.0, 0.8, 0.6, 0.4, 0.2];
 
 /// The TFRC loss event rate estimator: packets between the starts of consecutive loss events,
-/// the last eight closed intervals averaged with [`WEIGHTS`], the open interval counted only
+/// the last eight closed intervals averaged with `WEIGHTS`, the open interval counted only
 /// when it raises the average (RFC 5348). Losses closer together than one RTT after the
 /// start of an event belong to that event.
 #[derive(Debug, Clone, Default)]
