@@ -74,56 +74,46 @@ mod u32_field {
     pub(super) const LEN: usize = VALUE.end;
 }
 
-/// OPT_PARITY_GRP codec (§11.8.2); [`Options::parity_grp`](super::Options::parity_grp)
-/// holds the group number.
-pub(super) struct ParityGrp;
+/// The codec of an option holding one `u32` after the reserved byte.
+macro_rules! u32_codec {
+    ($(#[$doc:meta])* $ty:ident, $code:ident) => {
+        $(#[$doc])*
+        pub(super) struct $ty;
 
-impl Codec for ParityGrp {
-    type Value = u32;
-    const CODE: u8 = OPT_PARITY_GRP;
-    const NAME: &'static str = "OPT_PARITY_GRP";
+        impl Codec for $ty {
+            type Value = u32;
+            const CODE: u8 = $code;
+            const NAME: &'static str = stringify!($code);
 
-    fn parse(body: &[u8]) -> Result<u32> {
-        if body.len() != u32_field::LEN {
-            return Err(Self::bad(body, "8"));
+            fn parse(body: &[u8]) -> Result<u32> {
+                if body.len() != u32_field::LEN {
+                    return Err(Self::bad(body, "8"));
+                }
+                Ok(get32(body, u32_field::VALUE))
+            }
+
+            fn body_len(_: &u32) -> usize {
+                u32_field::LEN
+            }
+
+            fn emit(v: &u32, body: &mut [u8]) -> Result<()> {
+                body[u32_field::RESERVED] = 0;
+                set32(body, u32_field::VALUE, *v);
+                Ok(())
+            }
         }
-        Ok(get32(body, u32_field::VALUE))
-    }
-
-    fn body_len(_: &u32) -> usize {
-        u32_field::LEN
-    }
-
-    fn emit(v: &u32, body: &mut [u8]) -> Result<()> {
-        body[u32_field::RESERVED] = 0;
-        set32(body, u32_field::VALUE, *v);
-        Ok(())
-    }
+    };
 }
 
-/// OPT_CURR_TGSIZE codec (§11.8.3); [`Options::curr_tgsize`](super::Options::curr_tgsize)
-/// holds the size.
-pub(super) struct CurrTgsize;
-
-impl Codec for CurrTgsize {
-    type Value = u32;
-    const CODE: u8 = OPT_CURR_TGSIZE;
-    const NAME: &'static str = "OPT_CURR_TGSIZE";
-
-    fn parse(body: &[u8]) -> Result<u32> {
-        if body.len() != u32_field::LEN {
-            return Err(Self::bad(body, "8"));
-        }
-        Ok(get32(body, u32_field::VALUE))
-    }
-
-    fn body_len(_: &u32) -> usize {
-        u32_field::LEN
-    }
-
-    fn emit(v: &u32, body: &mut [u8]) -> Result<()> {
-        body[u32_field::RESERVED] = 0;
-        set32(body, u32_field::VALUE, *v);
-        Ok(())
-    }
-}
+u32_codec!(
+    /// OPT_PARITY_GRP codec (§11.8.2); [`Options::parity_grp`](super::Options::parity_grp)
+    /// holds the group number.
+    ParityGrp,
+    OPT_PARITY_GRP
+);
+u32_codec!(
+    /// OPT_CURR_TGSIZE codec (§11.8.3); [`Options::curr_tgsize`](super::Options::curr_tgsize)
+    /// holds the size.
+    CurrTgsize,
+    OPT_CURR_TGSIZE
+);

@@ -11,55 +11,47 @@ mod flag_field {
     pub(super) const LEN: usize = RESERVED + 1;
 }
 
-/// OPT_SYN codec; its presence is [`Options::syn`](super::Options::syn).
-pub(super) struct Syn;
+/// A flag option's codec: a one-byte body (U bit and reserved bits) whose presence is the
+/// value.
+macro_rules! flag_codec {
+    ($(#[$doc:meta])* $ty:ident, $code:ident) => {
+        $(#[$doc])*
+        pub(super) struct $ty;
 
-impl Codec for Syn {
-    type Value = ();
-    const CODE: u8 = OPT_SYN;
-    const NAME: &'static str = "OPT_SYN";
+        impl Codec for $ty {
+            type Value = ();
+            const CODE: u8 = $code;
+            const NAME: &'static str = stringify!($code);
 
-    fn parse(body: &[u8]) -> Result<()> {
-        if body.len() != flag_field::LEN {
-            return Err(Self::bad(body, "4"));
+            fn parse(body: &[u8]) -> Result<()> {
+                if body.len() != flag_field::LEN {
+                    return Err(Self::bad(body, "4"));
+                }
+                Ok(())
+            }
+
+            fn body_len(_: &()) -> usize {
+                flag_field::LEN
+            }
+
+            fn emit(_: &(), body: &mut [u8]) -> Result<()> {
+                body[flag_field::RESERVED] = 0;
+                Ok(())
+            }
         }
-        Ok(())
-    }
-
-    fn body_len(_: &()) -> usize {
-        flag_field::LEN
-    }
-
-    fn emit(_: &(), body: &mut [u8]) -> Result<()> {
-        body[flag_field::RESERVED] = 0;
-        Ok(())
-    }
+    };
 }
 
-/// OPT_FIN codec; its presence is [`Options::fin`](super::Options::fin).
-pub(super) struct Fin;
-
-impl Codec for Fin {
-    type Value = ();
-    const CODE: u8 = OPT_FIN;
-    const NAME: &'static str = "OPT_FIN";
-
-    fn parse(body: &[u8]) -> Result<()> {
-        if body.len() != flag_field::LEN {
-            return Err(Self::bad(body, "4"));
-        }
-        Ok(())
-    }
-
-    fn body_len(_: &()) -> usize {
-        flag_field::LEN
-    }
-
-    fn emit(_: &(), body: &mut [u8]) -> Result<()> {
-        body[flag_field::RESERVED] = 0;
-        Ok(())
-    }
-}
+flag_codec!(
+    /// OPT_SYN codec; its presence is [`Options::syn`](super::Options::syn).
+    Syn,
+    OPT_SYN
+);
+flag_codec!(
+    /// OPT_FIN codec; its presence is [`Options::fin`](super::Options::fin).
+    Fin,
+    OPT_FIN
+);
 
 /// OPT_RST body offsets, after the 3-byte option header (option length 4).
 mod rst_field {
