@@ -91,6 +91,9 @@ pub struct ReceiverStats {
     /// Sessions dropped from a full table to make room: ended ones, or silent for
     /// `peer_expiry` (each of the latter also reported as [`ReceiverEvent::SessionExpired`]).
     pub sessions_evicted: u64,
+    /// Queued packets dropped because a driver did not poll them and the transmit queue
+    /// was full.
+    pub transmits_dropped: u64,
     /// Controller-specific feedback (TFMCC rounds, Pseudofed reports, quick NAKs).
     #[serde(flatten)]
     pub cc: FeedbackStats,

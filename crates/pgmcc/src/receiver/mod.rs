@@ -491,6 +491,7 @@ impl Receiver {
     }
 
     fn drain_all(&mut self) {
+        self.stats.transmits_dropped = self.transmits.dropped;
         let mut out = Vec::new();
         let (events, stats) = (&mut self.events, &mut self.stats);
         self.sessions.for_each_mut(|peer| {

@@ -24,10 +24,16 @@ pub(super) enum Pending {
     Ack { fb: FeedbackAck, since: u32 },
 }
 
-/// Queued packets of every session.
+/// Packets queued for a driver that does not poll them: beyond this the oldest go (a NAK's
+/// timer sends it again). A full receive window of gaps in each of 64 sessions fits.
+pub(super) const MAX_QUEUED: usize = 16_384;
+
+/// Queued packets of every session, at most [`MAX_QUEUED`].
 #[derive(Debug, Default)]
 pub(super) struct Outbox {
     queue: VecDeque<(Tsi, Pending)>,
+    /// Packets dropped because the queue was full.
+    pub(super) dropped: u64,
 }
 
 impl Outbox {
@@ -36,6 +42,10 @@ impl Outbox {
     }
 
     pub(super) fn push(&mut self, tsi: Tsi, p: Pending) {
+        if self.queue.len() >= MAX_QUEUED {
+            self.queue.pop_front();
+            self.dropped += 1;
+        }
         self.queue.push_back((tsi, p));
     }
 
@@ -68,7 +78,7 @@ impl Outbox {
             }
         }
         let since = fb.ack.rx_max;
-        self.queue.push_back((tsi, Pending::Ack { fb, since }));
+        self.push(tsi, Pending::Ack { fb, since });
         false
     }
 }
@@ -112,5 +122,25 @@ impl Pending {
                 Destination::Unicast(*to),
             )),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pgm_wire::Gsi;
+
+    #[test]
+    fn an_unpolled_queue_keeps_the_newest_and_counts_the_rest() {
+        let tsi = Tsi {
+            gsi: Gsi([1; 6]),
+            sport: 1,
+        };
+        let mut o = Outbox::default();
+        for s in 0..(MAX_QUEUED as u32 + 3) {
+            o.push(tsi, Pending::Nak(vec![s]));
+        }
+        assert_eq!(o.dropped, 3);
+        assert!(matches!(o.pop(), Some((_, Pending::Nak(l))) if l == [3]));
     }
 }
