@@ -31,8 +31,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::run::{mean_between, Summary};
 use crate::scenario::{self, Scenario, ScenarioError};
+use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controller understands.

@@ -9,7 +9,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::run::Summary;
+use crate::summary::Summary;
 
 /// Colours for flows, in order.
 const COLOURS: [RGBColor; 6] = [
