@@ -4,12 +4,11 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use pgmcc::cc::lowweight::{self, AcklessConfig, LowWeightConfig};
+use pgmcc::cc::lowweight;
 use pgmcc::cc::pgmcc::{PgmccConfig, RttUnit};
 use pgmcc::cc::pseudofed::PseudofedConfig;
-use pgmcc::cc::tfmcc::TfmccConfig;
 use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
-use pgmcc::cc::CcConfig;
+use pgmcc::cc::{CcConfig, Controller};
 use pgmcc::ne::NakSuppression;
 use pgmcc::{Duration, Instant, RateLimit};
 use thiserror::Error;
@@ -242,34 +241,39 @@ pub(super) fn rate_limit(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<RateLimit
     }))
 }
 
-/// The congestion controller of a PGM flow of `kind` with its knobs (`flow.cc` and the
-/// controllers' own keys); keys of other controllers are refused.
+/// The controller a PGM flow of `kind` runs: `flow.cc` as the registry
+/// ([`Controller`]) parses it, `pgmcc` by default. A `kind = "pgm"` flow runs none and
+/// takes no `cc`; `cc = "none"` is refused in favour of that kind, so that one name means
+/// one thing.
+fn controller(fl: &FlowSpec, kind: FlowKind, cx: &Ctx<'_>) -> Result<Controller, ScenarioError> {
+    match (&fl.cc, kind) {
+        (Some(c), FlowKind::Pgmcc) => match c.get_ref().parse::<Controller>() {
+            Ok(Controller::None) => cx.err(
+                c.span(),
+                "flow.cc",
+                "`none`: a PGM flow without congestion control is kind = \"pgm\" \
+                 (paced by rate_limit alone)",
+            ),
+            Ok(ctl) => Ok(ctl),
+            Err(e) => cx.err(c.span(), "flow.cc", e.to_string()),
+        },
+        (Some(c), _) => cx.err(c.span(), "flow.cc", "only for kind = \"pgmcc\""),
+        (None, FlowKind::Pgmcc) => Ok(Controller::Pgmcc),
+        (None, _) => Ok(Controller::None),
+    }
+}
+
+/// The congestion controller of a PGM flow of `kind` with its knobs: the registry's
+/// [`Controller::config`] with the flow's keys applied; keys of other controllers are
+/// refused.
 pub(super) fn pgm_cc(
     fl: &FlowSpec,
     kind: FlowKind,
     payload: u32,
     cx: &Ctx<'_>,
 ) -> Result<CcConfig, ScenarioError> {
-    let ctl = match &fl.cc {
-        None => "pgmcc",
-        Some(c) if kind != FlowKind::Pgmcc => {
-            return cx.err(c.span(), "flow.cc", "only for kind = \"pgmcc\"");
-        }
-        Some(c) => match c.get_ref().as_str() {
-            n @ ("pgmcc" | "tfmcc" | "pseudofed" | "lowweight" | "pgmcc-ackless") => n,
-            other => {
-                return cx.err(
-                    c.span(),
-                    "flow.cc",
-                    format!("`{other}`: use pgmcc, tfmcc, pseudofed, lowweight or pgmcc-ackless"),
-                )
-            }
-        },
-    };
-    let tfmcc = ctl == "tfmcc";
-    let pseudofed = ctl == "pseudofed";
-    let low_weight = ctl == "lowweight" || ctl == "pgmcc-ackless";
-    if ctl != "lowweight" {
+    let ctl = controller(fl, kind, cx)?;
+    if ctl != Controller::LowWeight {
         for (k, present) in [
             ("rate_floor", fl.rate_floor.is_some()),
             ("rate_ceiling", fl.rate_ceiling.is_some()),
@@ -283,7 +287,7 @@ pub(super) fn pgm_cc(
             }
         }
     }
-    if !pseudofed {
+    if ctl != Controller::Pseudofed {
         for (k, present) in [
             ("representatives", fl.representatives.is_some()),
             ("rate_min", fl.rate_min.is_some()),
@@ -300,28 +304,19 @@ pub(super) fn pgm_cc(
             }
         }
     }
-    let mut cc = CcConfig::None;
-    if low_weight {
-        refuse_pgmcc_knobs(fl, ctl, true, cx)?;
-        let bias = switch_bias(fl, cx)?;
-        let pps = |r: &Option<Spanned<String>>, key: &str| -> Result<Option<f64>, ScenarioError> {
-            let Some(r) = r else { return Ok(None) };
-            let v = payload_pps(r, key, payload, cx)?;
-            if v < lowweight::MIN_RATE {
-                return cx.err(
-                    r.span(),
-                    key,
-                    format!("below {} packets per second", lowweight::MIN_RATE),
-                );
-            }
-            Ok(Some(v))
-        };
-        if ctl == "lowweight" {
-            let mut lc = LowWeightConfig {
-                floor: pps(&fl.rate_floor, "flow.rate_floor")?,
-                ceiling: pps(&fl.rate_ceiling, "flow.rate_ceiling")?,
-                ..LowWeightConfig::default()
-            };
+    let mut cc = ctl.config();
+    match &mut cc {
+        CcConfig::Pgmcc(pc) => pgmcc_knobs(fl, ctl, pc, cx)?,
+        CcConfig::Tfmcc(_) => refuse_pgmcc_knobs(fl, ctl, false, cx)?,
+        CcConfig::Pseudofed(pc) => {
+            refuse_pgmcc_knobs(fl, ctl, false, cx)?;
+            pseudofed_knobs(fl, payload, pc, cx)?;
+        }
+        CcConfig::LowWeight(lc) => {
+            refuse_pgmcc_knobs(fl, ctl, true, cx)?;
+            let bias = switch_bias(fl, cx)?;
+            lc.floor = low_weight_rate(&fl.rate_floor, "flow.rate_floor", payload, cx)?;
+            lc.ceiling = low_weight_rate(&fl.rate_ceiling, "flow.rate_ceiling", payload, cx)?;
             if let (Some(f), Some(c), Some(r)) = (lc.floor, lc.ceiling, &fl.rate_floor) {
                 if f > c {
                     return cx.err(r.span(), "flow.rate_floor", "above rate_ceiling");
@@ -330,78 +325,115 @@ pub(super) fn pgm_cc(
             if let Some(b) = bias {
                 lc.worst.switch_bias = b;
             }
-            cc = CcConfig::LowWeight(lc);
-        } else {
-            let mut ac = AcklessConfig::default();
-            if let Some(b) = bias {
+        }
+        CcConfig::PgmccAckless(ac) => {
+            refuse_pgmcc_knobs(fl, ctl, true, cx)?;
+            if let Some(b) = switch_bias(fl, cx)? {
                 ac.worst.switch_bias = b;
             }
-            cc = CcConfig::PgmccAckless(ac);
         }
-    } else if tfmcc {
-        refuse_pgmcc_knobs(fl, "tfmcc", false, cx)?;
-        cc = CcConfig::Tfmcc(TfmccConfig::default());
-    } else if pseudofed {
-        cc = CcConfig::Pseudofed(pseudofed_config(fl, payload, cx)?);
-    } else if kind == FlowKind::Pgmcc {
-        let mut pc = PgmccConfig::default();
-        if let Some(b) = switch_bias(fl, cx)? {
-            pc.switch_bias = b;
-        }
-        if let Some(m) = &fl.model {
-            pc.model = match m.get_ref().as_str() {
-                "simple" => ThroughputModel::Simple,
-                "pftk" => ThroughputModel::Pftk,
-                other => {
+        CcConfig::None => {
+            for (k, present) in [
+                ("c", fl.c.is_some()),
+                ("model", fl.model.is_some()),
+                ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+            ] {
+                if present {
                     return cx.err(
-                        m.span(),
-                        "flow.model",
-                        format!("`{other}`: use simple or pftk"),
-                    )
+                        fl.kind.span(),
+                        &format!("flow.{k}"),
+                        "only for kind = \"pgmcc\"",
+                    );
                 }
-            };
-        }
-        if let Some(u) = &fl.rtt_unit {
-            pc.rtt_unit = match u.get_ref().as_str() {
-                "packets" => RttUnit::Packets,
-                "ms" | "millis" => RttUnit::Millis,
-                other => {
-                    return cx.err(
-                        u.span(),
-                        "flow.rtt_unit",
-                        format!("`{other}`: use packets or ms"),
-                    )
-                }
-            };
-        }
-        if fl.adaptive_timeout.unwrap_or(false) {
-            pc = pc.with_adaptive_timeout();
-        }
-        pc.realign_tokens = fl.realign_tokens.unwrap_or(false);
-        cc = CcConfig::Pgmcc(pc);
-    } else {
-        for (k, present) in [
-            ("c", fl.c.is_some()),
-            ("model", fl.model.is_some()),
-            ("adaptive_timeout", fl.adaptive_timeout.is_some()),
-        ] {
-            if present {
-                return cx.err(
-                    fl.kind.span(),
-                    &format!("flow.{k}"),
-                    "only for kind = \"pgmcc\"",
-                );
             }
         }
     }
     Ok(cc)
 }
 
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `realign_tokens`) on the
+/// defaults of `ctl`, `pgmcc` or `pgmcc-realigned`. `realign_tokens = false` contradicts
+/// `pgmcc-realigned` and is refused.
+fn pgmcc_knobs(
+    fl: &FlowSpec,
+    ctl: Controller,
+    pc: &mut PgmccConfig,
+    cx: &Ctx<'_>,
+) -> Result<(), ScenarioError> {
+    if let Some(b) = switch_bias(fl, cx)? {
+        pc.switch_bias = b;
+    }
+    if let Some(m) = &fl.model {
+        pc.model = match m.get_ref().as_str() {
+            "simple" => ThroughputModel::Simple,
+            "pftk" => ThroughputModel::Pftk,
+            other => {
+                return cx.err(
+                    m.span(),
+                    "flow.model",
+                    format!("`{other}`: use simple or pftk"),
+                )
+            }
+        };
+    }
+    if let Some(u) = &fl.rtt_unit {
+        pc.rtt_unit = match u.get_ref().as_str() {
+            "packets" => RttUnit::Packets,
+            "ms" | "millis" => RttUnit::Millis,
+            other => {
+                return cx.err(
+                    u.span(),
+                    "flow.rtt_unit",
+                    format!("`{other}`: use packets or ms"),
+                )
+            }
+        };
+    }
+    if fl.adaptive_timeout.unwrap_or(false) {
+        *pc = pc.with_adaptive_timeout();
+    }
+    match fl.realign_tokens {
+        Some(false) if ctl == Controller::PgmccRealigned => {
+            let span = fl.cc.as_ref().map_or_else(|| fl.kind.span(), |c| c.span());
+            return cx.err(
+                span,
+                "flow.realign_tokens",
+                "`false` contradicts cc = \"pgmcc-realigned\" (pgmcc with realign_tokens = \
+                 true); for pgmcc without realignment use cc = \"pgmcc\"",
+            );
+        }
+        Some(realign) => pc.realign_tokens = realign,
+        // The controller's default: off for `pgmcc`, on for `pgmcc-realigned`.
+        None => {}
+    }
+    Ok(())
+}
+
+/// A low-weight rate bound (`rate_floor`, `rate_ceiling`) in packets per second, at least
+/// [`lowweight::MIN_RATE`].
+fn low_weight_rate(
+    r: &Option<Spanned<String>>,
+    key: &str,
+    payload: u32,
+    cx: &Ctx<'_>,
+) -> Result<Option<f64>, ScenarioError> {
+    let Some(r) = r else { return Ok(None) };
+    let v = payload_pps(r, key, payload, cx)?;
+    if v < lowweight::MIN_RATE {
+        return cx.err(
+            r.span(),
+            key,
+            format!("below {} packets per second", lowweight::MIN_RATE),
+        );
+    }
+    Ok(Some(v))
+}
+
 /// Refuses pgmcc's own knobs on a flow run by controller `ctl`; `c` is refused only when
 /// `allow_c` is false (the low-weight controllers take it as their switch bias).
 fn refuse_pgmcc_knobs(
     fl: &FlowSpec,
-    ctl: &str,
+    ctl: Controller,
     allow_c: bool,
     cx: &Ctx<'_>,
 ) -> Result<(), ScenarioError> {
@@ -453,15 +485,13 @@ fn payload_pps(
     Ok(bps as f64 / 8.0 / f64::from(payload.max(1)))
 }
 
-/// The Pseudofed knobs of a `cc = "pseudofed"` flow (`docs/scenarios.md`); pgmcc's own
-/// knobs are refused.
-fn pseudofed_config(
+/// The Pseudofed knobs of a `cc = "pseudofed"` flow (`docs/scenarios.md`) on `pc`.
+fn pseudofed_knobs(
     fl: &FlowSpec,
     payload: u32,
+    pc: &mut PseudofedConfig,
     cx: &Ctx<'_>,
-) -> Result<PseudofedConfig, ScenarioError> {
-    refuse_pgmcc_knobs(fl, "pseudofed", false, cx)?;
-    let mut pc = PseudofedConfig::default();
+) -> Result<(), ScenarioError> {
     if let Some(n) = &fl.representatives {
         let v = *n.get_ref();
         if !(1..=pgm_wire::MAX_REPRESENTATIVES as u32).contains(&v) {
@@ -493,7 +523,7 @@ fn pseudofed_config(
             *slot = x;
         }
     }
-    Ok(pc)
+    Ok(())
 }
 
 /// TCP's own keys are refused on a PGM flow.
