@@ -32,6 +32,7 @@ use pgmcc::cc::Controller;
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::agents::report::AgentReport;
 use crate::scenario::{self, Scenario, ScenarioError};
 use crate::summary::{mean_between, Summary};
 use crate::units;
@@ -319,13 +320,6 @@ pub struct Metrics {
     pub settle_s: Option<f64>,
 }
 
-fn counter(counters: &[(String, f64)], name: &str) -> f64 {
-    counters
-        .iter()
-        .find(|(k, _)| k == name)
-        .map_or(0.0, |(_, v)| *v)
-}
-
 /// Computes the metrics of one run of `topo`.
 pub fn measure(s: &Summary, topo: &Topology) -> Metrics {
     let ctl: Vec<_> = s
@@ -354,12 +348,18 @@ pub fn measure(s: &Summary, topo: &Topology) -> Metrics {
     };
     let data: f64 = ctl
         .iter()
-        .map(|f| counter(&f.counters, "odata_packets"))
+        .map(|f| match &f.report {
+            AgentReport::PgmSender(Some(r)) => r.odata_packets as f64,
+            _ => 0.0,
+        })
         .sum();
     let feedback: f64 = ctl
         .iter()
         .flat_map(|f| &f.receivers)
-        .map(|r| counter(&r.counters, "naks_sent") + counter(&r.counters, "acks_sent"))
+        .map(|r| match &r.report {
+            AgentReport::PgmReceiver(Some(r)) => r.naks_sent as f64 + r.acks_sent as f64,
+            _ => 0.0,
+        })
         .sum();
     let feedback_per_data = if data > 0.0 {
         feedback / data

@@ -33,6 +33,7 @@ pub mod summary;
 pub mod units;
 
 pub use agent::{Agent, Ctx};
+pub use agents::report::AgentReport;
 pub use link::{LinkConfig, LinkId, LossModel, NodeId, QueueLimit};
 pub use packet::{Dest, Packet, Payload, TcpSegment};
 pub use sim::{AgentId, Sim};

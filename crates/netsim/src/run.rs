@@ -7,7 +7,7 @@ use std::path::Path;
 
 use pgmcc::Instant;
 
-use crate::agents::pgm::PgmSenderAgent;
+use crate::agents::report::AgentReport;
 use crate::scenario::{FlowKind, Scenario};
 /// The result types live in [`crate::summary`]; re-exported so that `netsim::run::Summary`
 /// and friends keep working.
@@ -47,10 +47,12 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             for (j, (r, ..)) in f.receivers.iter().enumerate() {
                 rx_seq[i][j].push(sim.agent(*r).goodput_bytes());
             }
-            let s = agent.summary();
-            let get = |k: &str| s.counters.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-            window[i].push(get("window").unwrap_or(0.0));
-            naks[i].push(get("naks_received").unwrap_or(0.0) as u64);
+            let (w, n) = match agent.report() {
+                AgentReport::PgmSender(Some(r)) => (r.window, r.naks_received),
+                _ => (0.0, 0),
+            };
+            window[i].push(w);
+            naks[i].push(n);
         }
         progress(t / total);
     });
@@ -68,7 +70,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
     let mut out_flows = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
         let agent = sc.sim.agent(f.sender);
-        let s = agent.summary();
+        let report = agent.report();
         let active_from = (f.start - Instant::ZERO).as_secs_f64();
         let active_to = f
             .stop
@@ -91,11 +93,18 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
                     .iter()
                     .map(|&d| kbps(d, sample))
                     .collect(),
-                counters: ra.summary().counters,
+                report: ra.report(),
             });
         }
         let acker_switches = if f.kind == FlowKind::Pgmcc {
-            acker_changes(sc, f.sender)
+            report
+                .acker_changes()
+                .iter()
+                .map(|(t, to)| AckerSwitch {
+                    t: (*t - Instant::ZERO).as_secs_f64(),
+                    to: to.to_string(),
+                })
+                .collect()
         } else {
             Vec::new()
         };
@@ -114,8 +123,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             naks: deltas(&naks[i]),
             acker_switches,
             receivers,
-            counters: s.counters,
-            notes: s.notes,
+            report,
         });
     }
     let mut links = Vec::new();
@@ -145,21 +153,6 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
         flows: out_flows,
         links,
     }
-}
-
-fn acker_changes(sc: &Scenario, sender: usize) -> Vec<AckerSwitch> {
-    sc.sim
-        .agent_as::<PgmSenderAgent>(sender)
-        .map(|a| {
-            a.acker_changes
-                .iter()
-                .map(|(t, to)| AckerSwitch {
-                    t: (*t - Instant::ZERO).as_secs_f64(),
-                    to: to.to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Writes `summary.json` and `timeseries.csv` into `dir` (created if needed).

@@ -232,11 +232,11 @@ impl Sim {
         self.agents[a].1.as_ref()
     }
 
-    /// An agent as its concrete type, if it is one.
+    /// An agent as its concrete type, if it is one (for callers that know it, e.g. tests).
     pub fn agent_as<T: 'static>(&self, a: AgentId) -> Option<&T> {
         self.agents
             .get(a)
-            .and_then(|(_, ag)| ag.as_any().downcast_ref::<T>())
+            .and_then(|(_, ag)| ag.as_ref().as_any().downcast_ref::<T>())
     }
 
     /// Number of agents.

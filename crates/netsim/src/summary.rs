@@ -1,9 +1,12 @@
 //! What a run measured: per flow its rate series and counters, per receiver its goodput,
 //! per link its load and losses. [`crate::run`] fills a [`Summary`] and writes it as
 //! `summary.json`; [`crate::report`], [`crate::reproduce`] and [`crate::compare`] read it.
-//! The types here are plain data and depend on no other module of the simulator.
+//! The types here are plain data; of the simulator they use only the agents' typed
+//! [`AgentReport`].
 
 use serde::Serialize;
+
+use crate::agents::report::AgentReport;
 
 /// One receiver's measurements.
 #[derive(Debug, Clone, Serialize)]
@@ -16,8 +19,9 @@ pub struct ReceiverResult {
     pub mean_kbps: f64,
     /// Goodput per sample interval, kbit/s.
     pub series_kbps: Vec<f64>,
-    /// The agent's own counters.
-    pub counters: Vec<(String, f64)>,
+    /// What the receiving agent measured (`"counters"` in `summary.json`).
+    #[serde(flatten)]
+    pub report: AgentReport,
 }
 
 /// An acker switch.
@@ -52,10 +56,10 @@ pub struct FlowResult {
     pub acker_switches: Vec<AckerSwitch>,
     /// Receivers (PGM) or the sink (TCP).
     pub receivers: Vec<ReceiverResult>,
-    /// The sending agent's own counters.
-    pub counters: Vec<(String, f64)>,
-    /// Final notes (e.g. the acker).
-    pub notes: Vec<(String, String)>,
+    /// What the sending agent measured (`"counters"` and `"notes"`, e.g. the final acker,
+    /// in `summary.json`).
+    #[serde(flatten)]
+    pub report: AgentReport,
 }
 
 /// One link's measurements.

@@ -7,8 +7,8 @@ use pgmcc::{Duration, Instant};
 
 use super::rto::RtoEstimator;
 use super::scoreboard::Scoreboard;
-use crate::agent::serde_json_value::Value;
 use crate::agent::{Agent, Ctx};
+use crate::agents::report::{AgentReport, TcpSenderReport};
 use crate::packet::{Dest, Packet, Payload, TcpSegment};
 
 /// The loss recovery algorithm of a [`TcpSender`].
@@ -23,7 +23,8 @@ pub enum TcpVariant {
 }
 
 impl TcpVariant {
-    /// The agent kind used in summaries: `"tcp-reno"`, `"tcp-newreno"` or `"tcp-sack"`.
+    /// The name scenario files give this kind of flow: `"tcp-reno"`, `"tcp-newreno"` or
+    /// `"tcp-sack"`.
     pub fn kind(self) -> &'static str {
         match self {
             TcpVariant::Reno => "tcp-reno",
@@ -546,30 +547,22 @@ impl Agent for TcpSender {
         self.snd_una
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn summary(&self) -> Value {
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
-        Value {
-            kind: self.variant.kind().into(),
-            counters: vec![
-                ("bytes_acked".into(), self.snd_una as f64),
-                ("bytes_sent".into(), self.bytes_sent as f64),
-                ("segments_sent".into(), self.segments_sent as f64),
-                ("retransmits".into(), self.retransmits as f64),
-                ("timeouts".into(), self.timeouts as f64),
-                ("fast_retransmits".into(), self.fast_retransmits as f64),
-                ("cwnd_bytes".into(), self.cwnd),
-                ("cwnd_segments".into(), self.cwnd_segments()),
-                ("ssthresh_bytes".into(), self.ssthresh),
-                ("srtt_ms".into(), self.rtt.srtt().map_or(0.0, ms)),
-                ("rto_ms".into(), ms(self.rto())),
-                ("rtt_samples".into(), self.rtt.samples() as f64),
-                ("acks_received".into(), self.acks_received as f64),
-            ],
-            notes: vec![("dst".into(), self.dst.to_string())],
-        }
+    fn report(&self) -> AgentReport {
+        AgentReport::TcpSender(TcpSenderReport {
+            bytes_acked: self.snd_una,
+            bytes_sent: self.bytes_sent,
+            segments_sent: self.segments_sent,
+            retransmits: self.retransmits,
+            timeouts: self.timeouts,
+            fast_retransmits: self.fast_retransmits,
+            cwnd_bytes: self.cwnd,
+            cwnd_segments: self.cwnd_segments(),
+            ssthresh_bytes: self.ssthresh,
+            srtt: self.rtt.srtt(),
+            rto: self.rto(),
+            rtt_samples: self.rtt.samples(),
+            acks_received: self.acks_received,
+            dst: self.dst,
+        })
     }
 }

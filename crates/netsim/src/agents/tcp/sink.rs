@@ -6,8 +6,8 @@ use std::net::IpAddr;
 
 use pgmcc::{Duration, Instant};
 
-use crate::agent::serde_json_value::Value;
 use crate::agent::{Agent, Ctx};
+use crate::agents::report::{AgentReport, TcpSinkReport};
 use crate::packet::{Dest, Packet, Payload, TcpSegment};
 
 /// Knobs of a [`TcpSink`]. `TcpSinkConfig::default()` gives the documented defaults.
@@ -239,24 +239,13 @@ impl Agent for TcpSink {
         self.rcv_nxt
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn summary(&self) -> Value {
-        Value {
-            kind: "tcp-sink".into(),
-            counters: vec![
-                ("bytes_delivered".into(), self.rcv_nxt as f64),
-                ("segments_received".into(), self.segments_received as f64),
-                ("duplicate_segments".into(), self.duplicate_segments as f64),
-                (
-                    "out_of_order_segments".into(),
-                    self.out_of_order_segments as f64,
-                ),
-                ("acks_sent".into(), self.acks_sent as f64),
-            ],
-            notes: Vec::new(),
-        }
+    fn report(&self) -> AgentReport {
+        AgentReport::TcpSink(TcpSinkReport {
+            bytes_delivered: self.rcv_nxt,
+            segments_received: self.segments_received,
+            duplicate_segments: self.duplicate_segments,
+            out_of_order_segments: self.out_of_order_segments,
+            acks_sent: self.acks_sent,
+        })
     }
 }
