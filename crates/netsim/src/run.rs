@@ -150,6 +150,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
         sample_s: sample,
         times,
         events: sc.sim.events_processed,
+        spins: sc.sim.spins,
         flows: out_flows,
         links,
     }

@@ -96,6 +96,10 @@ pub struct Summary {
     pub times: Vec<f64>,
     /// Events processed.
     pub events: u64,
+    /// Agent wake-ups the simulator's livelock guard pushed 1 µs ahead because the agent
+    /// asked again for an instant already due without acting ([`crate::Sim::spins`]). 0 in
+    /// a healthy run; anything else is a timer bug in an agent or the core it wraps.
+    pub spins: u64,
     /// Flows in file order.
     pub flows: Vec<FlowResult>,
     /// Links with traffic.

@@ -25,6 +25,7 @@ fn run_with(base: &str, extra: &str, duration: &str) -> Summary {
         .replace("duration = \"300s\"", &format!("duration = \"{duration}\""));
     let mut sc = parse(&path.display().to_string(), &src, "x", None).unwrap();
     let s = run(&mut sc, |_| {});
+    assert_eq!(s.spins, 0, "{base} {extra}: the livelock guard fired");
     for f in &s.flows {
         eprintln!(
             "{} {:.1} kbit/s {:?}",

@@ -68,6 +68,7 @@ fn a_scenario_runs_and_measures_the_acker_move() {
     assert!((300.0..=385.0).contains(&after), "{after}");
     assert!(!f.acker_switches.is_empty());
     assert_eq!(s.times.len(), 90);
+    assert_eq!(s.spins, 0, "the livelock guard fired");
     let b = &f.receivers[0];
     assert_eq!(b.node, "B");
     assert!(b.bytes > 4_000_000);
