@@ -1,9 +1,11 @@
 //! Endpoints attached to nodes: the pgmcc core wrapped as agents, TCP models, sinks.
 
+use std::any::Any;
 use std::net::IpAddr;
 
 use pgmcc::Instant;
 
+use crate::agents::report::AgentReport;
 use crate::packet::Packet;
 
 /// What an agent can do when it runs: send packets from its node.
@@ -24,7 +26,7 @@ impl Ctx<'_> {
 /// An endpoint. The simulator calls `on_packet` for every packet delivered to the agent's
 /// node that carries its flow id (or is multicast to a group it joined), and `on_timer` when
 /// `next_timer` passes. After either call it reads `next_timer` again.
-pub trait Agent: std::fmt::Debug {
+pub trait Agent: std::fmt::Debug + AsAny {
     /// The flow id this agent sends and receives.
     fn flow(&self) -> u32;
     /// Whether a packet delivered to this agent's node is for it (default: same flow id).
@@ -45,25 +47,19 @@ pub trait Agent: std::fmt::Debug {
     }
     /// Application bytes delivered so far (receivers) or acknowledged (senders).
     fn goodput_bytes(&self) -> u64;
-    /// A serialisable summary for `summary.json`.
-    fn summary(&self) -> serde_json_value::Value;
-    /// The agent as `Any`, for callers that know its concrete type.
-    fn as_any(&self) -> &dyn std::any::Any;
+    /// What the agent measured so far, for the run's time series and `summary.json`.
+    fn report(&self) -> AgentReport;
 }
 
-/// Minimal JSON value type for summaries, so the simulator does not depend on a JSON crate
-/// in its core API.
-pub mod serde_json_value {
-    use serde::Serialize;
+/// Any agent as [`Any`], for callers that know its concrete type (tests reading a TCP
+/// sender's state). Implemented for every `'static` type, so agents never write it.
+pub trait AsAny {
+    /// `self` as `Any`.
+    fn as_any(&self) -> &dyn Any;
+}
 
-    /// A summary: named numbers and strings.
-    #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-    pub struct Value {
-        /// Agent kind (e.g. "pgm-sender", "tcp-reno").
-        pub kind: String,
-        /// Named counters.
-        pub counters: Vec<(String, f64)>,
-        /// Named notes (e.g. final acker).
-        pub notes: Vec<(String, String)>,
+impl<T: Any> AsAny for T {
+    fn as_any(&self) -> &dyn Any {
+        self
     }
 }

@@ -20,22 +20,24 @@
 //! duration = "300s"           # overrides the base's duration (optional)
 //! ```
 //!
-//! Knobs of the base that only pgmcc understands (`c`, `model`, `rtt_unit`,
-//! `adaptive_timeout`, `realign_tokens`) apply to the `pgmcc` rows only; for the other
-//! controllers they are removed, so each controller runs with its own defaults. The
-//! controller name `pgmcc-realigned` is pgmcc with `realign_tokens = true` added (the real
-//! runtime's default).
+//! Controller names are the registry's ([`pgmcc::cc::Controller`]), the same as a flow's
+//! `cc` key. Knobs of the base that only pgmcc understands (`c`, `model`, `rtt_unit`,
+//! `adaptive_timeout`, `realign_tokens`) apply to the rows of both pgmcc names (`pgmcc` and
+//! `pgmcc-realigned`, pgmcc with `realign_tokens = true`, the real runtime's default); for
+//! the other controllers they are removed, so each controller runs with its own defaults.
 
 use std::path::{Path, PathBuf};
 
+use pgmcc::cc::Controller;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::run::{mean_between, Summary};
+use crate::agents::report::AgentReport;
 use crate::scenario::{self, Scenario, ScenarioError};
+use crate::summary::{mean_between, Summary};
 use crate::units;
 
-/// Flow keys only the pgmcc controller understands.
+/// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
 const PGMCC_KNOBS: [&str; 5] = [
     "c",
     "model",
@@ -43,10 +45,6 @@ const PGMCC_KNOBS: [&str; 5] = [
     "adaptive_timeout",
     "realign_tokens",
 ];
-
-/// The controller name for pgmcc with token realignment (`realign_tokens = true`, the real
-/// runtime's default; docs/pgmcc.md difference 8) on top of the base's pgmcc knobs.
-pub const PGMCC_REALIGNED: &str = "pgmcc-realigned";
 
 /// Band around the phase's final mean that counts as settled (+-25%).
 pub const SETTLE_BAND: f64 = 0.25;
@@ -232,7 +230,8 @@ pub fn load_matrix(path: &Path) -> Result<Matrix, ScenarioError> {
 }
 
 /// The base scenario of `topo` with `controller` as the `cc` of its compared PGM flows and
-/// `seed`, ready to run. The scenario is named `<base stem>-<controller>`.
+/// `seed`, ready to run. The scenario is named `<base stem>-<controller>`. A name the
+/// registry does not know is an error naming `flow.cc`.
 pub fn build(topo: &Topology, controller: &str, seed: u64) -> Result<Scenario, ScenarioError> {
     let file = topo.base.display().to_string();
     let fail = |key: &str, message: String| ScenarioError {
@@ -241,6 +240,12 @@ pub fn build(topo: &Topology, controller: &str, seed: u64) -> Result<Scenario, S
         key: key.to_string(),
         message,
     };
+    let ctl: Controller = controller.parse().map_err(|e| ScenarioError {
+        file: format!("{file} (cc = \"{controller}\")"),
+        line: 0,
+        key: "flow.cc".into(),
+        message: format!("{e}"),
+    })?;
     let src =
         std::fs::read_to_string(&topo.base).map_err(|e| fail("-", format!("cannot read: {e}")))?;
     let mut table: toml::Table = src
@@ -274,20 +279,10 @@ pub fn build(topo: &Topology, controller: &str, seed: u64) -> Result<Scenario, S
         if !is_pgm || !(topo.flows.is_empty() || topo.flows.contains(&named)) {
             continue;
         }
-        match controller {
-            "pgmcc" => {
-                fl.insert("cc".into(), toml::Value::String("pgmcc".into()));
-            }
-            // pgmcc as the runtime ships it: the base's knobs, plus token realignment.
-            PGMCC_REALIGNED => {
-                fl.insert("cc".into(), toml::Value::String("pgmcc".into()));
-                fl.insert("realign_tokens".into(), toml::Value::Boolean(true));
-            }
-            other => {
-                fl.insert("cc".into(), toml::Value::String(other.to_string()));
-                for k in PGMCC_KNOBS {
-                    fl.remove(k);
-                }
+        fl.insert("cc".into(), toml::Value::String(ctl.name().into()));
+        if !ctl.is_pgmcc() {
+            for k in PGMCC_KNOBS {
+                fl.remove(k);
             }
         }
         changed += 1;
@@ -325,13 +320,6 @@ pub struct Metrics {
     pub settle_s: Option<f64>,
 }
 
-fn counter(counters: &[(String, f64)], name: &str) -> f64 {
-    counters
-        .iter()
-        .find(|(k, _)| k == name)
-        .map_or(0.0, |(_, v)| *v)
-}
-
 /// Computes the metrics of one run of `topo`.
 pub fn measure(s: &Summary, topo: &Topology) -> Metrics {
     let ctl: Vec<_> = s
@@ -360,12 +348,18 @@ pub fn measure(s: &Summary, topo: &Topology) -> Metrics {
     };
     let data: f64 = ctl
         .iter()
-        .map(|f| counter(&f.counters, "odata_packets"))
+        .map(|f| match &f.report {
+            AgentReport::PgmSender(Some(r)) => r.odata_packets as f64,
+            _ => 0.0,
+        })
         .sum();
     let feedback: f64 = ctl
         .iter()
         .flat_map(|f| &f.receivers)
-        .map(|r| counter(&r.counters, "naks_sent") + counter(&r.counters, "acks_sent"))
+        .map(|r| match &r.report {
+            AgentReport::PgmReceiver(Some(r)) => r.naks_sent as f64 + r.acks_sent as f64,
+            _ => 0.0,
+        })
         .sum();
     let feedback_per_data = if data > 0.0 {
         feedback / data

@@ -9,9 +9,15 @@
 //! code that runs over UDP.
 //!
 //! TCP Reno, NewReno and SACK models with a sink sit beside the pgmcc agents
-//! ([`agents::tcp`]); [`scenario`] reads experiments from TOML files, [`run`] measures them
-//! and [`report`] draws SVG plots and a self-contained HTML report.
+//! ([`agents::tcp`]); [`scenario`] reads experiments from TOML files, [`run`] runs and
+//! measures them into a [`summary::Summary`], and [`report`] draws SVG plots and a
+//! self-contained HTML report. [`reproduce`] compares a run with a published result;
 //! [`compare`] runs the same topologies under each congestion controller.
+//!
+//! Imports between those modules go one way, so there is no cycle: `summary` imports none
+//! of them; `reproduce` and `report` import `summary`; `scenario` imports `reproduce` (a
+//! scenario carries its [`reproduce::Reproduce`] row) but never `run`; `run` imports
+//! `scenario` and `summary` but not the reproduction measurement; `compare` sits on top.
 
 pub mod agent;
 pub mod agents;
@@ -19,12 +25,15 @@ pub mod compare;
 pub mod link;
 pub mod packet;
 pub mod report;
+pub mod reproduce;
 pub mod run;
 pub mod scenario;
 pub mod sim;
+pub mod summary;
 pub mod units;
 
 pub use agent::{Agent, Ctx};
+pub use agents::report::AgentReport;
 pub use link::{LinkConfig, LinkId, LossModel, NodeId, QueueLimit};
 pub use packet::{Dest, Packet, Payload, TcpSegment};
 pub use sim::{AgentId, Sim};

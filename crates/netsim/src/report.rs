@@ -9,7 +9,8 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::run::Summary;
+use crate::agents::report::AgentReport;
+use crate::summary::Summary;
 
 /// Colours for flows, in order.
 const COLOURS: [RGBColor; 6] = [
@@ -205,11 +206,13 @@ pub fn write_report(s: &Summary, dir: &Path) -> std::io::Result<()> {
     );
     h.push_str("<h2>Flows</h2><table><tr><th>flow</th><th>kind</th><th>mean kbit/s</th><th>bytes</th><th>acker switches</th><th>loss events</th><th>NAKs</th><th>receivers (mean kbit/s)</th></tr>");
     for f in &s.flows {
-        let get = |k: &str| {
-            f.counters
-                .iter()
-                .find(|(n, _)| n == k)
-                .map_or(String::from("-"), |(_, v)| format!("{v:.0}"))
+        // A PGM source's loss events and NAKs; "-" for TCP and for a source never started.
+        let (loss_events, naks) = match &f.report {
+            AgentReport::PgmSender(Some(r)) => (
+                format!("{:.0}", r.loss_events as f64),
+                format!("{:.0}", r.naks_received as f64),
+            ),
+            _ => ("-".to_string(), "-".to_string()),
         };
         let rx: Vec<String> = f
             .receivers
@@ -224,8 +227,8 @@ pub fn write_report(s: &Summary, dir: &Path) -> std::io::Result<()> {
             f.mean_kbps,
             f.bytes,
             f.acker_switches.len(),
-            get("loss_events"),
-            get("naks_received"),
+            loss_events,
+            naks,
             rx.join(", ")
         );
     }

@@ -6,103 +6,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use pgmcc::Instant;
-use serde::Serialize;
 
-use crate::agents::pgm::PgmSenderAgent;
+use crate::agents::report::AgentReport;
 use crate::scenario::{FlowKind, Scenario};
-
-/// One receiver's measurements.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReceiverResult {
-    /// Node name.
-    pub node: String,
-    /// Application bytes delivered.
-    pub bytes: u64,
-    /// Mean goodput over the flow's active time, kbit/s.
-    pub mean_kbps: f64,
-    /// Goodput per sample interval, kbit/s.
-    pub series_kbps: Vec<f64>,
-    /// The agent's own counters.
-    pub counters: Vec<(String, f64)>,
-}
-
-/// An acker switch.
-#[derive(Debug, Clone, Serialize)]
-pub struct AckerSwitch {
-    /// Seconds since the start.
-    pub t: f64,
-    /// The new acker's address.
-    pub to: String,
-}
-
-/// One flow's measurements.
-#[derive(Debug, Clone, Serialize)]
-pub struct FlowResult {
-    /// Name.
-    pub name: String,
-    /// Kind (`pgmcc`, `tcp-reno`, ...).
-    pub kind: String,
-    /// Payload bytes sent (PGM: ODATA payload; TCP: bytes acknowledged).
-    pub bytes: u64,
-    /// Mean sending rate over the flow's active time, kbit/s.
-    pub mean_kbps: f64,
-    /// Sending rate per sample interval, kbit/s.
-    pub series_kbps: Vec<f64>,
-    /// Cumulative payload bytes at each sample (time-sequence plots).
-    pub sequence_bytes: Vec<u64>,
-    /// pgmcc window per sample (empty for other kinds).
-    pub window: Vec<f64>,
-    /// NAKs received by the source per sample (PGM only).
-    pub naks: Vec<u64>,
-    /// Acker switches (pgmcc only).
-    pub acker_switches: Vec<AckerSwitch>,
-    /// Receivers (PGM) or the sink (TCP).
-    pub receivers: Vec<ReceiverResult>,
-    /// The sending agent's own counters.
-    pub counters: Vec<(String, f64)>,
-    /// Final notes (e.g. the acker).
-    pub notes: Vec<(String, String)>,
-}
-
-/// One link's measurements.
-#[derive(Debug, Clone, Serialize)]
-pub struct LinkResult {
-    /// Tail node.
-    pub from: String,
-    /// Head node.
-    pub to: String,
-    /// Fraction of the run the link was transmitting.
-    pub utilisation: f64,
-    /// Packets that crossed it.
-    pub packets: u64,
-    /// Queue (drop-tail) drops.
-    pub queue_drops: u64,
-    /// Random losses.
-    pub random_losses: u64,
-}
-
-/// Everything a run measured.
-#[derive(Debug, Clone, Serialize)]
-pub struct Summary {
-    /// Scenario name.
-    pub scenario: String,
-    /// Description from the file.
-    pub description: String,
-    /// Seed.
-    pub seed: u64,
-    /// Simulated seconds.
-    pub duration_s: f64,
-    /// Sample interval, seconds.
-    pub sample_s: f64,
-    /// Sample times, seconds (end of each interval).
-    pub times: Vec<f64>,
-    /// Events processed.
-    pub events: u64,
-    /// Flows in file order.
-    pub flows: Vec<FlowResult>,
-    /// Links with traffic.
-    pub links: Vec<LinkResult>,
-}
+/// The result types live in [`crate::summary`]; re-exported so that `netsim::run::Summary`
+/// and friends keep working.
+pub use crate::summary::{
+    mean_between, AckerSwitch, FlowResult, LinkResult, ReceiverResult, Summary,
+};
 
 fn kbps(bytes: u64, secs: f64) -> f64 {
     if secs <= 0.0 {
@@ -136,10 +47,12 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             for (j, (r, ..)) in f.receivers.iter().enumerate() {
                 rx_seq[i][j].push(sim.agent(*r).goodput_bytes());
             }
-            let s = agent.summary();
-            let get = |k: &str| s.counters.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-            window[i].push(get("window").unwrap_or(0.0));
-            naks[i].push(get("naks_received").unwrap_or(0.0) as u64);
+            let (w, n) = match agent.report() {
+                AgentReport::PgmSender(Some(r)) => (r.window, r.naks_received),
+                _ => (0.0, 0),
+            };
+            window[i].push(w);
+            naks[i].push(n);
         }
         progress(t / total);
     });
@@ -157,7 +70,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
     let mut out_flows = Vec::new();
     for (i, f) in sc.flows.iter().enumerate() {
         let agent = sc.sim.agent(f.sender);
-        let s = agent.summary();
+        let report = agent.report();
         let active_from = (f.start - Instant::ZERO).as_secs_f64();
         let active_to = f
             .stop
@@ -180,11 +93,18 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
                     .iter()
                     .map(|&d| kbps(d, sample))
                     .collect(),
-                counters: ra.summary().counters,
+                report: ra.report(),
             });
         }
         let acker_switches = if f.kind == FlowKind::Pgmcc {
-            acker_changes(sc, f.sender)
+            report
+                .acker_changes()
+                .iter()
+                .map(|(t, to)| AckerSwitch {
+                    t: (*t - Instant::ZERO).as_secs_f64(),
+                    to: to.to_string(),
+                })
+                .collect()
         } else {
             Vec::new()
         };
@@ -203,8 +123,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             naks: deltas(&naks[i]),
             acker_switches,
             receivers,
-            counters: s.counters,
-            notes: s.notes,
+            report,
         });
     }
     let mut links = Vec::new();
@@ -231,24 +150,10 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
         sample_s: sample,
         times,
         events: sc.sim.events_processed,
+        spins: sc.sim.spins,
         flows: out_flows,
         links,
     }
-}
-
-fn acker_changes(sc: &Scenario, sender: usize) -> Vec<AckerSwitch> {
-    sc.sim
-        .agent_as::<PgmSenderAgent>(sender)
-        .map(|a| {
-            a.acker_changes
-                .iter()
-                .map(|(t, to)| AckerSwitch {
-                    t: (*t - Instant::ZERO).as_secs_f64(),
-                    to: to.to_string(),
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Writes `summary.json` and `timeseries.csv` into `dir` (created if needed).
@@ -282,20 +187,4 @@ pub fn write(summary: &Summary, dir: &Path) -> std::io::Result<()> {
     }
     std::fs::write(dir.join("timeseries.csv"), csv)?;
     Ok(())
-}
-
-/// Mean of a series between two times (seconds), for tests and reports.
-pub fn mean_between(summary: &Summary, series: &[f64], from: f64, to: f64) -> f64 {
-    let v: Vec<f64> = summary
-        .times
-        .iter()
-        .zip(series)
-        .filter(|(t, _)| **t > from && **t <= to)
-        .map(|(_, x)| *x)
-        .collect();
-    if v.is_empty() {
-        0.0
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
-    }
 }

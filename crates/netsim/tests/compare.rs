@@ -42,8 +42,16 @@ fn fig5_shortened_gives_sane_metrics_for_pgmcc_and_tfmcc() {
     t.step = Some((120.0, 180.0));
     for cc in ["pgmcc", "tfmcc"] {
         let mut sc = build(&t, cc, 1).unwrap();
-        let m = measure(&run(&mut sc, |_| {}), &t);
-        eprintln!("{cc}: {m:?}");
+        let s = run(&mut sc, |_| {});
+        let m = measure(&s, &t);
+        eprintln!("{cc}: {m:?}, {} spins", s.spins);
+        // Not for tfmcc: its sender's token deadline, (1 - tokens) / rate converted to whole
+        // nanoseconds, can land a fraction of a nanosecond before the token is complete, so
+        // poll_timeout() returns the current instant again (about 4000 times in 300 s of
+        // Fig. 5); the guard sends that packet 1 µs late. Pseudofed shares the rounding.
+        if cc == "pgmcc" {
+            assert_eq!(s.spins, 0, "{cc}: the livelock guard fired");
+        }
         // Both are TCP-friendly on L2: f within a factor of two.
         assert!(m.f > 0.5 && m.f < 2.0, "{cc}: {m:?}");
         // pgmcc's acker ACKs every data packet in the simulator: about one feedback packet

@@ -8,9 +8,9 @@ use std::path::Path;
 use netsim::run::{mean_between, run, FlowResult, Summary};
 use netsim::scenario::parse;
 
-fn counter(c: &[(String, f64)], key: &str) -> f64 {
+fn counter(c: &[(&str, f64)], key: &str) -> f64 {
     c.iter()
-        .find(|(k, _)| k == key)
+        .find(|(k, _)| *k == key)
         .map_or(f64::NAN, |(_, v)| *v)
 }
 
@@ -25,10 +25,16 @@ fn run_with(base: &str, extra: &str, duration: &str) -> Summary {
         .replace("duration = \"300s\"", &format!("duration = \"{duration}\""));
     let mut sc = parse(&path.display().to_string(), &src, "x", None).unwrap();
     let s = run(&mut sc, |_| {});
+    assert_eq!(s.spins, 0, "{base} {extra}: the livelock guard fired");
     for f in &s.flows {
-        eprintln!("{} {:.1} kbit/s {:?}", f.name, f.mean_kbps, f.counters);
+        eprintln!(
+            "{} {:.1} kbit/s {:?}",
+            f.name,
+            f.mean_kbps,
+            f.report.counters()
+        );
         for r in &f.receivers {
-            eprintln!("  {} {:?}", r.node, r.counters);
+            eprintln!("  {} {:?}", r.node, r.report.counters());
         }
     }
     s
@@ -38,15 +44,19 @@ fn no_acks_anywhere(s: &Summary) {
     for f in s.flows.iter().filter(|f| f.kind == "pgmcc") {
         for r in &f.receivers {
             assert_eq!(
-                counter(&r.counters, "acks_sent"),
+                counter(&r.report.counters(), "acks_sent"),
                 0.0,
                 "{} {}",
                 f.name,
                 r.node
             );
         }
-        assert_eq!(counter(&f.counters, "acks"), 0.0, "{}", f.name);
-        assert!(counter(&f.counters, "loss_events") > 0.0, "{}", f.name);
+        assert_eq!(counter(&f.report.counters(), "acks"), 0.0, "{}", f.name);
+        assert!(
+            counter(&f.report.counters(), "loss_events") > 0.0,
+            "{}",
+            f.name
+        );
     }
 }
 
@@ -72,7 +82,7 @@ fn whiteboard_four_low_weight_senders_share_with_tcp_and_never_ack() {
     let quick: f64 = s.flows[..4]
         .iter()
         .flat_map(|f| &f.receivers)
-        .map(|r| counter(&r.counters, "quick_nak_gaps"))
+        .map(|r| counter(&r.report.counters(), "quick_nak_gaps"))
         .sum();
     assert!(quick > 100.0, "{quick}");
 }

@@ -51,9 +51,10 @@ bytes = 5000000
 }
 
 fn counter(f: &netsim::run::FlowResult, k: &str) -> f64 {
-    f.counters
+    f.report
+        .counters()
         .iter()
-        .find(|(n, _)| n == k)
+        .find(|(n, _)| *n == k)
         .map(|(_, v)| *v)
         .unwrap()
 }
@@ -69,9 +70,10 @@ fn a_network_element_eliminates_duplicate_naks_from_its_subtree() {
     eprintln!("source NAKs with NE {naks_with}, without {naks_without}; NE {ne:?}");
     for r in w.flows[0].receivers.iter().chain(&wo.flows[0].receivers) {
         let lost = r
-            .counters
+            .report
+            .counters()
             .iter()
-            .find(|(n, _)| n == "unrecoverable_sqns")
+            .find(|(n, _)| *n == "unrecoverable_sqns")
             .unwrap()
             .1;
         assert_eq!(

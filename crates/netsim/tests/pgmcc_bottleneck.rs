@@ -117,7 +117,7 @@ fn one_receiver_fills_a_500_kbps_bottleneck() {
     let r = rate_kbps(&mut n.sim, n.rx_a, 20, 80);
     eprintln!(
         "A got {r:.0} kbit/s of payload; sender {:?}",
-        n.sim.agent(n.tx).summary()
+        n.sim.agent(n.tx).report()
     );
     // 1400 payload bytes travel in 1472-byte packets (PGM 16 + ODATA 8 + OPT_LENGTH 4 +
     // OPT_PGMCC_DATA 16 + UDP/IP 28): the payload ceiling is 1400/1472 * 500 = 475.5 kbit/s.
@@ -139,7 +139,7 @@ fn a_slower_receiver_joining_brings_the_session_down_to_its_path() {
     let a = rate_kbps(&mut n.sim, n.rx_a, 110, 120);
     eprintln!(
         "B before {before:.0}, after {after:.0}, A {a:.0} kbit/s; sender {:?}",
-        n.sim.agent(n.tx).summary()
+        n.sim.agent(n.tx).report()
     );
     // 500 kbit/s path alone: close to its 475.5 kbit/s payload ceiling; once A (400 kbit/s,
     // ceiling 380) joins, the whole session runs at A's rate: the paper's Fig. 5 step.
@@ -163,7 +163,7 @@ fn same_seed_same_run() {
             n.sim.events_processed,
             n.sim.agent(n.rx_a).goodput_bytes(),
             n.sim.agent(n.rx_b).goodput_bytes(),
-            format!("{:?}", n.sim.agent(n.tx).summary()),
+            format!("{:?}", n.sim.agent(n.tx).report()),
         )
     };
     assert_eq!(run(7), run(7));

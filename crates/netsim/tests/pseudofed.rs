@@ -8,9 +8,9 @@ use std::path::Path;
 use netsim::run::{mean_between, run, FlowResult, Summary};
 use netsim::scenario::load;
 
-fn counter(c: &[(String, f64)], key: &str) -> f64 {
+fn counter(c: &[(&str, f64)], key: &str) -> f64 {
     c.iter()
-        .find(|(k, _)| k == key)
+        .find(|(k, _)| *k == key)
         .map_or(f64::NAN, |(_, v)| *v)
 }
 
@@ -26,12 +26,18 @@ fn show(s: &Summary) {
     for f in &s.flows {
         eprintln!(
             "{} mean {:.1} kbit/s bytes {} counters {:?}",
-            f.name, f.mean_kbps, f.bytes, f.counters
+            f.name,
+            f.mean_kbps,
+            f.bytes,
+            f.report.counters()
         );
         for r in &f.receivers {
             eprintln!(
                 "  rx {} {:.1} kbit/s {} B {:?}",
-                r.node, r.mean_kbps, r.bytes, r.counters
+                r.node,
+                r.mean_kbps,
+                r.bytes,
+                r.report.counters()
             );
         }
         let sw: Vec<(f64, &str)> = f
@@ -96,7 +102,7 @@ fn pseudofed_fig5_shares_with_tcp_and_representatives_follow_congestion() {
     // flight.
     for r in &pf.receivers {
         assert_eq!(
-            counter(&r.counters, "unrecoverable_sqns"),
+            counter(&r.report.counters(), "unrecoverable_sqns"),
             0.0,
             "{}",
             r.node

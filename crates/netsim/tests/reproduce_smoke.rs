@@ -96,6 +96,7 @@ fn smoke(file: &str, duration: u64, from_s: f64, edits: &[(&str, &str)]) -> Smok
         .map(|(i, n)| (n.clone(), sc.sim.addr(i).to_string()))
         .collect();
     let summary = run(&mut sc, |_| {});
+    assert_eq!(summary.spins, 0, "{stem}: the livelock guard fired");
     let m = rep.measure(&summary);
     eprintln!(
         "{stem}: f {:.2} (pgmcc {:.0}, tcp {:.0} kbit/s), acker switches {}",

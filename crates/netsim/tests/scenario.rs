@@ -68,6 +68,7 @@ fn a_scenario_runs_and_measures_the_acker_move() {
     assert!((300.0..=385.0).contains(&after), "{after}");
     assert!(!f.acker_switches.is_empty());
     assert_eq!(s.times.len(), 90);
+    assert_eq!(s.spins, 0, "the livelock guard fired");
     let b = &f.receivers[0];
     assert_eq!(b.node, "B");
     assert!(b.bytes > 4_000_000);
@@ -142,4 +143,44 @@ fn errors_name_file_line_and_key() {
 
     let e = error_of("duration = 5");
     assert!(e.starts_with("bad.toml:1:"), "{e}");
+}
+
+#[test]
+fn pgmcc_realigned_is_pgmcc_with_realign_tokens_and_none_is_kind_pgm() {
+    // The two spellings run the same controller: the same summary, byte for byte.
+    let summary = |src: &str| {
+        let mut sc = parse("two-paths.toml", src, "x", None).unwrap();
+        serde_json::to_string(&run(&mut sc, |_| {})).unwrap()
+    };
+    let realigned = TWO_PATHS.replace(
+        "kind = \"pgmcc\"",
+        "kind = \"pgmcc\"\ncc = \"pgmcc-realigned\"",
+    );
+    let explicit = TWO_PATHS.replace(
+        "kind = \"pgmcc\"",
+        "kind = \"pgmcc\"\nrealign_tokens = true",
+    );
+    assert_eq!(summary(&realigned), summary(&explicit));
+    // ... and not plain pgmcc's (an acker switch at 30 s realigns the tokens).
+    assert_ne!(summary(&realigned), summary(TWO_PATHS));
+    let both = realigned.replace("cc = ", "realign_tokens = true\ncc = ");
+    assert_eq!(summary(&both), summary(&explicit));
+
+    let contradiction = realigned.replace("cc = ", "realign_tokens = false\ncc = ");
+    let e = error_of(&contradiction);
+    assert!(
+        e.contains("flow.realign_tokens") && e.contains("pgmcc-realigned"),
+        "{e}"
+    );
+
+    let none = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"pgmcc\"\ncc = \"none\"");
+    let e = error_of(&none);
+    assert!(e.contains("flow.cc") && e.contains("kind = \"pgm\""), "{e}");
+
+    let unknown = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"pgmcc\"\ncc = \"tfrc\"");
+    let e = error_of(&unknown);
+    assert!(
+        e.contains("use pgmcc, tfmcc") && e.contains("pgmcc-realigned"),
+        "{e}"
+    );
 }

@@ -4,9 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use netsim::agent::serde_json_value::Value;
 use netsim::agents::tcp::{TcpConfig, TcpSender, TcpSink, TcpSinkConfig, TcpVariant};
-use netsim::{Agent, Ctx, LinkConfig, LossModel, Packet, Payload, QueueLimit, Sim};
+use netsim::{Agent, AgentReport, Ctx, LinkConfig, LossModel, Packet, Payload, QueueLimit, Sim};
 use pgmcc::{Duration, Instant};
 
 fn secs(s: u64) -> Instant {
@@ -26,10 +25,10 @@ fn sender(sim: &Sim, id: usize) -> &TcpSender {
     sim.agent(id).as_any().downcast_ref::<TcpSender>().unwrap()
 }
 
-fn counter(v: &Value, name: &str) -> f64 {
-    v.counters
+fn counter(v: &AgentReport, name: &str) -> f64 {
+    v.counters()
         .iter()
-        .find(|(n, _)| n == name)
+        .find(|(n, _)| *n == name)
         .map(|(_, x)| *x)
         .unwrap()
 }
@@ -89,7 +88,7 @@ fn reno_under_random_loss_follows_mathis() {
     let padhye = mss
         / (rtt * (2.0 * p / 3.0).sqrt()
             + t0 * (3.0 * (3.0 * p / 8.0).sqrt()).min(1.0) * p * (1.0 + 32.0 * p * p));
-    let s = sim.agent(tx).summary();
+    let s = sim.agent(tx).report();
     let srtt = sender(&sim, tx).srtt().unwrap().as_secs_f64();
     let fwd_stats = &sim.link(0).stats;
     let loss_rate = fwd_stats.random_losses as f64 / fwd_stats.packets as f64;
@@ -203,18 +202,15 @@ impl Agent for LossySink {
     fn goodput_bytes(&self) -> u64 {
         self.inner.goodput_bytes()
     }
-    fn summary(&self) -> Value {
-        self.inner.summary()
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+    fn report(&self) -> AgentReport {
+        self.inner.report()
     }
 }
 
 /// Sends 200 segments with a 20-segment window over a 10 Mbit/s, 100 ms RTT path, losing
 /// one copy of each segment (by index) in `lost`. Returns the sender's summary, its
 /// timeouts, the bytes delivered and the completion time in seconds.
-fn scripted_losses(variant: TcpVariant, lost: &[u64]) -> (Value, u64, u64, Option<f64>) {
+fn scripted_losses(variant: TcpVariant, lost: &[u64]) -> (AgentReport, u64, u64, Option<f64>) {
     let mss = 1460u64;
     let cfg = TcpConfig {
         max_window: 20 * mss,
@@ -235,7 +231,7 @@ fn scripted_losses(variant: TcpVariant, lost: &[u64]) -> (Value, u64, u64, Optio
     });
     let s = sender(&sim, tx);
     (
-        sim.agent(tx).summary(),
+        sim.agent(tx).report(),
         s.timeouts(),
         sim.agent(rx).goodput_bytes(),
         done_at,
@@ -290,7 +286,7 @@ fn delayed_acks_halve_the_ack_count_and_the_transfer_completes() {
         sim.run_until(secs(30), Duration::from_secs(1), |_| {});
         assert!(sender(&sim, tx).done());
         assert_eq!(sim.agent(rx).goodput_bytes(), 1_000 * 1460);
-        counter(&sim.agent(rx).summary(), "acks_sent")
+        counter(&sim.agent(rx).report(), "acks_sent")
     };
     let (every, delayed) = (run(false), run(true));
     eprintln!("ACKs: {every} without delay, {delayed} with delayed ACKs");
@@ -342,8 +338,8 @@ fn same_seed_same_result() {
         (
             sim.events_processed,
             sim.agent(rx).goodput_bytes(),
-            format!("{:?}", sim.agent(tx).summary()),
-            format!("{:?}", sim.agent(rx).summary()),
+            format!("{:?}", sim.agent(tx).report()),
+            format!("{:?}", sim.agent(rx).report()),
         )
     };
     let a = run(5);
@@ -438,11 +434,8 @@ impl Agent for Script {
     fn goodput_bytes(&self) -> u64 {
         0
     }
-    fn summary(&self) -> Value {
-        Value::default()
-    }
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
+    fn report(&self) -> AgentReport {
+        AgentReport::Other
     }
 }
 

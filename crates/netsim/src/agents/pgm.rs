@@ -7,8 +7,8 @@ use pgmcc::{
     Destination, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig, Transmit,
 };
 
-use crate::agent::serde_json_value::Value;
 use crate::agent::{Agent, Ctx};
+use crate::agents::report::{AgentReport, PgmReceiverReport, PgmSenderReport};
 use crate::packet::{Dest, Packet, Payload};
 use crate::UDP_IP_OVERHEAD;
 
@@ -157,39 +157,26 @@ impl Agent for PgmSenderAgent {
         self.bytes_sent
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn summary(&self) -> Value {
-        let mut v = Value {
-            kind: "pgm-sender".into(),
-            ..Value::default()
-        };
-        if let Some(s) = &self.sender {
-            let st = s.stats();
-            let cc = s.cc_stats();
-            v.counters = vec![
-                ("odata_bytes".into(), st.odata_bytes as f64),
-                ("odata_packets".into(), st.odata_packets as f64),
-                ("rdata_packets".into(), st.rdata_packets as f64),
-                ("naks_received".into(), st.naks_received as f64),
-                ("acks".into(), cc.acks as f64),
-                ("acker_switches".into(), cc.acker_switches as f64),
-                ("loss_events".into(), cc.loss_events as f64),
-                ("stalls".into(), cc.stalls as f64),
-                (
-                    "window".into(),
-                    s.cc_metrics()
-                        .and_then(|m| m.packets_per_rtt())
-                        .unwrap_or(0.0),
-                ),
-            ];
-            if let Some(a) = s.cc_metrics().and_then(|m| m.acker) {
-                v.notes.push(("acker".into(), a.to_string()));
+    fn report(&self) -> AgentReport {
+        AgentReport::PgmSender(self.sender.as_ref().map(|s| {
+            let (st, cc) = (s.stats(), s.cc_stats());
+            PgmSenderReport {
+                odata_bytes: st.odata_bytes,
+                odata_packets: st.odata_packets,
+                rdata_packets: st.rdata_packets,
+                naks_received: st.naks_received,
+                acks: cc.acks,
+                acker_switches: cc.acker_switches,
+                loss_events: cc.loss_events,
+                stalls: cc.stalls,
+                window: s
+                    .cc_metrics()
+                    .and_then(|m| m.packets_per_rtt())
+                    .unwrap_or(0.0),
+                acker: s.cc_metrics().and_then(|m| m.acker),
+                acker_changes: self.acker_changes.clone(),
             }
-        }
-        v
+        }))
     }
 }
 
@@ -293,25 +280,13 @@ impl Agent for PgmReceiverAgent {
         self.delivered
     }
 
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn summary(&self) -> Value {
-        let mut v = Value {
-            kind: "pgm-receiver".into(),
-            ..Value::default()
-        };
-        if let Some(r) = &self.receiver {
-            let st = r.stats();
-            v.counters = vec![
-                ("bytes_delivered".into(), self.delivered as f64),
-                ("unrecoverable_sqns".into(), self.unrecoverable as f64),
-                ("naks_sent".into(), st.naks_sent as f64),
-                ("acks_sent".into(), st.acks_sent as f64),
-                ("quick_nak_gaps".into(), st.cc.quick_nak_gaps as f64),
-            ];
-        }
-        v
+    fn report(&self) -> AgentReport {
+        AgentReport::PgmReceiver(self.receiver.as_ref().map(|r| PgmReceiverReport {
+            bytes_delivered: self.delivered,
+            unrecoverable_sqns: self.unrecoverable,
+            naks_sent: r.stats().naks_sent,
+            acks_sent: r.stats().acks_sent,
+            quick_nak_gaps: r.stats().cc.quick_nak_gaps,
+        }))
     }
 }

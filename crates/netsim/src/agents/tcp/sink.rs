@@ -1,0 +1,251 @@
+//! [`TcpSink`]: the receiving end of a TCP flow, cumulative ACKs with up to three SACK
+//! blocks (RFC 2018), optionally delayed (RFC 5681 §4.2), and its knobs [`TcpSinkConfig`].
+
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+use pgmcc::{Duration, Instant};
+
+use crate::agent::{Agent, Ctx};
+use crate::agents::report::{AgentReport, TcpSinkReport};
+use crate::packet::{Dest, Packet, Payload, TcpSegment};
+
+/// Knobs of a [`TcpSink`]. `TcpSinkConfig::default()` gives the documented defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TcpSinkConfig {
+    /// Delay ACKs: acknowledge every second in-order segment, or after `delack_timeout`.
+    /// Default `false` (one ACK per segment, like ns-2's `TCPSink`).
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer. Default 200 ms.
+    pub delack_timeout: Duration,
+    /// Send SACK blocks (senders that do not use them ignore them). Default `true`.
+    pub sack: bool,
+    /// Size of an ACK on the wire. Default 40 bytes.
+    pub ack_bytes: u32,
+}
+
+impl Default for TcpSinkConfig {
+    fn default() -> TcpSinkConfig {
+        TcpSinkConfig {
+            delayed_ack: false,
+            delack_timeout: Duration::from_millis(200),
+            sack: true,
+            ack_bytes: 40,
+        }
+    }
+}
+
+/// A TCP receiver: cumulative ACKs with SACK blocks, counting in-order delivered bytes.
+#[derive(Debug)]
+pub struct TcpSink {
+    flow: u32,
+    config: TcpSinkConfig,
+    /// Next byte expected.
+    rcv_nxt: u64,
+    /// Out-of-order blocks `start -> end` above `rcv_nxt`, disjoint and not adjacent.
+    ooo: BTreeMap<u64, u64>,
+    /// Sequence numbers of recently received out-of-order segments, most recent first
+    /// (each names the block that contains it).
+    recent: Vec<u64>,
+    /// Where ACKs go (the source of the data).
+    peer: Option<IpAddr>,
+    /// An in-order segment is waiting for its delayed ACK.
+    pending: bool,
+    delack_deadline: Option<Instant>,
+    segments_received: u64,
+    duplicate_segments: u64,
+    out_of_order_segments: u64,
+    acks_sent: u64,
+}
+
+impl TcpSink {
+    /// A sink for flow `flow` with default knobs.
+    pub fn new(flow: u32) -> TcpSink {
+        TcpSink::with_config(flow, TcpSinkConfig::default())
+    }
+
+    /// A sink for flow `flow`.
+    pub fn with_config(flow: u32, config: TcpSinkConfig) -> TcpSink {
+        TcpSink {
+            flow,
+            config,
+            rcv_nxt: 0,
+            ooo: BTreeMap::new(),
+            recent: Vec::new(),
+            peer: None,
+            pending: false,
+            delack_deadline: None,
+            segments_received: 0,
+            duplicate_segments: 0,
+            out_of_order_segments: 0,
+            acks_sent: 0,
+        }
+    }
+
+    /// Bytes delivered in order (the next byte expected).
+    pub fn delivered(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    /// Data segments received, duplicates included.
+    pub fn segments_received(&self) -> u64 {
+        self.segments_received
+    }
+
+    /// ACKs sent.
+    pub fn acks_sent(&self) -> u64 {
+        self.acks_sent
+    }
+
+    /// The out-of-order block containing `seq`, if any.
+    fn block_of(&self, seq: u64) -> Option<(u64, u64)> {
+        self.ooo
+            .range(..=seq)
+            .next_back()
+            .filter(|(_, &e)| e > seq)
+            .map(|(&s, &e)| (s, e))
+    }
+
+    /// Up to three SACK blocks, the most recently changed first (RFC 2018 §4); prunes
+    /// `recent` to the entries that still name distinct blocks.
+    fn sack_blocks(&mut self) -> Vec<(u64, u64)> {
+        let mut blocks: Vec<(u64, u64)> = Vec::new();
+        let mut kept = Vec::new();
+        for &s in &self.recent {
+            if let Some(b) = self.block_of(s) {
+                if !blocks.contains(&b) {
+                    blocks.push(b);
+                    kept.push(s);
+                }
+            }
+        }
+        self.recent = kept;
+        blocks.truncate(3);
+        blocks
+    }
+
+    fn send_ack(&mut self, ctx: &mut Ctx<'_>) {
+        self.pending = false;
+        self.delack_deadline = None;
+        let Some(peer) = self.peer else {
+            return;
+        };
+        let sack = if self.config.sack {
+            self.sack_blocks()
+        } else {
+            Vec::new()
+        };
+        self.acks_sent += 1;
+        ctx.send(Packet {
+            src: ctx.addr,
+            dst: Dest::Unicast(peer),
+            size: self.config.ack_bytes,
+            flow: self.flow,
+            payload: Payload::Tcp(TcpSegment {
+                seq: 0,
+                len: 0,
+                ack: self.rcv_nxt,
+                sack,
+                is_ack: true,
+            }),
+        });
+    }
+
+    /// Adds `[s, e)` above `rcv_nxt` to the out-of-order blocks, merging neighbours.
+    fn insert_block(&mut self, mut s: u64, mut e: u64) {
+        if let Some((ps, pe)) = self.ooo.range(..=s).next_back().map(|(&a, &b)| (a, b)) {
+            if pe >= s {
+                s = ps;
+                e = e.max(pe);
+                self.ooo.remove(&ps);
+            }
+        }
+        while let Some((ns, ne)) = self.ooo.range(s..).next().map(|(&a, &b)| (a, b)) {
+            if ns > e {
+                break;
+            }
+            e = e.max(ne);
+            self.ooo.remove(&ns);
+        }
+        self.ooo.insert(s, e);
+    }
+
+    fn on_data(&mut self, now: Instant, seq: u64, len: u32, ctx: &mut Ctx<'_>) {
+        self.segments_received += 1;
+        let end = seq.saturating_add(u64::from(len));
+        if end <= self.rcv_nxt {
+            // Duplicate: acknowledge at once so the sender learns where we are.
+            self.duplicate_segments += 1;
+            self.send_ack(ctx);
+        } else if seq <= self.rcv_nxt {
+            let filled_hole = !self.ooo.is_empty();
+            self.rcv_nxt = end;
+            while let Some((s, e)) = self.ooo.first_key_value().map(|(&a, &b)| (a, b)) {
+                if s > self.rcv_nxt {
+                    break;
+                }
+                self.rcv_nxt = self.rcv_nxt.max(e);
+                self.ooo.remove(&s);
+            }
+            if filled_hole || !self.config.delayed_ack || self.pending {
+                self.send_ack(ctx);
+            } else {
+                self.pending = true;
+                self.delack_deadline = Some(now + self.config.delack_timeout);
+            }
+        } else {
+            self.out_of_order_segments += 1;
+            self.insert_block(seq, end);
+            self.recent.retain(|&r| r != seq);
+            self.recent.insert(0, seq);
+            self.send_ack(ctx);
+        }
+    }
+}
+
+impl Agent for TcpSink {
+    fn flow(&self) -> u32 {
+        self.flow
+    }
+
+    fn wants(&self, p: &Packet) -> bool {
+        p.flow == self.flow && matches!(&p.payload, Payload::Tcp(s) if !s.is_ack)
+    }
+
+    fn start(&mut self, _now: Instant, _ctx: &mut Ctx<'_>) {}
+
+    fn on_packet(&mut self, now: Instant, p: &Packet, ctx: &mut Ctx<'_>) {
+        if let Payload::Tcp(seg) = &p.payload {
+            if !seg.is_ack {
+                self.peer = Some(p.src);
+                self.on_data(now, seg.seq, seg.len, ctx);
+            }
+        }
+    }
+
+    fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        if self.pending && self.delack_deadline.is_some_and(|t| now >= t) {
+            self.send_ack(ctx);
+        } else {
+            self.delack_deadline = None;
+        }
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.delack_deadline
+    }
+
+    fn goodput_bytes(&self) -> u64 {
+        self.rcv_nxt
+    }
+
+    fn report(&self) -> AgentReport {
+        AgentReport::TcpSink(TcpSinkReport {
+            bytes_delivered: self.rcv_nxt,
+            segments_received: self.segments_received,
+            duplicate_segments: self.duplicate_segments,
+            out_of_order_segments: self.out_of_order_segments,
+            acks_sent: self.acks_sent,
+        })
+    }
+}

@@ -1,0 +1,417 @@
+//! Turning a scenario file into a ready-to-run [`Sim`]: nodes, links and network elements,
+//! then one sender and its receivers per flow, then the `[reproduce]` row's flows by name.
+//! Every key is read through `validate`, in file order, so the first bad key is the one
+//! reported.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::Path;
+
+use pgm_wire::{Gsi, Tsi};
+use pgmcc::cc::CcConfig;
+use pgmcc::ne::NeConfig;
+use pgmcc::{Duration, Instant, ReceiverConfig, SenderConfig};
+use toml::Spanned;
+
+use super::schema::{File, FlowSpec, ReproduceSpec};
+use super::validate::{self, Ctx, ScenarioError};
+use crate::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
+use crate::agents::tcp::{TcpConfig, TcpSender, TcpSink, TcpSinkConfig, TcpVariant};
+use crate::link::{LinkConfig, LossModel, NodeId, QueueLimit};
+use crate::reproduce::Reproduce;
+use crate::sim::{AgentId, Sim};
+use crate::units;
+
+/// Which kind of flow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowKind {
+    /// PGM with pgmcc congestion control.
+    Pgmcc,
+    /// PGM with only a rate limiter.
+    Pgm,
+    /// TCP Reno.
+    TcpReno,
+    /// TCP NewReno.
+    TcpNewReno,
+    /// TCP SACK.
+    TcpSack,
+}
+
+impl FlowKind {
+    /// The name used in scenario files.
+    pub fn name(self) -> &'static str {
+        match self {
+            FlowKind::Pgmcc => "pgmcc",
+            FlowKind::Pgm => "pgm",
+            FlowKind::TcpReno => "tcp-reno",
+            FlowKind::TcpNewReno => "tcp-newreno",
+            FlowKind::TcpSack => "tcp-sack",
+        }
+    }
+
+    /// True for the TCP kinds.
+    pub fn is_tcp(self) -> bool {
+        matches!(
+            self,
+            FlowKind::TcpReno | FlowKind::TcpNewReno | FlowKind::TcpSack
+        )
+    }
+}
+
+/// One flow as built: its agents.
+#[derive(Debug, Clone)]
+pub struct FlowInfo {
+    /// Name from the file.
+    pub name: String,
+    /// Kind.
+    pub kind: FlowKind,
+    /// Flow id in the simulator.
+    pub id: u32,
+    /// The sending agent.
+    pub sender: AgentId,
+    /// Receiving agents: agent, node name, join time, leave time.
+    pub receivers: Vec<(AgentId, String, Instant, Option<Instant>)>,
+    /// Start and stop times.
+    pub start: Instant,
+    /// Stop time, if any.
+    pub stop: Option<Instant>,
+}
+
+/// A scenario turned into a ready-to-run simulator.
+#[derive(Debug)]
+pub struct Scenario {
+    /// Name (file stem if the file gives none).
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// Seed used.
+    pub seed: u64,
+    /// How long to run.
+    pub duration: Duration,
+    /// Sampling interval of time series.
+    pub sample: Duration,
+    /// The network, agents scheduled.
+    pub sim: Sim,
+    /// Flows in file order.
+    pub flows: Vec<FlowInfo>,
+    /// Node names by id.
+    pub node_names: Vec<String>,
+    /// Links as (from name, to name), by id.
+    pub link_names: Vec<(String, String)>,
+    /// Present when the scenario is part of `pgmcc reproduce`.
+    pub reproduce: Option<Reproduce>,
+}
+
+/// Resolves a node name from the file (with its span, for errors) to its id.
+type NodeLookup<'a> = dyn Fn(&Spanned<String>, &str) -> Result<NodeId, ScenarioError> + 'a;
+
+/// Reads and builds a scenario file; `seed` overrides the file's seed.
+pub fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, ScenarioError> {
+    let file = path.display().to_string();
+    let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+        file: file.clone(),
+        line: 0,
+        key: "-".into(),
+        message: format!("cannot read: {e}"),
+    })?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parse(&file, &src, &stem, seed)
+}
+
+/// Parses and builds a scenario from text (`file` names it in errors).
+pub fn parse(
+    file: &str,
+    src: &str,
+    default_name: &str,
+    seed: Option<u64>,
+) -> Result<Scenario, ScenarioError> {
+    let cx = Ctx { file, src };
+    let f: File = cx.parse()?;
+    let seed = seed.or(f.seed).unwrap_or(1);
+    let duration = cx.dur(&f.duration, "duration")?;
+    let sample = match &f.sample {
+        Some(s) => cx.dur(s, "sample")?,
+        None => Duration::from_secs(1),
+    };
+    if sample.is_zero() {
+        return cx.err(
+            f.sample.as_ref().map_or(0..0, |s| s.span()),
+            "sample",
+            "must be positive",
+        );
+    }
+    let mut sim = Sim::new(seed);
+    let mut nodes: BTreeMap<String, NodeId> = BTreeMap::new();
+    let mut node_names = Vec::new();
+    for n in &f.nodes {
+        let name = n.name.get_ref().clone();
+        if nodes.contains_key(&name) {
+            return cx.err(
+                n.name.span(),
+                "node.name",
+                format!("node `{name}` defined twice"),
+            );
+        }
+        let id = sim.add_node(&name);
+        nodes.insert(name.clone(), id);
+        node_names.push(name);
+    }
+    let node = |s: &Spanned<String>, key: &str| -> Result<NodeId, ScenarioError> {
+        match nodes.get(s.get_ref()) {
+            Some(&n) => Ok(n),
+            None => cx.err(s.span(), key, format!("no node named `{}`", s.get_ref())),
+        }
+    };
+    let mut link_names = Vec::new();
+    for l in &f.links {
+        let from = node(&l.from, "link.from")?;
+        let to = node(&l.to, "link.to")?;
+        let rate =
+            units::rate(l.rate.get_ref()).or_else(|m| cx.err(l.rate.span(), "link.rate", m))?;
+        let delay = cx.dur(&l.delay, "link.delay")?;
+        let queue =
+            units::queue(l.queue.get_ref()).or_else(|m| cx.err(l.queue.span(), "link.queue", m))?;
+        let loss = validate::loss_model(l, &cx)?;
+        let cfg = LinkConfig {
+            rate_bps: rate,
+            delay,
+            queue,
+            loss,
+        };
+        sim.add_link(from, to, cfg);
+        link_names.push((l.from.get_ref().clone(), l.to.get_ref().clone()));
+        if l.duplex.unwrap_or(true) {
+            // The reverse direction carries feedback: same rate and delay, ample queue, no loss.
+            let rev = LinkConfig {
+                queue: QueueLimit::Packets(1000),
+                loss: LossModel::None,
+                ..cfg
+            };
+            sim.add_link(to, from, rev);
+            link_names.push((l.to.get_ref().clone(), l.from.get_ref().clone()));
+        }
+    }
+    for n in &f.nodes {
+        if !n.ne {
+            if let Some(s) = &n.suppression {
+                return cx.err(
+                    s.span(),
+                    "node.suppression",
+                    "only meaningful with ne = true",
+                );
+            }
+            continue;
+        }
+        let mut cfg = NeConfig::new(Vec::new());
+        if let Some(policy) = validate::ne_suppression(n, &cx)? {
+            cfg.suppression = policy;
+        }
+        let id = nodes[n.name.get_ref()];
+        sim.enable_ne(id, cfg);
+    }
+    let mut flows = Vec::new();
+    for (i, fl) in f.flows.iter().enumerate() {
+        let id = i as u32 + 1;
+        let kind = validate::flow_kind(fl, &cx)?;
+        let from = node(&fl.from, "flow.from")?;
+        let mut start = cx.time(&fl.start, "flow.start")?.unwrap_or(Instant::ZERO);
+        if let Some(j) = &fl.start_jitter {
+            // A seed-dependent start offset in [0, jitter]: runs with different seeds differ
+            // in phase even on loss-free drop-tail paths.
+            let max = cx.dur(j, "flow.start_jitter")?;
+            let mut rng = pgmcc::rng::Rng::new(seed ^ (0x5eed_0000 + u64::from(id)));
+            start += rng.duration_up_to(max);
+        }
+        let stop = cx.time(&fl.stop, "flow.stop")?;
+        let info = if kind.is_tcp() {
+            build_tcp(&cx, &mut sim, fl, kind, id, from, start, stop, &node)?
+        } else {
+            build_pgm(&cx, &mut sim, fl, kind, id, from, start, stop, &node)?
+        };
+        flows.push(info);
+    }
+    let reproduce = match &f.reproduce {
+        None => None,
+        Some(r) => Some(reproduce_row(r, &flows, &cx)?),
+    };
+    Ok(Scenario {
+        reproduce,
+        name: f.name.unwrap_or_else(|| default_name.to_string()),
+        description: f.description.unwrap_or_default(),
+        seed,
+        duration,
+        sample,
+        sim,
+        flows,
+        node_names,
+        link_names,
+    })
+}
+
+/// The `[reproduce]` row, its flows found by name.
+fn reproduce_row(
+    r: &ReproduceSpec,
+    flows: &[FlowInfo],
+    cx: &Ctx<'_>,
+) -> Result<Reproduce, ScenarioError> {
+    let find = |s: &Spanned<String>, key: &str| -> Result<usize, ScenarioError> {
+        match flows.iter().position(|fl| &fl.name == s.get_ref()) {
+            Some(i) => Ok(i),
+            None => cx.err(s.span(), key, format!("no flow named `{}`", s.get_ref())),
+        }
+    };
+    let tcp = find(&r.tcp, "reproduce.tcp")?;
+    let pgm = find(&r.pgm, "reproduce.pgm")?;
+    let from_s = match &r.from {
+        Some(t) => cx.dur(t, "reproduce.from")?.as_secs_f64(),
+        None => 0.0,
+    };
+    let to_s = match &r.to {
+        Some(t) => Some(cx.dur(t, "reproduce.to")?.as_secs_f64()),
+        None => None,
+    };
+    Ok(Reproduce {
+        to_s,
+        experiment: r.experiment.clone(),
+        source: r.source.clone(),
+        tcp,
+        pgm,
+        from_s,
+        published_f: r.published_f,
+        expectation: r.expectation.clone(),
+        explanation: r.explanation.clone(),
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_pgm(
+    cx: &Ctx<'_>,
+    sim: &mut Sim,
+    fl: &FlowSpec,
+    kind: FlowKind,
+    id: u32,
+    from: NodeId,
+    start: Instant,
+    stop: Option<Instant>,
+    node: &NodeLookup<'_>,
+) -> Result<FlowInfo, ScenarioError> {
+    validate::pgm_receivers(fl, cx)?;
+    let group = validate::group(fl, id, cx)?;
+    let tsi = Tsi {
+        gsi: Gsi([0, 0, 0, 0, (id >> 8) as u8, id as u8]),
+        sport: 1000 + id as u16,
+    };
+    let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
+    let payload = validate::payload(fl, 1400, cx)?;
+    // max_tsdu = max_tpdu - 84 bytes of worst-case headers and options.
+    cfg.max_tpdu = payload as usize + 84;
+    if let Some(limit) = validate::rate_limit(fl, cx)? {
+        cfg.rate_limit = Some(limit);
+    }
+    cfg.cc = validate::pgm_cc(fl, kind, payload, cx)?;
+    // Keep `payload` exact: the controller's own data option (OPT_TFMCC_DATA, OPT_PSEUDOFED,
+    // OPT_LOWWEIGHT) comes on top of the 84 bytes.
+    cfg.max_tpdu += cfg.cc.data_option_room();
+    validate::refuse_tcp_knobs(fl, cx)?;
+    // Unreliable PGM (pgmcc paper §3.9): no NCF/RDATA; receivers report gaps at once.
+    let reliable = fl.repairs.unwrap_or(true);
+    cfg.repairs = reliable;
+    // TFMCC receivers report the loss event rate; without an RTT measurement of their own
+    // they merge losses over RFC 4654's initial RTT (docs/tfmcc.md).
+    let loss_events = match &cfg.cc {
+        CcConfig::Tfmcc(t) => Some(t.initial_rtt),
+        _ => None,
+    };
+    let sender = sim.add_agent(
+        from,
+        Box::new(PgmSenderAgent::new(id, group, cfg, fl.bytes)),
+        start,
+        stop,
+    );
+    let mut receivers = Vec::new();
+    for (j, r) in fl.receivers.iter().enumerate() {
+        let n = node(&r.node, "flow.receiver.node")?;
+        let join = cx.time(&r.join, "flow.receiver.join")?.unwrap_or(start);
+        let leave = cx.time(&r.leave, "flow.receiver.leave")?;
+        let mut rcfg = ReceiverConfig::new(
+            IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            group,
+            u64::from(id) << 32 | j as u64,
+        );
+        rcfg.reliable = reliable;
+        if let Some(rtt) = loss_events {
+            rcfg.loss_events = Some(rtt);
+        }
+        let a = sim.add_agent(n, Box::new(PgmReceiverAgent::new(id, rcfg)), join, leave);
+        sim.join(n, group, join, leave);
+        receivers.push((a, r.node.get_ref().clone(), join, leave));
+    }
+    Ok(FlowInfo {
+        name: fl.name.get_ref().clone(),
+        kind,
+        id,
+        sender,
+        receivers,
+        start,
+        stop,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn build_tcp(
+    cx: &Ctx<'_>,
+    sim: &mut Sim,
+    fl: &FlowSpec,
+    kind: FlowKind,
+    id: u32,
+    from: NodeId,
+    start: Instant,
+    stop: Option<Instant>,
+    node: &NodeLookup<'_>,
+) -> Result<FlowInfo, ScenarioError> {
+    let to_spec = validate::tcp_to(fl, cx)?;
+    let to = node(to_spec, "flow.to")?;
+    validate::refuse_pgm_knobs(fl, cx)?;
+    let variant = match kind {
+        FlowKind::TcpNewReno => TcpVariant::NewReno,
+        FlowKind::TcpSack => TcpVariant::Sack,
+        _ => TcpVariant::Reno,
+    };
+    let mut cfg = TcpConfig {
+        bytes: fl.bytes,
+        mss: validate::payload(fl, TcpConfig::default().mss, cx)?,
+        ..TcpConfig::default()
+    };
+    if let Some(r) = &fl.min_rto {
+        cfg.min_rto = cx.dur(r, "flow.min_rto")?;
+    }
+    let dst = sim.addr(to);
+    let sender = sim.add_agent(
+        from,
+        Box::new(TcpSender::new(id, dst, variant, cfg)),
+        start,
+        stop,
+    );
+    let sink_cfg = TcpSinkConfig {
+        delayed_ack: fl.delayed_ack.unwrap_or(false),
+        ..TcpSinkConfig::default()
+    };
+    let sink = sim.add_agent(
+        to,
+        Box::new(TcpSink::with_config(id, sink_cfg)),
+        start,
+        None,
+    );
+    Ok(FlowInfo {
+        name: fl.name.get_ref().clone(),
+        kind,
+        id,
+        sender,
+        receivers: vec![(sink, to_spec.get_ref().clone(), start, None)],
+        start,
+        stop,
+    })
+}

@@ -1,0 +1,581 @@
+//! The checks that name bad keys: each turns one key (or one combination of keys) of the
+//! file into its typed value, or into a [`ScenarioError`] giving the file, the line and the
+//! key. Keys that do not apply to a flow's kind or controller are refused here too.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use pgmcc::cc::lowweight;
+use pgmcc::cc::pgmcc::{PgmccConfig, RttUnit};
+use pgmcc::cc::pseudofed::PseudofedConfig;
+use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
+use pgmcc::cc::{CcConfig, Controller};
+use pgmcc::ne::NakSuppression;
+use pgmcc::{Duration, Instant, RateLimit};
+use thiserror::Error;
+use toml::Spanned;
+
+use super::build::FlowKind;
+use super::schema::{FlowSpec, LinkSpec, NodeSpec};
+use crate::link::LossModel;
+use crate::units;
+
+/// A scenario that cannot be used, with where and why.
+#[derive(Debug, Error)]
+#[error("{file}:{line}: {key}: {message}")]
+pub struct ScenarioError {
+    /// The scenario file.
+    pub file: String,
+    /// 1-based line (0 when unknown).
+    pub line: usize,
+    /// The key at fault.
+    pub key: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The file being read, to turn a span into a line for errors.
+pub(super) struct Ctx<'a> {
+    pub(super) file: &'a str,
+    pub(super) src: &'a str,
+}
+
+impl Ctx<'_> {
+    /// An error at `span` (a byte range of the source) about `key`.
+    pub(super) fn err<T>(
+        &self,
+        span: std::ops::Range<usize>,
+        key: &str,
+        msg: impl Into<String>,
+    ) -> Result<T, ScenarioError> {
+        Err(ScenarioError {
+            file: self.file.to_string(),
+            line: self.line(span.start),
+            key: key.to_string(),
+            message: msg.into(),
+        })
+    }
+
+    /// The 1-based line of byte `at`.
+    fn line(&self, at: usize) -> usize {
+        self.src[..at.min(self.src.len())].matches('\n').count() + 1
+    }
+
+    /// The file as serde reads it; a TOML error (syntax, unknown key, wrong type) names the
+    /// line and the key `toml`.
+    pub(super) fn parse<T: serde::de::DeserializeOwned>(&self) -> Result<T, ScenarioError> {
+        toml::from_str(self.src).map_err(|e| ScenarioError {
+            file: self.file.to_string(),
+            line: e.span().map_or(0, |s| self.line(s.start)),
+            key: "toml".into(),
+            message: e.message().to_string(),
+        })
+    }
+
+    /// A duration key.
+    pub(super) fn dur(&self, s: &Spanned<String>, key: &str) -> Result<Duration, ScenarioError> {
+        units::duration(s.get_ref()).or_else(|m| self.err(s.span(), key, m))
+    }
+
+    /// An optional time key (a duration from the start of the run).
+    pub(super) fn time(
+        &self,
+        s: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Option<Instant>, ScenarioError> {
+        s.as_ref()
+            .map(|s| self.dur(s, key).map(|d| Instant::ZERO + d))
+            .transpose()
+    }
+}
+
+/// `flow.kind`.
+pub(super) fn flow_kind(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<FlowKind, ScenarioError> {
+    Ok(match fl.kind.get_ref().as_str() {
+        "pgmcc" => FlowKind::Pgmcc,
+        "pgm" => FlowKind::Pgm,
+        "tcp-reno" | "reno" => FlowKind::TcpReno,
+        "tcp-newreno" | "newreno" => FlowKind::TcpNewReno,
+        "tcp-sack" | "sack" => FlowKind::TcpSack,
+        other => {
+            return cx.err(
+                fl.kind.span(),
+                "flow.kind",
+                format!("`{other}`: use pgmcc, pgm, tcp-reno, tcp-newreno or tcp-sack"),
+            )
+        }
+    })
+}
+
+/// `node.suppression` of a node running the network element (`None`: the default).
+pub(super) fn ne_suppression(
+    n: &NodeSpec,
+    cx: &Ctx<'_>,
+) -> Result<Option<NakSuppression>, ScenarioError> {
+    let Some(s) = &n.suppression else {
+        return Ok(None);
+    };
+    let policy = match s.get_ref().as_str() {
+        "always" => NakSuppression::Always,
+        "loss-aware" => NakSuppression::LossAware,
+        other => match other
+            .strip_prefix("probabilistic:")
+            .and_then(|p| p.parse::<f64>().ok())
+        {
+            Some(p) if (0.0..=1.0).contains(&p) => NakSuppression::Probabilistic { forward: p },
+            _ => {
+                return cx.err(
+                    s.span(),
+                    "node.suppression",
+                    format!("`{other}`: use always, loss-aware or probabilistic:P (0 <= P <= 1)"),
+                )
+            }
+        },
+    };
+    Ok(Some(policy))
+}
+
+/// `link.loss` or `link.gilbert` (at most one of them).
+pub(super) fn loss_model(l: &LinkSpec, cx: &Ctx<'_>) -> Result<LossModel, ScenarioError> {
+    Ok(match (&l.loss, &l.gilbert) {
+        (Some(_), Some(_)) => {
+            return cx.err(
+                l.from.span(),
+                "link.loss",
+                "give either loss or gilbert, not both",
+            )
+        }
+        (Some(p), None) => {
+            let v = *p.get_ref();
+            if !(0.0..=1.0).contains(&v) {
+                return cx.err(
+                    p.span(),
+                    "link.loss",
+                    format!("{v} is not a probability (0..1)"),
+                );
+            }
+            LossModel::Bernoulli { p: v }
+        }
+        (None, Some(g)) => {
+            for (k, v) in [
+                ("p_gb", g.p_gb),
+                ("p_bg", g.p_bg),
+                ("loss_good", g.loss_good),
+                ("loss_bad", g.loss_bad),
+            ] {
+                if !(0.0..=1.0).contains(&v) {
+                    return cx.err(
+                        l.from.span(),
+                        &format!("link.gilbert.{k}"),
+                        format!("{v} is not a probability"),
+                    );
+                }
+            }
+            LossModel::GilbertElliott {
+                p_gb: g.p_gb,
+                p_bg: g.p_bg,
+                loss_good: g.loss_good,
+                loss_bad: g.loss_bad,
+            }
+        }
+        (None, None) => LossModel::None,
+    })
+}
+
+/// `flow.payload` in 1..=9000 bytes, `default` when absent.
+pub(super) fn payload(fl: &FlowSpec, default: u32, cx: &Ctx<'_>) -> Result<u32, ScenarioError> {
+    let Some(p) = &fl.payload else {
+        return Ok(default);
+    };
+    let v = *p.get_ref();
+    if !(1..=9000).contains(&v) {
+        return cx.err(p.span(), "flow.payload", format!("{v} bytes: use 1..9000"));
+    }
+    Ok(v)
+}
+
+/// The shape of a PGM flow: receivers listed, no `to`.
+pub(super) fn pgm_receivers(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), ScenarioError> {
+    if let Some(to) = &fl.to {
+        return cx.err(
+            to.span(),
+            "flow.to",
+            "PGM flows name receivers with [[flow.receiver]], not `to`",
+        );
+    }
+    if fl.receivers.is_empty() {
+        return cx.err(
+            fl.name.span(),
+            "flow.receiver",
+            "a PGM flow needs at least one [[flow.receiver]]",
+        );
+    }
+    Ok(())
+}
+
+/// `flow.group`, a multicast address (default 239.1.1.`id`).
+pub(super) fn group(fl: &FlowSpec, id: u32, cx: &Ctx<'_>) -> Result<IpAddr, ScenarioError> {
+    Ok(match &fl.group {
+        Some(g) => match g.get_ref().parse::<IpAddr>() {
+            Ok(a) if a.is_multicast() => a,
+            _ => {
+                return cx.err(
+                    g.span(),
+                    "flow.group",
+                    format!("`{}` is not a multicast address", g.get_ref()),
+                )
+            }
+        },
+        None => IpAddr::V4(Ipv4Addr::new(239, 1, 1, id as u8)),
+    })
+}
+
+/// `flow.rate_limit`, the session's TXW_MAX_RTE.
+pub(super) fn rate_limit(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<RateLimit>, ScenarioError> {
+    let Some(r) = &fl.rate_limit else {
+        return Ok(None);
+    };
+    let bps = units::rate(r.get_ref()).or_else(|m| cx.err(r.span(), "flow.rate_limit", m))?;
+    Ok(Some(RateLimit {
+        bytes_per_sec: bps / 8,
+        burst: (bps / 8 / 10).max(3000),
+    }))
+}
+
+/// The controller a PGM flow of `kind` runs: `flow.cc` as the registry
+/// ([`Controller`]) parses it, `pgmcc` by default. A `kind = "pgm"` flow runs none and
+/// takes no `cc`; `cc = "none"` is refused in favour of that kind, so that one name means
+/// one thing.
+fn controller(fl: &FlowSpec, kind: FlowKind, cx: &Ctx<'_>) -> Result<Controller, ScenarioError> {
+    match (&fl.cc, kind) {
+        (Some(c), FlowKind::Pgmcc) => match c.get_ref().parse::<Controller>() {
+            Ok(Controller::None) => cx.err(
+                c.span(),
+                "flow.cc",
+                "`none`: a PGM flow without congestion control is kind = \"pgm\" \
+                 (paced by rate_limit alone)",
+            ),
+            Ok(ctl) => Ok(ctl),
+            Err(e) => cx.err(c.span(), "flow.cc", e.to_string()),
+        },
+        (Some(c), _) => cx.err(c.span(), "flow.cc", "only for kind = \"pgmcc\""),
+        (None, FlowKind::Pgmcc) => Ok(Controller::Pgmcc),
+        (None, _) => Ok(Controller::None),
+    }
+}
+
+/// The congestion controller of a PGM flow of `kind` with its knobs: the registry's
+/// [`Controller::config`] with the flow's keys applied; keys of other controllers are
+/// refused.
+pub(super) fn pgm_cc(
+    fl: &FlowSpec,
+    kind: FlowKind,
+    payload: u32,
+    cx: &Ctx<'_>,
+) -> Result<CcConfig, ScenarioError> {
+    let ctl = controller(fl, kind, cx)?;
+    if ctl != Controller::LowWeight {
+        for (k, present) in [
+            ("rate_floor", fl.rate_floor.is_some()),
+            ("rate_ceiling", fl.rate_ceiling.is_some()),
+        ] {
+            if present {
+                return cx.err(
+                    fl.kind.span(),
+                    &format!("flow.{k}"),
+                    "only for cc = \"lowweight\"",
+                );
+            }
+        }
+    }
+    if ctl != Controller::Pseudofed {
+        for (k, present) in [
+            ("representatives", fl.representatives.is_some()),
+            ("rate_min", fl.rate_min.is_some()),
+            ("delta_rate", fl.delta_rate.is_some()),
+            ("wait", fl.wait.is_some()),
+            ("suppression", fl.suppression.is_some()),
+        ] {
+            if present {
+                return cx.err(
+                    fl.kind.span(),
+                    &format!("flow.{k}"),
+                    "only for cc = \"pseudofed\"",
+                );
+            }
+        }
+    }
+    let mut cc = ctl.config();
+    match &mut cc {
+        CcConfig::Pgmcc(pc) => pgmcc_knobs(fl, ctl, pc, cx)?,
+        CcConfig::Tfmcc(_) => refuse_pgmcc_knobs(fl, ctl, false, cx)?,
+        CcConfig::Pseudofed(pc) => {
+            refuse_pgmcc_knobs(fl, ctl, false, cx)?;
+            pseudofed_knobs(fl, payload, pc, cx)?;
+        }
+        CcConfig::LowWeight(lc) => {
+            refuse_pgmcc_knobs(fl, ctl, true, cx)?;
+            let bias = switch_bias(fl, cx)?;
+            lc.floor = low_weight_rate(&fl.rate_floor, "flow.rate_floor", payload, cx)?;
+            lc.ceiling = low_weight_rate(&fl.rate_ceiling, "flow.rate_ceiling", payload, cx)?;
+            if let (Some(f), Some(c), Some(r)) = (lc.floor, lc.ceiling, &fl.rate_floor) {
+                if f > c {
+                    return cx.err(r.span(), "flow.rate_floor", "above rate_ceiling");
+                }
+            }
+            if let Some(b) = bias {
+                lc.worst.switch_bias = b;
+            }
+        }
+        CcConfig::PgmccAckless(ac) => {
+            refuse_pgmcc_knobs(fl, ctl, true, cx)?;
+            if let Some(b) = switch_bias(fl, cx)? {
+                ac.worst.switch_bias = b;
+            }
+        }
+        CcConfig::None => {
+            for (k, present) in [
+                ("c", fl.c.is_some()),
+                ("model", fl.model.is_some()),
+                ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+            ] {
+                if present {
+                    return cx.err(
+                        fl.kind.span(),
+                        &format!("flow.{k}"),
+                        "only for kind = \"pgmcc\"",
+                    );
+                }
+            }
+        }
+    }
+    Ok(cc)
+}
+
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `realign_tokens`) on the
+/// defaults of `ctl`, `pgmcc` or `pgmcc-realigned`. `realign_tokens = false` contradicts
+/// `pgmcc-realigned` and is refused.
+fn pgmcc_knobs(
+    fl: &FlowSpec,
+    ctl: Controller,
+    pc: &mut PgmccConfig,
+    cx: &Ctx<'_>,
+) -> Result<(), ScenarioError> {
+    if let Some(b) = switch_bias(fl, cx)? {
+        pc.switch_bias = b;
+    }
+    if let Some(m) = &fl.model {
+        pc.model = match m.get_ref().as_str() {
+            "simple" => ThroughputModel::Simple,
+            "pftk" => ThroughputModel::Pftk,
+            other => {
+                return cx.err(
+                    m.span(),
+                    "flow.model",
+                    format!("`{other}`: use simple or pftk"),
+                )
+            }
+        };
+    }
+    if let Some(u) = &fl.rtt_unit {
+        pc.rtt_unit = match u.get_ref().as_str() {
+            "packets" => RttUnit::Packets,
+            "ms" | "millis" => RttUnit::Millis,
+            other => {
+                return cx.err(
+                    u.span(),
+                    "flow.rtt_unit",
+                    format!("`{other}`: use packets or ms"),
+                )
+            }
+        };
+    }
+    if fl.adaptive_timeout.unwrap_or(false) {
+        *pc = pc.with_adaptive_timeout();
+    }
+    match fl.realign_tokens {
+        Some(false) if ctl == Controller::PgmccRealigned => {
+            let span = fl.cc.as_ref().map_or_else(|| fl.kind.span(), |c| c.span());
+            return cx.err(
+                span,
+                "flow.realign_tokens",
+                "`false` contradicts cc = \"pgmcc-realigned\" (pgmcc with realign_tokens = \
+                 true); for pgmcc without realignment use cc = \"pgmcc\"",
+            );
+        }
+        Some(realign) => pc.realign_tokens = realign,
+        // The controller's default: off for `pgmcc`, on for `pgmcc-realigned`.
+        None => {}
+    }
+    Ok(())
+}
+
+/// A low-weight rate bound (`rate_floor`, `rate_ceiling`) in packets per second, at least
+/// [`lowweight::MIN_RATE`].
+fn low_weight_rate(
+    r: &Option<Spanned<String>>,
+    key: &str,
+    payload: u32,
+    cx: &Ctx<'_>,
+) -> Result<Option<f64>, ScenarioError> {
+    let Some(r) = r else { return Ok(None) };
+    let v = payload_pps(r, key, payload, cx)?;
+    if v < lowweight::MIN_RATE {
+        return cx.err(
+            r.span(),
+            key,
+            format!("below {} packets per second", lowweight::MIN_RATE),
+        );
+    }
+    Ok(Some(v))
+}
+
+/// Refuses pgmcc's own knobs on a flow run by controller `ctl`; `c` is refused only when
+/// `allow_c` is false (the low-weight controllers take it as their switch bias).
+fn refuse_pgmcc_knobs(
+    fl: &FlowSpec,
+    ctl: Controller,
+    allow_c: bool,
+    cx: &Ctx<'_>,
+) -> Result<(), ScenarioError> {
+    for (k, present) in [
+        ("c", fl.c.is_some() && !allow_c),
+        ("model", fl.model.is_some()),
+        ("rtt_unit", fl.rtt_unit.is_some()),
+        ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+        ("realign_tokens", fl.realign_tokens.is_some()),
+    ] {
+        if present {
+            return cx.err(
+                fl.kind.span(),
+                &format!("flow.{k}"),
+                format!("a pgmcc knob: not for cc = \"{ctl}\""),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The flow's switch bias `c`, checked to lie in (0, 1].
+fn switch_bias(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<SwitchBias>, ScenarioError> {
+    let Some(c) = &fl.c else {
+        return Ok(None);
+    };
+    let v = *c.get_ref();
+    if !(v > 0.0 && v <= 1.0) {
+        return cx.err(
+            c.span(),
+            "flow.c",
+            format!("{v}: the switch bias is in (0, 1]"),
+        );
+    }
+    Ok(Some(SwitchBias {
+        num: (v * 1000.0).round() as u32,
+        den: 1000,
+    }))
+}
+
+/// A rate key given as a rate of payload, in packets per second of `payload`-byte packets.
+fn payload_pps(
+    r: &Spanned<String>,
+    key: &str,
+    payload: u32,
+    cx: &Ctx<'_>,
+) -> Result<f64, ScenarioError> {
+    let bps = units::rate(r.get_ref()).or_else(|m| cx.err(r.span(), key, m))?;
+    Ok(bps as f64 / 8.0 / f64::from(payload.max(1)))
+}
+
+/// The Pseudofed knobs of a `cc = "pseudofed"` flow (`docs/scenarios.md`) on `pc`.
+fn pseudofed_knobs(
+    fl: &FlowSpec,
+    payload: u32,
+    pc: &mut PseudofedConfig,
+    cx: &Ctx<'_>,
+) -> Result<(), ScenarioError> {
+    if let Some(n) = &fl.representatives {
+        let v = *n.get_ref();
+        if !(1..=pgm_wire::MAX_REPRESENTATIVES as u32).contains(&v) {
+            return cx.err(n.span(), "flow.representatives", format!("{v}: use 1..=8"));
+        }
+        pc.representatives = v as usize;
+    }
+    if let Some(r) = &fl.rate_min {
+        let pps = payload_pps(r, "flow.rate_min", payload, cx)?;
+        if pps <= 0.0 {
+            return cx.err(r.span(), "flow.rate_min", "must be above 0");
+        }
+        pc.rate_min = pps;
+    }
+    for (k, slot, v) in [
+        ("delta_rate", &mut pc.delta_rate, &fl.delta_rate),
+        ("wait", &mut pc.wait, &fl.wait),
+        ("suppression", &mut pc.suppression, &fl.suppression),
+    ] {
+        if let Some(v) = v {
+            let x = *v.get_ref();
+            if !(0.0..=2.55).contains(&x) {
+                return cx.err(
+                    v.span(),
+                    &format!("flow.{k}"),
+                    format!("{x}: a fraction in 0..=2.55"),
+                );
+            }
+            *slot = x;
+        }
+    }
+    Ok(())
+}
+
+/// TCP's own keys are refused on a PGM flow.
+pub(super) fn refuse_tcp_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), ScenarioError> {
+    for (k, present) in [
+        ("delayed_ack", fl.delayed_ack.is_some()),
+        ("min_rto", fl.min_rto.is_some()),
+    ] {
+        if present {
+            return cx.err(fl.kind.span(), &format!("flow.{k}"), "only for TCP flows");
+        }
+    }
+    Ok(())
+}
+
+/// The receiving node of a TCP flow, `to`.
+pub(super) fn tcp_to<'f>(
+    fl: &'f FlowSpec,
+    cx: &Ctx<'_>,
+) -> Result<&'f Spanned<String>, ScenarioError> {
+    let Some(to) = &fl.to else {
+        return cx.err(
+            fl.name.span(),
+            "flow.to",
+            "a TCP flow needs `to` (the receiving node)",
+        );
+    };
+    Ok(to)
+}
+
+/// PGM's keys (and `[[flow.receiver]]`) are refused on a TCP flow.
+pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), ScenarioError> {
+    if let Some(r) = fl.receivers.first() {
+        return cx.err(
+            r.node.span(),
+            "flow.receiver",
+            "TCP flows have one receiver, given by `to`",
+        );
+    }
+    for (k, present) in [
+        ("group", fl.group.is_some()),
+        ("rate_limit", fl.rate_limit.is_some()),
+        ("c", fl.c.is_some()),
+        ("model", fl.model.is_some()),
+        ("rtt_unit", fl.rtt_unit.is_some()),
+        ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+        ("repairs", fl.repairs.is_some()),
+        ("cc", fl.cc.is_some()),
+    ] {
+        if present {
+            return cx.err(fl.kind.span(), &format!("flow.{k}"), "only for PGM flows");
+        }
+    }
+    Ok(())
+}
