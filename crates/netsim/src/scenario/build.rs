@@ -8,7 +8,6 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 
 use pgm_wire::{Gsi, Tsi};
-use pgmcc::cc::CcConfig;
 use pgmcc::ne::NeConfig;
 use pgmcc::{Duration, Instant, ReceiverConfig, SenderConfig};
 use toml::Spanned;
@@ -311,7 +310,7 @@ fn build_pgm(
     if let Some(limit) = validate::rate_limit(fl, cx)? {
         cfg.rate_limit = Some(limit);
     }
-    cfg.cc = validate::pgm_cc(fl, kind, payload, cx)?;
+    cfg.cc = super::knobs::pgm_cc(fl, kind, payload, cx)?;
     // Keep `payload` exact: the controller's own data option (OPT_TFMCC_DATA, OPT_PSEUDOFED,
     // OPT_LOWWEIGHT) comes on top of the 84 bytes.
     cfg.max_tpdu += cfg.cc.data_option_room();
@@ -319,12 +318,8 @@ fn build_pgm(
     // Unreliable PGM (pgmcc paper §3.9): no NCF/RDATA; receivers report gaps at once.
     let reliable = fl.repairs.unwrap_or(true);
     cfg.repairs = reliable;
-    // TFMCC receivers report the loss event rate; without an RTT measurement of their own
-    // they merge losses over RFC 4654's initial RTT (docs/tfmcc.md).
-    let loss_events = match &cfg.cc {
-        CcConfig::Tfmcc(t) => Some(t.initial_rtt),
-        _ => None,
-    };
+    // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
+    let loss_events = cfg.cc.receiver_loss_events();
     let sender = sim.add_agent(
         from,
         Box::new(PgmSenderAgent::new(id, group, cfg, fl.bytes)),

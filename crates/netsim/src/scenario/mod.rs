@@ -6,7 +6,8 @@
 //!
 //! * `schema`: the serde structs of the file, every key as written;
 //! * `validate`: the checks that name bad keys, each turning a key into its typed value or
-//!   a [`ScenarioError`] (file, line, key);
+//!   a [`ScenarioError`] (file, line, key); `knobs` does it for `cc` and each controller's
+//!   own keys, one file per controller;
 //! * `build`: the validated keys turned into a [`Sim`](crate::Sim) with its agents, a
 //!   [`Scenario`].
 //!
@@ -17,6 +18,7 @@
 //! and `run` never imports the reproduction measurement.
 
 mod build;
+mod knobs;
 mod schema;
 mod validate;
 

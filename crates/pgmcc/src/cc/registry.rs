@@ -15,7 +15,7 @@ use thiserror::Error;
 use serde::Serialize;
 
 use super::{lowweight, pgmcc, pseudofed, tfmcc, CongestionControl};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// A congestion controller, by the name it has everywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -193,6 +193,19 @@ impl CcConfig {
             CcConfig::Pseudofed(c) => Some(Box::new(pseudofed::Pseudofed::new(*c, now))),
             CcConfig::LowWeight(c) => Some(Box::new(lowweight::LowWeight::new(*c, now))),
             CcConfig::PgmccAckless(c) => Some(Box::new(lowweight::AcklessPgmcc::new(*c, now))),
+        }
+    }
+
+    /// The loss-event merging interval receivers of this controller should report with
+    /// ([`ReceiverConfig::loss_events`](crate::ReceiverConfig::loss_events)), when it wants
+    /// TFRC's loss event rate instead of pgmcc's loss filter: TFMCC's receivers, which
+    /// measure no RTT of their own, merge losses over RFC 4654's initial RTT
+    /// (`docs/tfmcc.md`). Drivers that configure both ends (the simulator) use it; receivers
+    /// that see OPT_TFMCC_DATA switch on their own anyway.
+    pub fn receiver_loss_events(&self) -> Option<Duration> {
+        match self {
+            CcConfig::Tfmcc(t) => Some(t.initial_rtt),
+            _ => None,
         }
     }
 
