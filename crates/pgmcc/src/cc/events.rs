@@ -65,14 +65,6 @@ impl Events {
         self.queue.pop_front()
     }
 
-    /// Moves every event of `other` to the back of this queue (same bound).
-    pub fn append(&mut self, other: &mut Events) {
-        self.dropped += std::mem::take(&mut other.dropped);
-        while let Some(ev) = other.pop() {
-            self.push(ev);
-        }
-    }
-
     /// Events queued.
     pub fn len(&self) -> usize {
         self.queue.len()
