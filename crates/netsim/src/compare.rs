@@ -122,13 +122,7 @@ fn error(
 
 /// Reads a matrix file; base paths are resolved relative to it and must exist.
 pub fn load_matrix(path: &Path) -> Result<Matrix, ScenarioError> {
-    let file = path.display().to_string();
-    let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-        file: file.clone(),
-        line: 0,
-        key: "-".into(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let (file, src) = ScenarioError::read(path)?;
     let m: MatrixFile = toml::from_str(&src).map_err(|e| {
         let span = e.span().unwrap_or(0..0);
         error(&file, &src, span, "toml", e.message().to_string())

@@ -106,13 +106,7 @@ type NodeLookup<'a> = dyn Fn(&Spanned<String>, &str) -> Result<NodeId, ScenarioE
 
 /// Reads and builds a scenario file; `seed` overrides the file's seed.
 pub fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, ScenarioError> {
-    let file = path.display().to_string();
-    let src = std::fs::read_to_string(path).map_err(|e| ScenarioError {
-        file: file.clone(),
-        line: 0,
-        key: "-".into(),
-        message: format!("cannot read: {e}"),
-    })?;
+    let (file, src) = ScenarioError::read(path)?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -28,6 +28,23 @@ pub struct ScenarioError {
     pub message: String,
 }
 
+impl ScenarioError {
+    /// Reads the file at `path`: its name as errors show it, and its text; an unreadable
+    /// file is an error naming it.
+    pub(crate) fn read(path: &std::path::Path) -> Result<(String, String), ScenarioError> {
+        let file = path.display().to_string();
+        match std::fs::read_to_string(path) {
+            Ok(src) => Ok((file, src)),
+            Err(e) => Err(ScenarioError {
+                file,
+                line: 0,
+                key: "-".into(),
+                message: format!("cannot read: {e}"),
+            }),
+        }
+    }
+}
+
 /// The file being read, to turn a span into a line for errors.
 pub(super) struct Ctx<'a> {
     pub(super) file: &'a str,
