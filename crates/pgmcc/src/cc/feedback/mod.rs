@@ -233,6 +233,11 @@ impl Feedback {
                 }
             }
         }
+        // The low-weight and Pseudofed roles cancel what pgmcc's role just decided. When the
+        // packet asked for an election, pgmcc's role has already drawn its random wait, so
+        // these receivers draw a number they never use; dropping the draw would change the
+        // random stream and every seeded result of those controllers (left for a session
+        // that may change them).
         if lowweight::silences_acks(opts) {
             ack = None;
             self.acker.cancel();
