@@ -12,6 +12,7 @@ use pgmcc::{Duration, Instant};
 use crate::agent::{Agent, Ctx};
 use crate::link::{Link, LinkConfig, LinkId, NodeId};
 use crate::packet::{Dest, Packet, Payload};
+use pgmcc::rng::Rng;
 
 /// Index of an agent.
 pub type AgentId = usize;
@@ -48,6 +49,18 @@ struct Node {
     /// Groups joined by agents on this node.
     groups: BTreeSet<IpAddr>,
     ne: Option<NetworkElement>,
+    /// Host jitter: each packet an agent here sends waits a random time in `[0, max]` before
+    /// it enters the network, in order (see [`Sim::set_host_jitter`]).
+    jitter: Option<HostJitter>,
+}
+
+/// A host's send jitter and the state that keeps its packets in order.
+#[derive(Debug)]
+struct HostJitter {
+    max: Duration,
+    rng: Rng,
+    /// When the last delayed packet leaves: the next one never leaves before it.
+    last_release: Instant,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -64,6 +77,8 @@ enum EventKind {
     Start(AgentId),
     /// Stop an agent.
     Stop(AgentId),
+    /// A packet an agent sent leaves its host after the host jitter.
+    Emit(NodeId, u64),
     /// A node joins a group.
     Join(NodeId, IpAddr),
     /// A node leaves a group.
@@ -151,6 +166,7 @@ impl Sim {
             agents: Vec::new(),
             groups: BTreeSet::new(),
             ne: None,
+            jitter: None,
         });
         self.ne_gen.push(0);
         self.routes_changed();
@@ -203,6 +219,21 @@ impl Sim {
             .collect();
         config.seed ^= self.seed.wrapping_add(n as u64);
         self.nodes[n].ne = Some(NetworkElement::new(config));
+    }
+
+    /// Host jitter on node `n`: every packet its agents send waits a random time, uniform in
+    /// `[0, max]`, before it enters the network, and never overtakes an earlier one. A
+    /// deterministic simulator with drop-tail queues otherwise has *phase effects* (Floyd and
+    /// Jacobson, "On traffic phase effects in packet-switched gateways", 1992): ACK-clocked
+    /// flows arrive at a full queue in the same order every round trip, so which flow loses
+    /// depends on packet sizes and timing, not on its congestion control (docs/scenarios.md,
+    /// `jitter`). ns-2's TCP `overhead_` is the same device. `Duration::ZERO` turns it off.
+    pub fn set_host_jitter(&mut self, n: NodeId, max: Duration) {
+        self.nodes[n].jitter = (max > Duration::ZERO).then(|| HostJitter {
+            max,
+            rng: Rng::new(self.seed ^ 0x6a09_e667_f3bc_c908_u64.wrapping_mul(n as u64 + 1)),
+            last_release: Instant::ZERO,
+        });
     }
 
     /// The network element of a node, if any.
@@ -507,7 +538,7 @@ impl Sim {
             f(self.agents[a].1.as_mut(), self.now, &mut ctx);
         }
         for p in out {
-            self.forward(node, p, None);
+            self.emit(node, p);
         }
         self.agent_gen[a] += 1;
         if let Some(t) = self.agents[a].1.next_timer() {
@@ -523,6 +554,21 @@ impl Sim {
             self.last_wake = Some((a, self.now));
             self.schedule(t, EventKind::AgentTimer(a, g));
         }
+    }
+
+    /// A packet an agent on `node` sent: into the network now, or after the host's jitter.
+    fn emit(&mut self, node: NodeId, p: Packet) {
+        let now = self.now;
+        let Some(j) = self.nodes[node].jitter.as_mut() else {
+            self.forward(node, p, None);
+            return;
+        };
+        let at = (now + j.rng.duration_up_to(j.max)).max(j.last_release);
+        j.last_release = at;
+        self.seq += 1;
+        let id = self.seq;
+        self.in_flight.insert(id, p);
+        self.schedule(at, EventKind::Emit(node, id));
     }
 
     fn reschedule_ne(&mut self, n: NodeId) {
@@ -581,6 +627,11 @@ impl Sim {
                     self.in_flight.insert(id, p);
                     let arrive = self.now + self.links[l].config.delay;
                     self.schedule(arrive, EventKind::Arrive(l, id));
+                }
+            }
+            EventKind::Emit(n, id) => {
+                if let Some(p) = self.in_flight.remove(&id) {
+                    self.forward(n, p, None);
                 }
             }
             EventKind::Arrive(l, id) => {

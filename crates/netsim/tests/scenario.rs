@@ -184,3 +184,26 @@ fn pgmcc_realigned_is_pgmcc_with_realign_tokens_and_none_is_kind_pgm() {
         "{e}"
     );
 }
+
+#[test]
+fn host_jitter_is_a_named_key_off_by_default_and_changes_the_run() {
+    let e =
+        error_of(&TWO_PATHS.replace("sample = \"1s\"", "sample = \"1s\"\njitter = \"5 parsecs\""));
+    assert!(e.contains("jitter"), "{e}");
+    let mean = |src: &str| {
+        let mut sc = parse("j.toml", src, "x", None).unwrap();
+        let s = run(&mut sc, |_| {});
+        mean_between(&s, &s.flows[0].series_kbps, 30.0, 90.0)
+    };
+    let off = mean(TWO_PATHS);
+    let explicit_off =
+        mean(&TWO_PATHS.replace("sample = \"1s\"", "sample = \"1s\"\njitter = \"off\""));
+    assert_eq!(off, explicit_off, "the default is off");
+    let auto = mean(&TWO_PATHS.replace("sample = \"1s\"", "sample = \"1s\"\njitter = \"auto\""));
+    assert_ne!(off, auto, "jitter moves packets in time");
+    // Same controller, same bottleneck: the rate stays within 15% of the unjittered run.
+    assert!(
+        (auto / off - 1.0).abs() < 0.15,
+        "off {off:.0} auto {auto:.0}"
+    );
+}

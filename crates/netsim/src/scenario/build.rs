@@ -205,6 +205,10 @@ pub fn parse(
         let id = nodes[n.name.get_ref()];
         sim.enable_ne(id, cfg);
     }
+    let jitter = host_jitter(&f, &cx)?;
+    for id in 0..node_names.len() {
+        sim.set_host_jitter(id, jitter);
+    }
     let mut flows = Vec::new();
     for (i, fl) in f.flows.iter().enumerate() {
         let id = i as u32 + 1;
@@ -242,6 +246,35 @@ pub fn parse(
         node_names,
         link_names,
     })
+}
+
+/// Packet size that sets the automatic host jitter: a full Ethernet frame's IP packet.
+const JITTER_PACKET_BYTES: u64 = 1500;
+
+/// The `jitter` key: `off` (default: the published setups ran without), `auto` (the time the
+/// slowest link takes to serialise a 1500-byte packet, Floyd and Jacobson's scale for the
+/// randomisation that breaks drop-tail phase effects; `Sim::set_host_jitter`) or a duration.
+fn host_jitter(f: &File, cx: &Ctx<'_>) -> Result<Duration, ScenarioError> {
+    let auto = || {
+        let slowest = f
+            .links
+            .iter()
+            .filter_map(|l| units::rate(l.rate.get_ref()).ok())
+            .min()
+            .unwrap_or(0);
+        if slowest == 0 {
+            return Duration::ZERO;
+        }
+        Duration::from_nanos(JITTER_PACKET_BYTES * 8 * 1_000_000_000 / slowest)
+    };
+    match &f.jitter {
+        None => Ok(Duration::ZERO),
+        Some(j) => match j.get_ref().trim() {
+            "auto" => Ok(auto()),
+            "off" => Ok(Duration::ZERO),
+            _ => cx.dur(j, "jitter"),
+        },
+    }
 }
 
 /// The `[reproduce]` row, its flows found by name.

@@ -14,6 +14,7 @@ pub(super) struct File {
     pub(super) seed: Option<u64>,
     pub(super) duration: Spanned<String>,
     pub(super) sample: Option<Spanned<String>>,
+    pub(super) jitter: Option<Spanned<String>>,
     #[serde(default, rename = "node")]
     pub(super) nodes: Vec<NodeSpec>,
     #[serde(default, rename = "link")]
