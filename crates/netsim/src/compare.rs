@@ -22,9 +22,8 @@
 //!
 //! Controller names are the registry's ([`pgmcc::cc::Controller`]), the same as a flow's
 //! `cc` key. Knobs of the base that only pgmcc understands (`c`, `model`, `rtt_unit`,
-//! `adaptive_timeout`, `realign_tokens`) apply to the rows of both pgmcc names (`pgmcc` and
-//! `pgmcc-realigned`, pgmcc with `realign_tokens = true`, the real runtime's default); for
-//! the other controllers they are removed, so each controller runs with its own defaults.
+//! `adaptive_timeout`, `accounting`) apply to the rows of both pgmcc names (`pgmcc`, our
+//! recommended pgmcc, and `pgmcc-paper`, the published one); for the other controllers they are removed, so each controller runs with its own defaults.
 
 use std::path::{Path, PathBuf};
 
@@ -38,13 +37,7 @@ use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 5] = [
-    "c",
-    "model",
-    "rtt_unit",
-    "adaptive_timeout",
-    "realign_tokens",
-];
+const PGMCC_KNOBS: [&str; 5] = ["c", "model", "rtt_unit", "adaptive_timeout", "accounting"];
 
 /// Band around the phase's final mean that counts as settled (+-25%).
 pub const SETTLE_BAND: f64 = 0.25;

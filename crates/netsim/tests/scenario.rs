@@ -146,43 +146,42 @@ fn errors_name_file_line_and_key() {
 }
 
 #[test]
-fn pgmcc_realigned_is_pgmcc_with_realign_tokens_and_none_is_kind_pgm() {
-    // The two spellings run the same controller: the same summary, byte for byte.
+fn pgmcc_is_pgmcc_paper_with_pipe_accounting_and_none_is_kind_pgm() {
+    // The preset and the knob spelled out run the same controller: the same summary, byte
+    // for byte.
     let summary = |src: &str| {
         let mut sc = parse("two-paths.toml", src, "x", None).unwrap();
         serde_json::to_string(&run(&mut sc, |_| {})).unwrap()
     };
-    let realigned = TWO_PATHS.replace(
-        "kind = \"pgmcc\"",
-        "kind = \"pgmcc\"\ncc = \"pgmcc-realigned\"",
+    let with = |cc: &str| TWO_PATHS.replace("kind = \"pgmcc\"", &format!("kind = \"pgmcc\"\n{cc}"));
+    let recommended = with("cc = \"pgmcc\"");
+    assert_eq!(
+        summary(TWO_PATHS),
+        summary(&recommended),
+        "pgmcc is the default"
     );
-    let explicit = TWO_PATHS.replace(
-        "kind = \"pgmcc\"",
-        "kind = \"pgmcc\"\nrealign_tokens = true",
-    );
-    assert_eq!(summary(&realigned), summary(&explicit));
-    // ... and not plain pgmcc's (an acker switch at 30 s realigns the tokens).
-    assert_ne!(summary(&realigned), summary(TWO_PATHS));
-    let both = realigned.replace("cc = ", "realign_tokens = true\ncc = ");
-    assert_eq!(summary(&both), summary(&explicit));
+    let paper_piped = with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"");
+    assert_eq!(summary(&recommended), summary(&paper_piped));
+    // ... and not the paper's token rule (an acker switch at 30 s).
+    let paper = with("cc = \"pgmcc-paper\"");
+    assert_ne!(summary(&paper), summary(&recommended));
+    assert_eq!(summary(&paper), summary(&with("accounting = \"tokens\"")));
 
-    let contradiction = realigned.replace("cc = ", "realign_tokens = false\ncc = ");
-    let e = error_of(&contradiction);
+    let e = error_of(&with("accounting = \"credit\""));
+    assert!(e.contains("flow.accounting") && e.contains("tokens"), "{e}");
+    let e = error_of(&with("realign_tokens = true"));
     assert!(
-        e.contains("flow.realign_tokens") && e.contains("pgmcc-realigned"),
+        e.contains("flow.realign_tokens") && e.contains("retired"),
         "{e}"
     );
 
-    let none = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"pgmcc\"\ncc = \"none\"");
+    let none = with("cc = \"none\"");
     let e = error_of(&none);
     assert!(e.contains("flow.cc") && e.contains("kind = \"pgm\""), "{e}");
 
-    let unknown = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"pgmcc\"\ncc = \"tfrc\"");
+    let unknown = with("cc = \"tfrc\"");
     let e = error_of(&unknown);
-    assert!(
-        e.contains("use pgmcc, tfmcc") && e.contains("pgmcc-realigned"),
-        "{e}"
-    );
+    assert!(e.contains("use pgmcc, pgmcc-paper, tfmcc"), "{e}");
 }
 
 #[test]

@@ -53,12 +53,15 @@ fn tfmcc_fig5_shares_with_tcp_and_clr_moves() {
 fn cc_key_rejects_unknown_controllers_and_non_pgm_flows() {
     let path =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/compare/fig5-tfmcc.toml");
-    let src = std::fs::read_to_string(&path).unwrap();
+    // The file names the published preset; each test chooses its own controller.
+    let src = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("cc = \"pgmcc-paper\"\n", "");
     let bad = src.replace("cc = \"tfmcc\"", "cc = \"tfrc\"");
     let e = netsim::scenario::parse("bad.toml", &bad, "x", None)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("use pgmcc, tfmcc"), "{e}");
+    assert!(e.contains("use pgmcc, pgmcc-paper, tfmcc"), "{e}");
     let on_tcp = src.replace("kind = \"tcp-reno\"", "kind = \"tcp-reno\"\ncc = \"tfmcc\"");
     let e = netsim::scenario::parse("bad.toml", &on_tcp, "x", None)
         .unwrap_err()

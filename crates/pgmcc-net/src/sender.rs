@@ -35,7 +35,7 @@ pub struct SenderOptions {
     pub multicast_loop: bool,
     /// Ceiling on the total send rate, bytes per second of PGM packets. Default none.
     pub rate_limit: Option<u64>,
-    /// Congestion control. Default pgmcc with token realignment (see docs/pgmcc.md).
+    /// Congestion control. Default `pgmcc`, our recommended controller (docs/pgmcc.md).
     pub cc: CcConfig,
     /// Largest PGM packet in bytes. Default 1472 (1500-byte MTU minus IP and UDP headers).
     pub max_tpdu: usize,
@@ -65,10 +65,7 @@ pub struct SenderOptions {
 impl SenderOptions {
     /// Defaults for `group`, data-destination port `port`.
     pub fn new(group: Ipv4Addr, port: u16) -> SenderOptions {
-        let pgmcc = pgmcc::cc::pgmcc::PgmccConfig {
-            realign_tokens: true,
-            ..Default::default()
-        };
+        let pgmcc = pgmcc::cc::pgmcc::PgmccConfig::recommended();
         SenderOptions {
             group,
             port,

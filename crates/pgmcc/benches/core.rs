@@ -78,10 +78,7 @@ fn core(c: &mut Criterion) {
     let msg = vec![0x5au8; 1400];
     let mut g = c.benchmark_group("core");
     g.throughput(Throughput::Elements(1));
-    let pgmcc = CcConfig::Pgmcc(PgmccConfig {
-        realign_tokens: true,
-        ..Default::default()
-    });
+    let pgmcc = CcConfig::Pgmcc(PgmccConfig::recommended());
     let mut pair = Pair::new(pgmcc);
     g.bench_function("sender+receiver+ack, pgmcc, per 1400-byte packet", |b| {
         b.iter(|| pair.step(&msg))

@@ -424,7 +424,7 @@ fn with_pgmcc_the_worst_receiver_becomes_acker_and_every_byte_arrives() {
 #[test]
 fn unreliable_mode_reports_gaps_at_once_and_still_elects_an_acker() {
     let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
-    cfg.cc = CcConfig::Pgmcc(PgmccConfig::default());
+    cfg.cc = CcConfig::Pgmcc(PgmccConfig::recommended());
     cfg.repairs = false;
     cfg.rate_limit = Some(RateLimit {
         bytes_per_sec: 2_000_000,

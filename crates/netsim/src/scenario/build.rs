@@ -8,6 +8,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 
 use pgm_wire::{Gsi, Tsi};
+use pgmcc::cc::Controller;
 use pgmcc::ne::NeConfig;
 use pgmcc::{Duration, Instant, ReceiverConfig, SenderConfig};
 use toml::Spanned;
@@ -112,6 +113,46 @@ pub fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, ScenarioError> {
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     parse(&file, &src, &stem, seed)
+}
+
+/// Reads and builds a scenario file with every pgmcc flow (`kind = "pgmcc"` under `pgmcc`
+/// or `pgmcc-paper`, the file's choice or the default) run by `preset` instead, and its
+/// `accounting` knob dropped: the reproduction's second column, the same experiment under
+/// our recommended controller. Flows under other controllers are left alone.
+pub fn load_with_pgmcc(
+    path: &Path,
+    seed: Option<u64>,
+    preset: Controller,
+) -> Result<Scenario, ScenarioError> {
+    let (file, src) = ScenarioError::read(path)?;
+    let fail = |message: String| ScenarioError {
+        file: file.clone(),
+        line: 0,
+        key: "flow.cc".into(),
+        message,
+    };
+    let mut table: toml::Table = src
+        .parse()
+        .map_err(|e: toml::de::Error| fail(e.message().to_string()))?;
+    if let Some(toml::Value::Array(flows)) = table.get_mut("flow") {
+        for fl in flows.iter_mut().filter_map(|f| f.as_table_mut()) {
+            let pgmcc = fl.get("kind").and_then(|k| k.as_str()) == Some("pgmcc")
+                && fl
+                    .get("cc")
+                    .and_then(|c| c.as_str())
+                    .is_none_or(|c| c.parse::<Controller>().is_ok_and(Controller::is_pgmcc));
+            if pgmcc {
+                fl.insert("cc".into(), toml::Value::String(preset.name().into()));
+                fl.remove("accounting");
+            }
+        }
+    }
+    let text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    parse(&format!("{file} (cc = \"{preset}\")"), &text, &stem, seed)
 }
 
 /// Parses and builds a scenario from text (`file` names it in errors).

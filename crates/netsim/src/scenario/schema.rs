@@ -108,6 +108,7 @@ pub(super) struct FlowSpec {
     pub(super) min_rto: Option<Spanned<String>>,
     pub(super) repairs: Option<bool>,
     pub(super) realign_tokens: Option<bool>,
+    pub(super) accounting: Option<Spanned<String>>,
     pub(super) cc: Option<Spanned<String>>,
     /// Pseudofed knobs (`cc = "pseudofed"`, docs/pseudofed.md).
     pub(super) representatives: Option<Spanned<u32>>,

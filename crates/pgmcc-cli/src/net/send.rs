@@ -31,11 +31,11 @@ pub(crate) struct SendArgs {
     /// [default: none; with --cc none, always set one].
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
     rate_max: Option<u64>,
-    /// Congestion control, by the names scenarios and the comparison matrix use: `pgmcc` is
-    /// the paper's token rule read literally; the default, `pgmcc-realigned`, is pgmcc with
-    /// our token realignment on acker switches (docs/pgmcc.md).
+    /// Congestion control, by the names scenarios and the comparison matrix use: the
+    /// default, `pgmcc`, is our recommended pgmcc; `pgmcc-paper` is the algorithm as
+    /// published, for comparisons (docs/pgmcc.md).
     #[arg(long, value_name = "CC", value_parser = controller_parser(),
-          default_value_t = Controller::PgmccRealigned)]
+          default_value_t = Controller::Pgmcc)]
     cc: Controller,
     /// With --cc lowweight: the session never sends slower than this, whatever the worst
     /// receiver's losses (the session owner's floor; data and repairs together), e.g. 1Mbit.
@@ -288,11 +288,11 @@ mod tests {
     }
 
     #[test]
-    fn without_cc_the_sender_runs_the_runtime_default_pgmcc_realigned() {
+    fn without_cc_the_sender_runs_the_recommended_pgmcc() {
         let args = parse(&[]).unwrap();
-        assert_eq!(args.cc, Controller::PgmccRealigned);
+        assert_eq!(args.cc, Controller::Pgmcc);
         let default = SenderOptions::new(Ipv4Addr::new(239, 1, 1, 1), 7500).cc;
-        assert_eq!(Controller::of(&default), Controller::PgmccRealigned);
+        assert_eq!(Controller::of(&default), Controller::Pgmcc);
         assert_eq!(
             cc_config(&args, 1472).unwrap(),
             default,
@@ -311,7 +311,7 @@ mod tests {
 
     #[test]
     fn an_unknown_cc_is_refused_with_every_valid_name() {
-        let e = parse(&["--cc", "pgmcc-paper"]).unwrap_err().to_string();
+        let e = parse(&["--cc", "pgmcc-realigned"]).unwrap_err().to_string();
         for name in Controller::names() {
             assert!(e.contains(name), "{name} missing from: {e}");
         }

@@ -34,6 +34,8 @@ pub struct AckTracker {
     dupack_threshold: u32,
     /// Only sequence numbers before this one count (a former acker's range).
     end: Option<u32>,
+    /// A bounded tracker that still declares losses in its range.
+    judge: bool,
 }
 
 impl AckTracker {
@@ -46,6 +48,7 @@ impl AckTracker {
             bits: 0,
             dupack_threshold: dupack_threshold.max(1),
             end: None,
+            judge: true,
         }
     }
 
@@ -54,8 +57,39 @@ impl AckTracker {
     pub fn bounded(first: u32, end: u32) -> AckTracker {
         AckTracker {
             end: Some(end),
+            judge: false,
             ..AckTracker::new(first, u32::MAX)
         }
+    }
+
+    /// This tracker, from now on limited to the packets before `end` (those that named this
+    /// acker before a switch): it keeps what it already merged and goes on declaring losses
+    /// in its range, so that a loss across a switch is still seen.
+    pub fn bounded_to(&self, end: u32) -> AckTracker {
+        AckTracker {
+            end: Some(end),
+            ..self.clone()
+        }
+    }
+
+    /// Packets in `next..upto` (and before the range's end, if bounded) neither acknowledged
+    /// nor declared lost: this acker's share of the packets in flight.
+    pub fn unsettled(&self, upto: u32) -> u32 {
+        let stop = match self.end {
+            Some(e) if sqn::lt(e, upto) => e,
+            _ => upto,
+        };
+        if !sqn::lt(self.next, stop) {
+            return 0;
+        }
+        let acked = match self.max {
+            None => 0,
+            Some(max) => (0..BITS)
+                .map(|back| max.wrapping_sub(back))
+                .filter(|&s| sqn::le(self.next, s) && sqn::lt(s, stop) && self.acked(s))
+                .count() as u32,
+        };
+        sqn::distance(self.next, stop).saturating_sub(acked)
     }
 
     /// True once every packet of a bounded tracker's range is settled.
@@ -144,7 +178,7 @@ impl AckTracker {
                 }
             }
         }
-        if let Some(end) = self.end {
+        if let (Some(end), false) = (self.end, self.judge) {
             // A former acker: advance past what it acknowledged, never judge losses.
             while sqn::lt(self.next, end) && sqn::le(self.next, max) && self.acked(self.next) {
                 self.next = self.next.wrapping_add(1);
@@ -156,7 +190,7 @@ impl AckTracker {
             return out;
         }
         // Settle packets from `next` upwards: acknowledged, lost, or still open.
-        while sqn::le(self.next, max) {
+        while sqn::le(self.next, max) && self.end.is_none_or(|e| sqn::lt(self.next, e)) {
             let back = sqn::distance(self.next, max);
             if back >= BITS {
                 // Fell out of the history without an ACK.

@@ -72,11 +72,9 @@ pub struct PgmccConfig {
     /// Stalls in a row after which the next data packet asks for a new election (§3.6: "a
     /// couple": 2).
     pub stalls_before_election: u32,
-    /// Keep the tokens at least at `W - packets in flight` (ours; default off = the paper's
-    /// literal token rule). The literal rule leaks tokens (lost packets never return theirs,
-    /// ignored ACKs may be the last in flight), so with small windows the pipe can empty and
-    /// wait for a stall timeout: see `docs/pgmcc.md`. Recommended on outside reproductions.
-    pub realign_tokens: bool,
+    /// How the window limits transmissions (paper: [`Accounting::Tokens`]; our recommended
+    /// controller: [`Accounting::Pipe`]).
+    pub accounting: Accounting,
     /// Rate floor (ours; default none = the paper): while the window holds the sender back,
     /// one packet may still leave every `min_interval`, whatever the acker says or does not
     /// say. With `max_tpdu` bytes per packet the session never drops below
@@ -96,13 +94,44 @@ impl Default for PgmccConfig {
             rtt_unit: RttUnit::Packets,
             timeout: TimeoutPolicy::Fixed(Duration::from_secs(3)),
             stalls_before_election: 2,
-            realign_tokens: false,
+            accounting: Accounting::Tokens,
             min_interval: None,
         }
     }
 }
 
+/// What limits the sender between ACKs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Accounting {
+    /// The paper's §3.4 token rule with the draft's reading: one token per data packet, `1 +
+    /// 1/W` back per ACK from the current acker, the next W/2 ACKs after a loss return none;
+    /// ACKs from anyone else (former ackers included) are ignored. Tokens leak: a lost
+    /// packet or an ignored ACK never returns its token, and after a switch the packets
+    /// still travelling to the former acker are forgotten, so the pipe can empty with `T < 1`
+    /// until a stall timeout (docs/pgmcc.md).
+    #[default]
+    Tokens,
+    /// Ours (issue 19), TCP's pipe rule (RFC 6675) over the acker's reports: a data packet
+    /// may leave while `packets in flight + 1 <= W`. A packet is in flight until the acker
+    /// it named acknowledges it or its reports declare it lost (three later packets
+    /// acknowledged). Packets that named a former acker stay in flight after a switch until
+    /// that acker settles them or the new acker has acknowledged `dupack_threshold` packets
+    /// sent after the switch (the same evidence that declares a loss, here taken as "will
+    /// not be reported"); a loss the former acker reports still triggers one reaction. The
+    /// window rules (growth per acknowledged packet, halving once per RTT) are the paper's;
+    /// "ignore the next W/2 ACKs" is what the pipe does by itself once W is halved.
+    Pipe,
+}
+
 impl PgmccConfig {
+    /// Our recommended controller: the paper's with [`Accounting::Pipe`].
+    pub fn recommended() -> PgmccConfig {
+        PgmccConfig {
+            accounting: Accounting::Pipe,
+            ..PgmccConfig::default()
+        }
+    }
+
     /// The fairness benchmark's adaptive timeout with RFC 6298 bounds.
     pub fn with_adaptive_timeout(mut self) -> PgmccConfig {
         self.timeout = TimeoutPolicy::Adaptive {
@@ -168,11 +197,9 @@ pub struct Pgmcc {
     window: Window,
     tracker: AckTracker,
     acker: Option<AckerState>,
-    /// Former ackers whose ACKs for the packets that named them still return tokens
-    /// (bounded: the most recent [`FORMER_ACKERS`]).
-    previous: VecDeque<(IpAddr, AckTracker)>,
-    /// First sequence number that named the current acker.
-    acker_since: u32,
+    /// Former ackers and the packets that named them ([`Accounting::Pipe`]; bounded: the
+    /// most recent [`FORMER_ACKERS`]).
+    previous: VecDeque<Former>,
     /// Send-time history of data packets: (ms, sqn).
     history: VecDeque<(u32, u32)>,
     last_sent: Option<u32>,
@@ -184,11 +211,27 @@ pub struct Pgmcc {
     /// from there.
     elect_since: Option<u32>,
     stalls_in_a_row: u32,
+    /// One transmission granted by the rate floor ([`Accounting::Pipe`]).
+    floor_credit: bool,
     /// When the timeout was last reset, and the RTO state.
     timer_from: Instant,
     rto: Rto,
     events: Events,
     stats: CcStats,
+}
+
+/// A former acker ([`Accounting::Pipe`]).
+#[derive(Debug, Clone)]
+struct Former {
+    addr: IpAddr,
+    /// Its reports over the packets that named it.
+    tracker: AckTracker,
+    /// When what it has not settled leaves the count of packets in flight: its
+    /// retransmission timeout (RFC 6298: SRTT + 4 RTTVAR of its ACKs) after the switch, the
+    /// time by which TCP too gives a packet up.
+    expires: Instant,
+    /// Its unsettled packets no longer count in flight.
+    expired: bool,
 }
 
 /// Data packets remembered for RTT-in-packets lookups.
@@ -206,13 +249,13 @@ impl Pgmcc {
             tracker: AckTracker::new(0, cfg.dupack_threshold),
             acker: None,
             previous: VecDeque::new(),
-            acker_since: 0,
             history: VecDeque::new(),
             last_sent: None,
             last_sent_at: now,
             elect: true,
             elect_since: None,
             stalls_in_a_row: 0,
+            floor_credit: false,
             timer_from: now,
             rto: Rto::new(),
             events: Events::new(),
@@ -280,54 +323,59 @@ impl Pgmcc {
         }
     }
 
-    fn switch_to(&mut self, addr: IpAddr, op: Operating) {
+    fn switch_to(&mut self, now: Instant, addr: IpAddr, op: Operating) {
         let from = self.acker.map(|a| a.addr);
         // After an election request the winner answers for the packets that asked; after a
         // switch the new acker is named from the next packet on.
         let next = self.last_sent.map_or(0, |s| s.wrapping_add(1));
         let first = self.elect_since.take().unwrap_or(next);
         if let Some(prev) = from {
-            // ACKs for packets that named the previous acker still count for tokens, from
-            // the first one it had not yet acknowledged up to the switch.
-            let from_sqn = if sqn::lt(self.acker_since, self.tracker.next_expected()) {
-                self.tracker.next_expected()
-            } else {
-                self.acker_since
-            };
-            self.previous.retain(|(a, _)| *a != prev);
-            self.previous
-                .push_back((prev, AckTracker::bounded(from_sqn, first)));
-            if self.previous.len() > FORMER_ACKERS {
-                self.previous.pop_front();
+            if self.cfg.accounting == Accounting::Pipe {
+                // The packets that named the previous acker stay in flight until it settles
+                // them (or the new acker's reports show they will not be).
+                let rto = self.rto.srtt.map_or(self.fixed_timeout(), |srtt| {
+                    srtt + (self.rto.rttvar * 4).max(Duration::from_millis(1))
+                });
+                self.previous.push_back(Former {
+                    addr: prev,
+                    tracker: self.tracker.bounded_to(first),
+                    expires: now + rto,
+                    expired: false,
+                });
+                if self.previous.len() > FORMER_ACKERS {
+                    self.previous.pop_front();
+                }
             }
             self.stats.acker_switches += 1;
         }
-        self.previous.retain(|(a, _)| *a != addr);
-        self.acker_since = first;
         self.tracker.reset(first);
         self.acker = Some(AckerState { addr, op });
         self.elect = false;
-        if let TimeoutPolicy::Adaptive { .. } = self.cfg.timeout {
-            // Fixed timeout until the new acker's first sample (fairness benchmark Set 1).
+        if matches!(self.cfg.timeout, TimeoutPolicy::Adaptive { .. })
+            || self.cfg.accounting == Accounting::Pipe
+        {
+            // Fixed timeout until the new acker's first sample (fairness benchmark Set 1);
+            // with the pipe rule the estimate is also the new acker's own, for the day it
+            // becomes a former acker.
             self.rto = Rto::new();
         }
         self.push_event(CcEvent::AckerChanged { from, to: addr });
     }
 
-    fn on_report(&mut self, fb: &PgmccFeedback, sample: RttSample) {
+    fn on_report(&mut self, now: Instant, fb: &PgmccFeedback, sample: RttSample) {
         let rtt = self.rtt(sample);
-        self.on_operating_point(fb.rx, rtt, fb.loss_rate);
+        self.on_operating_point(now, fb.rx, rtt, fb.loss_rate);
     }
 
     /// One receiver report: elect, update the acker, or switch (§3.5).
-    fn on_operating_point(&mut self, rx: IpAddr, rtt: u32, loss: u16) {
+    fn on_operating_point(&mut self, now: Instant, rx: IpAddr, rtt: u32, loss: u16) {
         let op = Operating {
             rtt,
             loss: u32::from(loss),
         };
         self.stats.reports += 1;
         match self.acker {
-            None => self.switch_to(rx, op),
+            None => self.switch_to(now, rx, op),
             Some(cur) if cur.addr == rx => {
                 // The acker reports on every ACK: smooth its RTT (gain 1/4) so one sample
                 // taken in a burst does not make it look faster than it is.
@@ -341,20 +389,105 @@ impl Pgmcc {
                     .model
                     .should_switch(op, cur.op, self.cfg.switch_bias)
                 {
-                    self.switch_to(rx, op);
+                    self.switch_to(now, rx, op);
                 }
             }
         }
     }
 }
 
+impl Pgmcc {
+    /// Packets in flight ([`Accounting::Pipe`]): sent, and not yet acknowledged or declared
+    /// lost by the acker they named.
+    pub fn in_flight(&self) -> u32 {
+        let Some(lead) = self.last_sent else {
+            return 0;
+        };
+        let upto = lead.wrapping_add(1);
+        self.previous
+            .iter()
+            .filter(|p| !p.expired)
+            .map(|p| p.tracker.unsettled(upto))
+            .fold(self.tracker.unsettled(upto), u32::saturating_add)
+    }
+
+    /// Whole packets the window still lets out: the tokens, or `W - in flight`.
+    fn metrics_tokens(&self) -> u32 {
+        match self.cfg.accounting {
+            Accounting::Tokens => self.window.tokens(),
+            Accounting::Pipe => {
+                (self.window.window() - f64::from(self.in_flight())).max(0.0) as u32
+            }
+        }
+    }
+
+    fn window_open(&self) -> bool {
+        match self.cfg.accounting {
+            Accounting::Tokens => self.window.can_send(),
+            Accounting::Pipe => {
+                self.floor_credit || f64::from(self.in_flight()) + 1.0 <= self.window.window()
+            }
+        }
+    }
+
+    /// A loss among the packets in flight: one reaction per RTT (the window's own rule).
+    fn on_lost(&mut self, lost: u32, rx_max: u32, lead: u32) {
+        let in_flight = sqn::distance(rx_max, lead);
+        if self.window.on_loss(lost, in_flight, lead) {
+            self.stats.loss_events += 1;
+            self.push_event(CcEvent::Congestion {
+                window: self.window.window(),
+            });
+        }
+    }
+
+    /// An ACK from a former acker ([`Accounting::Pipe`]): it settles packets that named it,
+    /// and a loss it declares is a loss like any other. Returns false if `from` is none.
+    fn on_former_ack(&mut self, from: IpAddr, rx_max: u32, bitmap: u32, lead: u32) -> bool {
+        let mut found = false;
+        let mut lost = None;
+        let mut acked = 0;
+        for p in self.previous.iter_mut().filter(|p| p.addr == from) {
+            found = true;
+            let o = p.tracker.on_ack(rx_max, bitmap);
+            acked += o.newly_acked;
+            lost = lost.or(o.lost.first().copied());
+        }
+        if let Some(l) = lost {
+            self.on_lost(l, rx_max, lead);
+        }
+        self.window.on_ack(acked);
+        self.previous.retain(|p| !p.tracker.finished());
+        found
+    }
+
+    /// Former ackers' packets whose time is up no longer count in flight.
+    fn expire_former(&mut self, now: Instant) {
+        for p in self.previous.iter_mut() {
+            if !p.expired && now >= p.expires {
+                p.expired = true;
+            }
+        }
+    }
+
+    /// The next instant a former acker's packets leave the count in flight.
+    fn next_expiry(&self) -> Option<Instant> {
+        self.previous
+            .iter()
+            .filter(|p| !p.expired)
+            .map(|p| p.expires)
+            .min()
+    }
+}
+
 impl CongestionControl for Pgmcc {
     fn can_send(&self) -> bool {
-        self.window.can_send()
+        self.window_open()
     }
 
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.window.on_transmit();
+        self.floor_credit = false;
         if self.last_sent.is_none() {
             self.tracker.reset(sqn);
         }
@@ -390,20 +523,21 @@ impl CongestionControl for Pgmcc {
         // it to 1: ACK compression.)
         if let Some((fb, sample)) = fb {
             if fb.rx == from {
-                self.on_report(fb, sample);
+                self.on_report(now, fb, sample);
             }
         }
         let is_acker = self.acker.is_some_and(|a| a.addr == from);
-        if !is_acker {
-            if let Some(i) = self.previous.iter().position(|(a, _)| *a == from) {
-                // Tokens only, for packets that named this former acker.
-                let o = self.previous[i].1.on_ack(ack.rx_max, ack.bitmap);
-                self.window.on_ack(o.newly_acked);
-                if self.previous[i].1.finished() {
-                    self.previous.remove(i);
-                }
-                return;
+        let pipe = self.cfg.accounting == Accounting::Pipe;
+        let had_room = self.window_open();
+        if pipe && self.on_former_ack(from, ack.rx_max, ack.bitmap, lead) && !is_acker {
+            if !had_room && self.window_open() {
+                self.push_event(CcEvent::TokensAvailable {
+                    tokens: self.metrics_tokens(),
+                });
             }
+            return;
+        }
+        if !is_acker {
             self.stats.acks_ignored += 1;
             return;
         }
@@ -413,26 +547,16 @@ impl CongestionControl for Pgmcc {
             let r = Duration::from_millis(u64::from(sample.raw_millis().min(MAX_RTT_MS)));
             self.rto.sample(r);
         }
-        if !out.lost.is_empty() {
-            let in_flight = sqn::distance(ack.rx_max, lead);
-            if self.window.on_loss(out.lost[0], in_flight, lead) {
-                self.stats.loss_events += 1;
-                self.push_event(CcEvent::Congestion {
-                    window: self.window.window(),
-                });
-            }
+        if let Some(&l) = out.lost.first() {
+            self.on_lost(l, ack.rx_max, lead);
         }
-        let had_tokens = self.window.can_send();
         self.window.on_ack(out.newly_acked);
-        if self.cfg.realign_tokens {
-            // Packets not yet settled (acknowledged or declared lost), an upper bound on the
-            // packets in flight.
-            let in_flight = sqn::distance(self.tracker.next_expected(), lead.wrapping_add(1));
-            self.window.realign_tokens(in_flight);
+        if pipe {
+            self.expire_former(now);
         }
-        if !had_tokens && self.window.can_send() {
+        if !had_room && self.window_open() {
             self.push_event(CcEvent::TokensAvailable {
-                tokens: self.window.tokens(),
+                tokens: self.metrics_tokens(),
             });
         }
         if out.newly_acked > 0 {
@@ -447,18 +571,19 @@ impl CongestionControl for Pgmcc {
         }
     }
 
-    fn on_nak(&mut self, _now: Instant, n: &Nak<'_>) {
+    fn on_nak(&mut self, now: Instant, n: &Nak<'_>) {
         if let (Some(fb), Some(sample)) = (n.options.pgmcc_feedback, n.rtt) {
-            self.on_report(&fb, sample);
+            self.on_report(now, &fb, sample);
         }
     }
 
     fn poll_timeout(&self) -> Option<Instant> {
         // The stall timer only runs while we are blocked waiting for ACKs.
-        if self.window.can_send() || self.last_sent.is_none() {
+        if self.window_open() || self.last_sent.is_none() {
             return None;
         }
         let stall = self.timer_from + self.fixed_timeout();
+        let stall = self.next_expiry().map_or(stall, |e| e.min(stall));
         Some(match self.cfg.min_interval {
             Some(floor) => stall.min(self.last_sent_at + floor),
             None => stall,
@@ -466,7 +591,14 @@ impl CongestionControl for Pgmcc {
     }
 
     fn on_timeout(&mut self, now: Instant) {
-        if self.window.can_send() || self.last_sent.is_none() {
+        if self.window_open() || self.last_sent.is_none() {
+            return;
+        }
+        self.expire_former(now);
+        if self.window_open() {
+            self.push_event(CcEvent::TokensAvailable {
+                tokens: self.metrics_tokens(),
+            });
             return;
         }
         let deadline = self.timer_from + self.fixed_timeout();
@@ -477,7 +609,10 @@ impl CongestionControl for Pgmcc {
                 .is_some_and(|floor| now >= self.last_sent_at + floor)
             {
                 self.stats.floor_tokens += 1;
-                self.window.grant_one();
+                match self.cfg.accounting {
+                    Accounting::Tokens => self.window.grant_one(),
+                    Accounting::Pipe => self.floor_credit = true,
+                }
             }
             return;
         }
@@ -490,10 +625,11 @@ impl CongestionControl for Pgmcc {
         if let Some(lead) = self.last_sent {
             self.tracker.reset(lead.wrapping_add(1));
         }
+        // A restart forgets every packet in flight (W = T = 1, the paper).
+        self.previous.clear();
         if self.stalls_in_a_row >= self.cfg.stalls_before_election {
             self.elect = true;
             self.acker = None;
-            self.previous.clear();
         }
         self.push_event(CcEvent::Stalled {
             stalls_in_a_row: self.stalls_in_a_row,
@@ -510,7 +646,7 @@ impl CongestionControl for Pgmcc {
             acker_report: self.acker.map(|a| a.op),
             window: Some(self.window.window()),
             rate: None,
-            tokens: self.window.tokens(),
+            tokens: self.metrics_tokens(),
             stats: self.stats.clone(),
         }
     }

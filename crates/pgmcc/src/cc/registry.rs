@@ -20,8 +20,13 @@ use crate::time::{Duration, Instant};
 /// A congestion controller, by the name it has everywhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Controller {
-    /// `pgmcc`: pgmcc as the paper's §3.4 token rule reads (tokens not realigned on a switch).
+    /// `pgmcc`: our recommended pgmcc, the default everywhere
+    /// ([`pgmcc::PgmccConfig::recommended`]: the paper's controller with TCP's pipe rule,
+    /// [`pgmcc::Accounting::Pipe`]).
     Pgmcc,
+    /// `pgmcc-paper`: pgmcc as published, for reproductions (paper §3 with the draft's token
+    /// rule; ACKs from former ackers return nothing: [`pgmcc::Accounting::Tokens`]).
+    PgmccPaper,
     /// `tfmcc`: the TFMCC-style equation-based baseline (`docs/tfmcc.md`).
     Tfmcc,
     /// `pseudofed`: Pseudofed's representative-based rate controller (`docs/pseudofed.md`).
@@ -30,9 +35,6 @@ pub enum Controller {
     LowWeight,
     /// `pgmcc-ackless`: pgmcc's window driven by the worst receiver's quick NAKs.
     PgmccAckless,
-    /// `pgmcc-realigned`: pgmcc with token realignment on acker switches (ours,
-    /// [`pgmcc::PgmccConfig::realign_tokens`]).
-    PgmccRealigned,
     /// `none`: no congestion control; the PGM rate limiter alone paces the session.
     None,
 }
@@ -41,11 +43,11 @@ impl Controller {
     /// Every controller, in the order error messages and `--help` list them.
     pub const ALL: [Controller; 7] = [
         Controller::Pgmcc,
+        Controller::PgmccPaper,
         Controller::Tfmcc,
         Controller::Pseudofed,
         Controller::LowWeight,
         Controller::PgmccAckless,
-        Controller::PgmccRealigned,
         Controller::None,
     ];
 
@@ -53,11 +55,11 @@ impl Controller {
     pub fn name(self) -> &'static str {
         match self {
             Controller::Pgmcc => "pgmcc",
+            Controller::PgmccPaper => "pgmcc-paper",
             Controller::Tfmcc => "tfmcc",
             Controller::Pseudofed => "pseudofed",
             Controller::LowWeight => "lowweight",
             Controller::PgmccAckless => "pgmcc-ackless",
-            Controller::PgmccRealigned => "pgmcc-realigned",
             Controller::None => "none",
         }
     }
@@ -66,7 +68,11 @@ impl Controller {
     pub fn about(self) -> &'static str {
         match self {
             Controller::Pgmcc => {
-                "pgmcc as the paper's token rule reads (tokens not realigned on an acker switch)"
+                "pgmcc, recommended: the paper's window and acker election with TCP's pipe \
+                 rule, packets still travelling to a former acker counted (docs/pgmcc.md)"
+            }
+            Controller::PgmccPaper => {
+                "pgmcc as published (paper §3, the draft's token rule), for reproductions"
             }
             Controller::Tfmcc => "the TFMCC-style equation-based baseline (docs/tfmcc.md)",
             Controller::Pseudofed => {
@@ -80,9 +86,6 @@ impl Controller {
                 "pgmcc's window driven by the worst receiver's NAKs instead of ACKs \
                  (docs/lowweight.md; a research comparison, not recommended)"
             }
-            Controller::PgmccRealigned => {
-                "pgmcc with token realignment on acker switches (ours, docs/pgmcc.md)"
-            }
             Controller::None => "no congestion control: only the rate limit paces the session",
         }
     }
@@ -90,15 +93,12 @@ impl Controller {
     /// The controller with its defaults; drivers then set the knobs they expose.
     pub fn config(self) -> CcConfig {
         match self {
-            Controller::Pgmcc => CcConfig::Pgmcc(pgmcc::PgmccConfig::default()),
+            Controller::Pgmcc => CcConfig::Pgmcc(pgmcc::PgmccConfig::recommended()),
+            Controller::PgmccPaper => CcConfig::Pgmcc(pgmcc::PgmccConfig::default()),
             Controller::Tfmcc => CcConfig::Tfmcc(tfmcc::TfmccConfig::default()),
             Controller::Pseudofed => CcConfig::Pseudofed(pseudofed::PseudofedConfig::default()),
             Controller::LowWeight => CcConfig::LowWeight(lowweight::LowWeightConfig::default()),
             Controller::PgmccAckless => CcConfig::PgmccAckless(lowweight::AcklessConfig::default()),
-            Controller::PgmccRealigned => CcConfig::Pgmcc(pgmcc::PgmccConfig {
-                realign_tokens: true,
-                ..pgmcc::PgmccConfig::default()
-            }),
             Controller::None => CcConfig::None,
         }
     }
@@ -106,8 +106,8 @@ impl Controller {
     /// The name a configuration runs under.
     pub fn of(config: &CcConfig) -> Controller {
         match config {
-            CcConfig::Pgmcc(c) if c.realign_tokens => Controller::PgmccRealigned,
-            CcConfig::Pgmcc(_) => Controller::Pgmcc,
+            CcConfig::Pgmcc(c) if c.accounting == pgmcc::Accounting::Pipe => Controller::Pgmcc,
+            CcConfig::Pgmcc(_) => Controller::PgmccPaper,
             CcConfig::Tfmcc(_) => Controller::Tfmcc,
             CcConfig::Pseudofed(_) => Controller::Pseudofed,
             CcConfig::LowWeight(_) => Controller::LowWeight,
@@ -118,7 +118,7 @@ impl Controller {
 
     /// True for the two pgmcc names, which share [`pgmcc::PgmccConfig`]'s knobs.
     pub fn is_pgmcc(self) -> bool {
-        matches!(self, Controller::Pgmcc | Controller::PgmccRealigned)
+        matches!(self, Controller::Pgmcc | Controller::PgmccPaper)
     }
 
     /// Every name, in [`Controller::ALL`]'s order.
@@ -240,7 +240,7 @@ mod tests {
         let e = "tfrc".parse::<Controller>().unwrap_err().to_string();
         assert_eq!(
             e,
-            "`tfrc`: use pgmcc, tfmcc, pseudofed, lowweight, pgmcc-ackless, pgmcc-realigned or none"
+            "`tfrc`: use pgmcc, pgmcc-paper, tfmcc, pseudofed, lowweight, pgmcc-ackless or none"
         );
     }
 }

@@ -55,7 +55,7 @@ pub(in crate::scenario) fn pgm_cc(
     }
     let mut cc = ctl.config();
     match &mut cc {
-        CcConfig::Pgmcc(pc) => pgmcc::apply(fl, ctl, pc, cx)?,
+        CcConfig::Pgmcc(pc) => pgmcc::apply(fl, pc, cx)?,
         CcConfig::Tfmcc(_) => pgmcc::refuse(fl, ctl, false, cx)?,
         CcConfig::Pseudofed(pc) => {
             pgmcc::refuse(fl, ctl, false, cx)?;

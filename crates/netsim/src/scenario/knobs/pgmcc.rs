@@ -1,7 +1,7 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `realign_tokens`), for
-//! `cc = "pgmcc"` and `cc = "pgmcc-realigned"`, and their refusal elsewhere.
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`), for
+//! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
-use pgmcc::cc::pgmcc::{PgmccConfig, RttUnit};
+use pgmcc::cc::pgmcc::{Accounting, PgmccConfig, RttUnit};
 use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
 
@@ -9,12 +9,11 @@ use super::switch_bias;
 use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `realign_tokens`) on the
-/// defaults of `ctl`, `pgmcc` or `pgmcc-realigned`. `realign_tokens = false` contradicts
-/// `pgmcc-realigned` and is refused.
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`) on the
+/// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
+/// what replaced it.
 pub(super) fn apply(
     fl: &FlowSpec,
-    ctl: Controller,
     pc: &mut PgmccConfig,
     cx: &Ctx<'_>,
 ) -> Result<(), ScenarioError> {
@@ -50,19 +49,27 @@ pub(super) fn apply(
     if fl.adaptive_timeout.unwrap_or(false) {
         *pc = pc.with_adaptive_timeout();
     }
-    match fl.realign_tokens {
-        Some(false) if ctl == Controller::PgmccRealigned => {
-            let span = fl.cc.as_ref().map_or_else(|| fl.kind.span(), |c| c.span());
-            return cx.err(
-                span,
-                "flow.realign_tokens",
-                "`false` contradicts cc = \"pgmcc-realigned\" (pgmcc with realign_tokens = \
-                 true); for pgmcc without realignment use cc = \"pgmcc\"",
-            );
-        }
-        Some(realign) => pc.realign_tokens = realign,
-        // The controller's default: off for `pgmcc`, on for `pgmcc-realigned`.
-        None => {}
+    if fl.realign_tokens.is_some() {
+        return cx.err(
+            fl.kind.span(),
+            "flow.realign_tokens",
+            "retired (issue 19): token realignment over-credited after acker switches; \
+             cc = \"pgmcc\" now counts packets in flight across switches (accounting = \
+             \"pipe\"), cc = \"pgmcc-paper\" is the published token rule",
+        );
+    }
+    if let Some(a) = &fl.accounting {
+        pc.accounting = match a.get_ref().as_str() {
+            "tokens" => Accounting::Tokens,
+            "pipe" => Accounting::Pipe,
+            other => {
+                return cx.err(
+                    a.span(),
+                    "flow.accounting",
+                    format!("`{other}`: use tokens (the paper's) or pipe (ours)"),
+                )
+            }
+        };
     }
     Ok(())
 }
@@ -80,6 +87,7 @@ pub(super) fn refuse(
         ("model", fl.model.is_some()),
         ("rtt_unit", fl.rtt_unit.is_some()),
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+        ("accounting", fl.accounting.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {
