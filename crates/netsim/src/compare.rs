@@ -249,31 +249,19 @@ pub fn build(topo: &Topology, controller: &str, seed: u64) -> Result<Scenario, S
     if let Some(d) = &topo.duration {
         table.insert("duration".into(), toml::Value::String(d.clone()));
     }
-    let Some(toml::Value::Array(flows)) = table.get_mut("flow") else {
+    if !matches!(table.get("flow"), Some(toml::Value::Array(_))) {
         return Err(fail("flow", "the base scenario has no [[flow]]".into()));
-    };
-    let mut changed = 0;
-    for fl in flows.iter_mut() {
-        let Some(fl) = fl.as_table_mut() else {
-            continue;
-        };
-        let is_pgm = fl.get("kind").and_then(|k| k.as_str()) == Some("pgmcc");
-        let named = fl
-            .get("name")
-            .and_then(|n| n.as_str())
-            .unwrap_or_default()
-            .to_string();
-        if !is_pgm || !(topo.flows.is_empty() || topo.flows.contains(&named)) {
-            continue;
-        }
-        fl.insert("cc".into(), toml::Value::String(ctl.name().into()));
-        if !ctl.is_pgmcc() {
-            for k in PGMCC_KNOBS {
-                fl.remove(k);
-            }
-        }
-        changed += 1;
     }
+    let drop: &[&str] = if ctl.is_pgmcc() { &[] } else { &PGMCC_KNOBS };
+    let changed = scenario::set_pgm_cc(
+        &mut table,
+        ctl,
+        |fl| {
+            let named = fl.get("name").and_then(|n| n.as_str()).unwrap_or_default();
+            topo.flows.is_empty() || topo.flows.iter().any(|f| f == named)
+        },
+        drop,
+    );
     if changed == 0 {
         return Err(fail(
             "flow",

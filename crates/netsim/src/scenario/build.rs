@@ -134,25 +134,48 @@ pub fn load_with_pgmcc(
     let mut table: toml::Table = src
         .parse()
         .map_err(|e: toml::de::Error| fail(e.message().to_string()))?;
-    if let Some(toml::Value::Array(flows)) = table.get_mut("flow") {
-        for fl in flows.iter_mut().filter_map(|f| f.as_table_mut()) {
-            let pgmcc = fl.get("kind").and_then(|k| k.as_str()) == Some("pgmcc")
-                && fl
-                    .get("cc")
-                    .and_then(|c| c.as_str())
-                    .is_none_or(|c| c.parse::<Controller>().is_ok_and(Controller::is_pgmcc));
-            if pgmcc {
-                fl.insert("cc".into(), toml::Value::String(preset.name().into()));
-                fl.remove("accounting");
-            }
-        }
-    }
+    set_pgm_cc(
+        &mut table,
+        preset,
+        |fl| {
+            fl.get("cc")
+                .and_then(|c| c.as_str())
+                .is_none_or(|c| c.parse::<Controller>().is_ok_and(Controller::is_pgmcc))
+        },
+        &["accounting"],
+    );
     let text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_default();
     parse(&format!("{file} (cc = \"{preset}\")"), &text, &stem, seed)
+}
+
+/// Sets `cc = ctl` on the `kind = "pgmcc"` flows of a scenario file's table that `select`
+/// picks, and removes the `drop` keys from them; returns how many flows it changed. The
+/// reproduction's recommended column and the comparison matrix rewrite files this way.
+pub fn set_pgm_cc(
+    table: &mut toml::Table,
+    ctl: Controller,
+    select: impl Fn(&toml::Table) -> bool,
+    drop: &[&str],
+) -> usize {
+    let Some(toml::Value::Array(flows)) = table.get_mut("flow") else {
+        return 0;
+    };
+    let mut changed = 0;
+    for fl in flows.iter_mut().filter_map(|f| f.as_table_mut()) {
+        if fl.get("kind").and_then(|k| k.as_str()) != Some("pgmcc") || !select(fl) {
+            continue;
+        }
+        fl.insert("cc".into(), toml::Value::String(ctl.name().into()));
+        for k in drop {
+            fl.remove(*k);
+        }
+        changed += 1;
+    }
+    changed
 }
 
 /// Parses and builds a scenario from text (`file` names it in errors).

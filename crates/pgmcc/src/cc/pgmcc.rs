@@ -411,6 +411,18 @@ impl Pgmcc {
             .fold(self.tracker.unsettled(upto), u32::saturating_add)
     }
 
+    /// Announces room in the window if there was none before (`had_room`) and there is
+    /// now; returns whether there is.
+    fn note_room(&mut self, had_room: bool) -> bool {
+        let open = self.window_open();
+        if open && !had_room {
+            self.push_event(CcEvent::TokensAvailable {
+                tokens: self.metrics_tokens(),
+            });
+        }
+        open
+    }
+
     /// Whole packets the window still lets out: the tokens, or `W - in flight`.
     fn metrics_tokens(&self) -> u32 {
         match self.cfg.accounting {
@@ -530,11 +542,7 @@ impl CongestionControl for Pgmcc {
         let pipe = self.cfg.accounting == Accounting::Pipe;
         let had_room = self.window_open();
         if pipe && self.on_former_ack(from, ack.rx_max, ack.bitmap, lead) && !is_acker {
-            if !had_room && self.window_open() {
-                self.push_event(CcEvent::TokensAvailable {
-                    tokens: self.metrics_tokens(),
-                });
-            }
+            self.note_room(had_room);
             return;
         }
         if !is_acker {
@@ -554,11 +562,7 @@ impl CongestionControl for Pgmcc {
         if pipe {
             self.expire_former(now);
         }
-        if !had_room && self.window_open() {
-            self.push_event(CcEvent::TokensAvailable {
-                tokens: self.metrics_tokens(),
-            });
-        }
+        self.note_room(had_room);
         if out.newly_acked > 0 {
             self.stalls_in_a_row = 0;
             let reset = match self.cfg.timeout {
@@ -595,10 +599,7 @@ impl CongestionControl for Pgmcc {
             return;
         }
         self.expire_former(now);
-        if self.window_open() {
-            self.push_event(CcEvent::TokensAvailable {
-                tokens: self.metrics_tokens(),
-            });
+        if self.note_room(false) {
             return;
         }
         let deadline = self.timer_from + self.fixed_timeout();
