@@ -22,7 +22,7 @@
 //!
 //! Controller names are the registry's ([`pgmcc::cc::Controller`]), the same as a flow's
 //! `cc` key. Knobs of the base that only pgmcc understands (`c`, `model`, `rtt_unit`,
-//! `adaptive_timeout`, `accounting`) apply to the rows of both pgmcc names (`pgmcc`, our
+//! `adaptive_timeout`, `accounting`, `recovery`) apply to the rows of both pgmcc names (`pgmcc`, our
 //! recommended pgmcc, and `pgmcc-paper`, the published one); for the other controllers they are removed, so each controller runs with its own defaults.
 
 use std::path::{Path, PathBuf};
@@ -37,7 +37,14 @@ use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 5] = ["c", "model", "rtt_unit", "adaptive_timeout", "accounting"];
+const PGMCC_KNOBS: [&str; 6] = [
+    "c",
+    "model",
+    "rtt_unit",
+    "adaptive_timeout",
+    "accounting",
+    "recovery",
+];
 
 /// Band around the phase's final mean that counts as settled (+-25%).
 pub const SETTLE_BAND: f64 = 0.25;

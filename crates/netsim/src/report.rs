@@ -2,7 +2,7 @@
 //!
 //! Plots follow the pgmcc paper's figures: a time-sequence plot per run (cumulative payload
 //! bytes against time, NAKs marked, vertical lines at acker switches), throughput against
-//! time, and the pgmcc window against time.
+//! time, and the congestion windows (pgmcc W, TCP cwnd) against time.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -137,13 +137,16 @@ pub fn plot_sequence(s: &Summary, path: &Path) -> PlotResult {
     Ok(())
 }
 
-/// The pgmcc window against time.
+/// The congestion windows against time (pgmcc W, TCP cwnd in segments).
 pub fn plot_window(s: &Summary, path: &Path) -> PlotResult {
     let root = SVGBackend::new(path, (900, 320)).into_drawing_area();
     root.fill(&WHITE)?;
     let ymax = max_of(s.flows.iter().flat_map(|f| f.window.iter())).max(1.0) * 1.1;
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: pgmcc window", s.scenario), ("sans-serif", 18))
+        .caption(
+            format!("{}: congestion window (packets)", s.scenario),
+            ("sans-serif", 18),
+        )
         .margin(12)
         .x_label_area_size(36)
         .y_label_area_size(50)

@@ -49,6 +49,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             }
             let (w, n) = match agent.report() {
                 AgentReport::PgmSender(Some(r)) => (r.window, r.naks_received),
+                AgentReport::TcpSender(r) => (r.cwnd_segments, 0),
                 _ => (0.0, 0),
             };
             window[i].push(w);
@@ -115,7 +116,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             mean_kbps: kbps(bytes, active),
             series_kbps: deltas(&seq[i]).iter().map(|&d| kbps(d, sample)).collect(),
             sequence_bytes: seq[i].clone(),
-            window: if f.kind == FlowKind::Pgmcc {
+            window: if f.kind == FlowKind::Pgmcc || f.kind.is_tcp() {
                 window[i].clone()
             } else {
                 Vec::new()

@@ -48,7 +48,8 @@ pub struct FlowResult {
     pub series_kbps: Vec<f64>,
     /// Cumulative payload bytes at each sample (time-sequence plots).
     pub sequence_bytes: Vec<u64>,
-    /// pgmcc window per sample (empty for other kinds).
+    /// Congestion window per sample, in packets: pgmcc's W, TCP's cwnd in segments (empty
+    /// for other kinds).
     pub window: Vec<f64>,
     /// NAKs received by the source per sample (PGM only).
     pub naks: Vec<u64>,

@@ -146,7 +146,7 @@ fn errors_name_file_line_and_key() {
 }
 
 #[test]
-fn pgmcc_is_pgmcc_paper_with_pipe_accounting_and_none_is_kind_pgm() {
+fn pgmcc_is_pgmcc_paper_with_its_two_knobs_and_none_is_kind_pgm() {
     // The preset and the knob spelled out run the same controller: the same summary, byte
     // for byte.
     let summary = |src: &str| {
@@ -160,15 +160,20 @@ fn pgmcc_is_pgmcc_paper_with_pipe_accounting_and_none_is_kind_pgm() {
         summary(&recommended),
         "pgmcc is the default"
     );
-    let paper_piped = with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"");
+    let paper_piped = with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"");
     assert_eq!(summary(&recommended), summary(&paper_piped));
     // ... and not the paper's token rule (an acker switch at 30 s).
     let paper = with("cc = \"pgmcc-paper\"");
     assert_ne!(summary(&paper), summary(&recommended));
-    assert_eq!(summary(&paper), summary(&with("accounting = \"tokens\"")));
+    assert_eq!(
+        summary(&paper),
+        summary(&with("accounting = \"tokens\"\nrecovery = \"grow\""))
+    );
 
     let e = error_of(&with("accounting = \"credit\""));
     assert!(e.contains("flow.accounting") && e.contains("tokens"), "{e}");
+    let e = error_of(&with("recovery = \"freeze\""));
+    assert!(e.contains("flow.recovery") && e.contains("hold"), "{e}");
     let e = error_of(&with("realign_tokens = true"));
     assert!(
         e.contains("flow.realign_tokens") && e.contains("retired"),

@@ -117,7 +117,7 @@ pub fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, ScenarioError> {
 
 /// Reads and builds a scenario file with every pgmcc flow (`kind = "pgmcc"` under `pgmcc`
 /// or `pgmcc-paper`, the file's choice or the default) run by `preset` instead, and its
-/// `accounting` knob dropped: the reproduction's second column, the same experiment under
+/// `accounting` and `recovery` knobs dropped: the reproduction's second column, the same experiment under
 /// our recommended controller. Flows under other controllers are left alone.
 pub fn load_with_pgmcc(
     path: &Path,
@@ -142,7 +142,7 @@ pub fn load_with_pgmcc(
                 .and_then(|c| c.as_str())
                 .is_none_or(|c| c.parse::<Controller>().is_ok_and(Controller::is_pgmcc))
         },
-        &["accounting"],
+        &["accounting", "recovery"],
     );
     let text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
     let stem = path

@@ -82,6 +82,9 @@ pub struct PgmccConfig {
     /// then withholds ACKs cannot starve the session. The window itself is not changed. Choose
     /// it well below the normal packet interval, or it overrides congestion control.
     pub min_interval: Option<Duration>,
+    /// Window growth during the round trip after a loss reaction (paper: [`Recovery::Grow`];
+    /// our recommended controller: [`Recovery::Hold`]).
+    pub recovery: Recovery,
 }
 
 impl Default for PgmccConfig {
@@ -96,6 +99,7 @@ impl Default for PgmccConfig {
             stalls_before_election: 2,
             accounting: Accounting::Tokens,
             min_interval: None,
+            recovery: Recovery::Grow,
         }
     }
 }
@@ -123,11 +127,29 @@ pub enum Accounting {
     Pipe,
 }
 
+/// Whether W grows on the ACKs of packets that were already in flight when the window
+/// reacted to a loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Recovery {
+    /// The paper's §3.4: `W = W + 1/W` on every ACK, the ones inside the round trip after a
+    /// halving included.
+    #[default]
+    Grow,
+    /// Ours (issue 19), TCP's fast recovery (RFC 5681 §3.2, RFC 6675): after a halving W
+    /// stays put until an ACK reports a packet sent after the reaction. With `Grow`, pgmcc
+    /// gains about one packet per loss episode over a TCP flow that shares its losses, and
+    /// the offset between the two windows settles at twice that (docs/pgmcc.md,
+    /// "TCP-friendliness on a dumbbell").
+    Hold,
+}
+
 impl PgmccConfig {
-    /// Our recommended controller: the paper's with [`Accounting::Pipe`].
+    /// Our recommended controller: the paper's with [`Accounting::Pipe`] and
+    /// [`Recovery::Hold`].
     pub fn recommended() -> PgmccConfig {
         PgmccConfig {
             accounting: Accounting::Pipe,
+            recovery: Recovery::Hold,
             ..PgmccConfig::default()
         }
     }
@@ -244,8 +266,10 @@ impl Pgmcc {
     /// A controller starting a session at `now`: `W = T = 1`, and the first data packet asks
     /// for an election.
     pub fn new(cfg: PgmccConfig, now: Instant) -> Pgmcc {
+        let mut window = Window::new(cfg.ssthresh);
+        window.set_hold_in_recovery(cfg.recovery == Recovery::Hold);
         Pgmcc {
-            window: Window::new(cfg.ssthresh),
+            window,
             tracker: AckTracker::new(0, cfg.dupack_threshold),
             acker: None,
             previous: VecDeque::new(),
@@ -468,7 +492,7 @@ impl Pgmcc {
         if let Some(l) = lost {
             self.on_lost(l, rx_max, lead);
         }
-        self.window.on_ack(acked);
+        self.window.on_ack_through(acked, rx_max);
         self.previous.retain(|p| !p.tracker.finished());
         found
     }
@@ -558,7 +582,7 @@ impl CongestionControl for Pgmcc {
         if let Some(&l) = out.lost.first() {
             self.on_lost(l, ack.rx_max, lead);
         }
-        self.window.on_ack(out.newly_acked);
+        self.window.on_ack_through(out.newly_acked, ack.rx_max);
         if pipe {
             self.expire_former(now);
         }

@@ -8,6 +8,8 @@
 //! transmit:                 T = T - 1
 //! ACK, W < ssthresh:        W = W + 1,   T = T + 2          (exponential opening)
 //! ACK, otherwise:           W = W + 1/W, T = T + 1 + 1/W    (linear increase)
+//!                           (with hold_in_recovery: no growth for ACKs up to the packet
+//!                           that was newest at the last reaction, as in TCP's recovery)
 //! loss:                     W = min(W, in flight); W = W / 2; the next W/2 ACKs add no
 //!                           tokens; no further reaction until the packets in flight at the
 //!                           loss have been sent past (one RTT)
@@ -30,6 +32,8 @@ pub struct Window {
     ignore: u32,
     /// Losses at or before this sequence number get no further reaction.
     recover: Option<u32>,
+    /// W does not grow while ACKs report no packet beyond `recover` (TCP's fast recovery).
+    hold_in_recovery: bool,
     /// Counters.
     losses: u64,
     restarts: u64,
@@ -44,9 +48,18 @@ impl Window {
             ssthresh: u64::from(ssthresh.max(1)) * ONE,
             ignore: 0,
             recover: None,
+            hold_in_recovery: false,
             losses: 0,
             restarts: 0,
         }
+    }
+
+    /// With `hold` set, W does not grow on ACKs whose newest packet was already sent at the
+    /// last loss reaction: the packets in flight at a loss are TCP's recovery period, during
+    /// which RFC 5681 (§3.2 step 6) and RFC 6675 keep cwnd at ssthresh. The paper's §3.4
+    /// grows W on every ACK.
+    pub fn set_hold_in_recovery(&mut self, hold: bool) {
+        self.hold_in_recovery = hold;
     }
 
     /// Grants one token if fewer than one is left (the controller's rate floor); the window
@@ -96,8 +109,22 @@ impl Window {
 
     /// `n` packets were acknowledged for the first time.
     pub fn on_ack(&mut self, n: u32) {
+        self.grow(n, false);
+    }
+
+    /// `n` packets were acknowledged for the first time by an ACK whose newest packet is
+    /// `newest` (the acker's RX_MAX): as [`Window::on_ack`], but W holds during recovery if
+    /// [`Window::set_hold_in_recovery`] asked for it.
+    pub fn on_ack_through(&mut self, n: u32, newest: u32) {
+        let hold = self.hold_in_recovery && self.recover.is_some_and(|r| sqn::le(newest, r));
+        self.grow(n, hold);
+    }
+
+    fn grow(&mut self, n: u32, hold: bool) {
         for _ in 0..n {
-            let inc = if self.w < self.ssthresh {
+            let inc = if hold {
+                0
+            } else if self.w < self.ssthresh {
                 ONE
             } else {
                 // 1/W in 16.16: 2^32 / W.
@@ -165,6 +192,30 @@ mod tests {
         // Linear: +1/W per ACK, about +1 per window's worth of ACKs.
         w.on_ack(6);
         assert!((w.window() - 7.0).abs() < 0.1, "{}", w.window());
+    }
+
+    #[test]
+    fn hold_in_recovery_freezes_w_until_an_ack_passes_the_recovery_point() {
+        for hold in [false, true] {
+            let mut w = Window::new(6);
+            w.set_hold_in_recovery(hold);
+            w.on_ack_through(200, 5);
+            assert!(w.window() > 20.0);
+            // 20 in flight, newest sent 120: W = 10.
+            assert!(w.on_loss(100, 20, 120));
+            assert_eq!(w.window(), 10.0);
+            // The packets in flight at the reaction are acknowledged (up to 120).
+            w.on_ack_through(20, 120);
+            if hold {
+                assert_eq!(w.window(), 10.0, "TCP's recovery: no growth");
+            } else {
+                assert!((11.5..12.0).contains(&w.window()), "paper: +1/W each");
+            }
+            // The first packet sent after the reaction: growth resumes.
+            let before = w.window();
+            w.on_ack_through(1, 121);
+            assert!((w.window() - before - 1.0 / before).abs() < 1e-3);
+        }
     }
 
     #[test]

@@ -1,7 +1,7 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`), for
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`), for
 //! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
-use pgmcc::cc::pgmcc::{Accounting, PgmccConfig, RttUnit};
+use pgmcc::cc::pgmcc::{Accounting, PgmccConfig, Recovery, RttUnit};
 use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
 
@@ -9,7 +9,7 @@ use super::switch_bias;
 use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`) on the
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
@@ -71,6 +71,19 @@ pub(super) fn apply(
             }
         };
     }
+    if let Some(r) = &fl.recovery {
+        pc.recovery = match r.get_ref().as_str() {
+            "grow" => Recovery::Grow,
+            "hold" => Recovery::Hold,
+            other => {
+                return cx.err(
+                    r.span(),
+                    "flow.recovery",
+                    format!("`{other}`: use grow (the paper's) or hold (ours, TCP's)"),
+                )
+            }
+        };
+    }
     Ok(())
 }
 
@@ -88,6 +101,7 @@ pub(super) fn refuse(
         ("rtt_unit", fl.rtt_unit.is_some()),
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
         ("accounting", fl.accounting.is_some()),
+        ("recovery", fl.recovery.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {
