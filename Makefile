@@ -4,7 +4,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce interop clean
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid interop clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
@@ -13,6 +13,7 @@ help:
 	@echo "make bench   (root) core cost + loopback throughput: ours vs OpenPGM vs a UDP ceiling, one table"
 	@echo "make bench-sim  simulator speed and memory: Fig. 7 setup at 100 and 10,000 receivers"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"
+	@echo "make grid    the fairness grid (3 seeds): pgmcc vs TCP on 54 dumbbells -> its section of docs/reproduction.md"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
 	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
 
@@ -44,6 +45,12 @@ vectors:
 reproduce: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
 	./target/release/pgmcc reproduce --seeds 5
+
+# Not a test (~40 min on 2 cores): issue 19's fairness grid; rewrites only the grid's section
+# of docs/reproduction.md, which `make reproduce` keeps.
+grid: deps
+	$(CARGO) build --release --locked -p pgmcc-cli
+	./target/release/pgmcc grid --seeds 3
 
 # Not a test: criterion core costs and loopback throughput against OpenPGM and a plain UDP
 # blaster, measured in one run (scripts/bench; root for the network namespace).

@@ -2,7 +2,7 @@
 //!
 //! Subcommands: `decode` dissects PGM packets (hex, raw datagram file or pcap capture);
 //! `sim` runs a scenario file on the simulated network and writes a report; `reproduce`
-//! runs the papers' experiments; `send` and `recv` move files and streams over a real
+//! runs the papers' experiments; `grid` runs the fairness grid; `send` and `recv` move files and streams over a real
 //! network.
 
 use std::process::ExitCode;
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod decode;
+mod grid;
 mod net;
 mod reproduce;
 mod sim;
@@ -51,6 +52,14 @@ enum Command {
     /// compute f = TCP / pgmcc throughput, and write docs/reproduction.md (published value
     /// next to ours, mean and spread over seeds) and out/reproduce/report.html.
     Reproduce(reproduce::Args),
+    /// Run the fairness grid: one receiver of a multicast controller (default: pgmcc) against
+    /// one TCP flow (SACK, NewReno, Reno) on dumbbells of 1-100 Mbit/s, 20-400 ms RTT, 0.5-2
+    /// BDP queues and fast or slow access links, with a TCP-against-TCP control, and write
+    /// the table of f = TCP / multicast throughput into docs/reproduction.md (`make grid`).
+    ///
+    /// Flags pick a subset (e.g. --rates 10 --rtts 100). Every cell is written as a scenario
+    /// file under out/grid/scenarios for `pgmcc sim`, every run as a line of out/grid/grid.csv.
+    Grid(grid::Args),
     /// Multicast a file or standard input to a group, reliably and congestion controlled.
     ///
     /// Opens a PGM session (UDP encapsulation as OpenPGM frames it, or raw IP with
@@ -81,6 +90,7 @@ fn main() -> ExitCode {
         Command::Decode(args) => decode::run(&args),
         Command::Sim(args) => sim::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
+        Command::Grid(args) => grid::run(&args),
         Command::Send(args) => net::send(&args),
         Command::Recv(args) => net::recv(&args),
     };

@@ -52,7 +52,11 @@ struct CompareRow {
 }
 
 /// Runs `f` on every task on `jobs` threads; results in task order.
-fn par_map<T: Sync, R: Send>(tasks: &[T], jobs: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn par_map<T: Sync, R: Send>(
+    tasks: &[T],
+    jobs: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -206,6 +210,11 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     }
     if let Some(parent) = args.doc.parent() {
         std::fs::create_dir_all(parent)?;
+    }
+    // The fairness grid's section belongs to `make grid`: keep it.
+    let old = std::fs::read_to_string(&args.doc).unwrap_or_default();
+    if let Some(grid) = crate::grid::section_of(&old) {
+        doc = crate::grid::splice(&doc, grid);
     }
     std::fs::write(&args.doc, &doc).with_context(|| format!("writing {}", args.doc.display()))?;
     let mut page = html(&rows, args);

@@ -1,0 +1,330 @@
+//! The fairness grid (issue 19, item 5): one multicast flow with one receiver against one
+//! TCP flow on a dumbbell, over bottleneck rate x RTT x queue size x access-link speed.
+//!
+//! Every cell is an ordinary scenario file ([`Cell::scenario`]), so any cell can be rerun and
+//! inspected with `pgmcc sim`. The cells are built so that they measure the controllers and
+//! not the simulator's artefacts (docs/pgmcc.md, "TCP-friendliness on a dumbbell"):
+//!
+//! - both flows put 1500-byte datagrams on the wire (TCP: 1460-byte payloads; pgmcc: 1428,
+//!   its ODATA and PGMCC option headers taking the other 72), so drop-tail does not favour
+//!   one packet size;
+//! - `jitter = "auto"` on every host (ns-2's `overhead_`), so the two ACK clocks do not lock
+//!   into a phase where one flow takes every drop;
+//! - the queue is `queue_bdp` bandwidth-delay products of 1500-byte packets, at least 4;
+//! - the senders' access links are 10x the bottleneck ("faster": bursts reach the queue at
+//!   line rate) or 0.75x ("slower": each flow is smoothed but two still overload the
+//!   bottleneck); the receivers' links are 10x. Only the bottleneck drops.
+//!
+//! f = TCP goodput / multicast goodput at the receivers, from the end of the warm-up to the
+//! end of the run. The run lasts long enough for several of TCP's sawtooth cycles where the
+//! bandwidth-delay product allows, and never less than 200 RTTs after the warm-up
+//! ([`Cell::measure_s`]); [`Outcome::cycles`] says how many cycles the measurement covered.
+
+use std::fmt::Write as _;
+
+use pgmcc::cc::Controller;
+
+use crate::scenario::FlowKind;
+use crate::summary::Summary;
+
+/// Wire size of every data packet in the grid, bytes.
+pub const WIRE_BYTES: u32 = 1500;
+/// TCP payload for [`WIRE_BYTES`] (40 bytes of IP and TCP headers).
+pub const TCP_PAYLOAD: u32 = 1460;
+/// pgmcc payload for [`WIRE_BYTES`] (IP, UDP, PGM, ODATA and PGMCC option headers: 72).
+pub const PGM_PAYLOAD: u32 = 1428;
+/// Smallest queue in packets.
+pub const MIN_QUEUE: u32 = 4;
+/// Upper bound on the data packets a measurement may cost at the bottleneck rate; the
+/// 200-RTT minimum wins over it.
+pub const PACKET_BUDGET: f64 = 1.5e6;
+
+/// Speed of the senders' access links relative to the bottleneck.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// 10x the bottleneck.
+    Faster,
+    /// 0.75x the bottleneck.
+    Slower,
+}
+
+impl Access {
+    /// Rate multiplier.
+    pub fn factor(self) -> f64 {
+        match self {
+            Access::Faster => 10.0,
+            Access::Slower => 0.75,
+        }
+    }
+
+    /// Short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Access::Faster => "fast",
+            Access::Slower => "slow",
+        }
+    }
+}
+
+/// What runs in the multicast slot of a cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contender {
+    /// PGM with one receiver under this congestion controller.
+    Pgm(Controller),
+    /// A second TCP flow of this kind (the control: what TCP gets against TCP).
+    Tcp(FlowKind),
+}
+
+/// One dumbbell of the grid.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Cell {
+    /// Bottleneck rate, bit/s.
+    pub rate_bps: u64,
+    /// Round-trip propagation delay, ms.
+    pub rtt_ms: u32,
+    /// Bottleneck queue in bandwidth-delay products.
+    pub queue_bdp: f64,
+    /// Senders' access links.
+    pub access: Access,
+}
+
+/// The standard grid: {1, 10, 100} Mbit/s x {20, 100, 400} ms x {0.5, 1, 2} BDP x access
+/// {faster, slower}: 54 cells.
+pub fn standard() -> Vec<Cell> {
+    let mut v = Vec::new();
+    for rate_bps in [1_000_000, 10_000_000, 100_000_000] {
+        for rtt_ms in [20, 100, 400] {
+            for queue_bdp in [0.5, 1.0, 2.0] {
+                for access in [Access::Faster, Access::Slower] {
+                    v.push(Cell {
+                        rate_bps,
+                        rtt_ms,
+                        queue_bdp,
+                        access,
+                    });
+                }
+            }
+        }
+    }
+    v
+}
+
+impl Cell {
+    fn rtt_s(&self) -> f64 {
+        f64::from(self.rtt_ms) / 1e3
+    }
+
+    /// Data packets per second at the bottleneck.
+    pub fn packet_rate(&self) -> f64 {
+        self.rate_bps as f64 / f64::from(WIRE_BYTES * 8)
+    }
+
+    /// Bandwidth-delay product in packets.
+    pub fn bdp_packets(&self) -> f64 {
+        self.packet_rate() * self.rtt_s()
+    }
+
+    /// Bottleneck queue in packets.
+    pub fn queue_packets(&self) -> u32 {
+        ((self.queue_bdp * self.bdp_packets()).round() as u32).max(MIN_QUEUE)
+    }
+
+    /// The period of TCP's sawtooth with two flows sharing the bottleneck, seconds: each
+    /// peaks near half of BDP + queue and climbs back from half of that at one packet per
+    /// RTT, over an RTT that grows with the queue (its mean: base + half the queue).
+    pub fn cycle_s(&self) -> f64 {
+        let q = f64::from(self.queue_packets());
+        let w = (self.bdp_packets() + q) / 2.0;
+        let rtt = self.rtt_s() + q / 2.0 / self.packet_rate();
+        (w / 2.0).max(1.0) * rtt
+    }
+
+    /// Warm-up before the measurement, whole seconds: 50 RTTs or two cycles, whichever is
+    /// longer, at most the measurement's length.
+    pub fn warmup_s(&self) -> f64 {
+        (50.0 * self.rtt_s())
+            .max(2.0 * self.cycle_s())
+            .min(self.measure_s())
+            .ceil()
+    }
+
+    /// Length of the measurement, whole seconds: 8 cycles or 100 s, whichever is longer,
+    /// at most [`PACKET_BUDGET`] packets at the bottleneck rate, never below 200 RTTs.
+    pub fn measure_s(&self) -> f64 {
+        let want = (8.0 * self.cycle_s()).max(100.0);
+        let budget = PACKET_BUDGET / self.packet_rate();
+        want.min(budget).max(200.0 * self.rtt_s()).ceil()
+    }
+
+    /// A readable label: "10 Mbit/s 100 ms q=1 BDP (83p) fast".
+    pub fn label(&self) -> String {
+        format!(
+            "{} Mbit/s {} ms q={} BDP ({}p) {}",
+            self.rate_bps / 1_000_000,
+            self.rtt_ms,
+            self.queue_bdp,
+            self.queue_packets(),
+            self.access.name()
+        )
+    }
+
+    /// A file-name stem: "10M-100ms-q1-fast".
+    pub fn stem(&self) -> String {
+        format!(
+            "{}M-{}ms-q{}-{}",
+            self.rate_bps / 1_000_000,
+            self.rtt_ms,
+            self.queue_bdp,
+            self.access.name()
+        )
+    }
+
+    /// The cell as a scenario file: `tcp` (a TCP kind) against `contender`.
+    pub fn scenario(&self, tcp: FlowKind, contender: Contender) -> String {
+        let kbit = |factor: f64| format!("{}kbit", (self.rate_bps as f64 * factor / 1e3).round());
+        let q = self.queue_packets();
+        // Queues that never fill: two windows' worth of the whole path.
+        let big = 2 * (self.bdp_packets().ceil() as u32 + q) + 100;
+        // Access 1 ms + bottleneck + receiver link 1 ms, each way.
+        let bottleneck_ms = f64::from(self.rtt_ms) / 2.0 - 2.0;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "# Fairness grid cell (issue 19; crates/netsim/src/grid.rs): {label}.\n\
+             name = \"grid-{stem}\"\n\
+             description = \"fairness grid: {label}\"\n\
+             duration = \"{dur}s\"\n\
+             sample = \"1s\"\n\
+             jitter = \"auto\"",
+            label = self.label(),
+            stem = self.stem(),
+            dur = self.warmup_s() + self.measure_s(),
+        );
+        for n in ["S", "T", "R1", "R2", "MR", "TR"] {
+            let _ = writeln!(s, "[[node]]\nname = \"{n}\"");
+        }
+        let mut link = |from: &str, to: &str, rate: String, delay: String, queue: u32| {
+            let _ = writeln!(
+                s,
+                "[[link]]\nfrom = \"{from}\"\nto = \"{to}\"\nrate = \"{rate}\"\n\
+                 delay = \"{delay}\"\nqueue = \"{queue}p\""
+            );
+        };
+        let access = kbit(self.access.factor());
+        link("S", "R1", access.clone(), "1ms".into(), big);
+        link("T", "R1", access, "1ms".into(), big);
+        link("R1", "R2", kbit(1.0), format!("{bottleneck_ms}ms"), q);
+        link("R2", "MR", kbit(10.0), "1ms".into(), big);
+        link("R2", "TR", kbit(10.0), "1ms".into(), big);
+        match contender {
+            Contender::Pgm(cc) => {
+                let _ = writeln!(
+                    s,
+                    "[[flow]]\nname = \"multicast\"\nkind = \"pgmcc\"\ncc = \"{cc}\"\n\
+                     from = \"S\"\npayload = {PGM_PAYLOAD}\n[[flow.receiver]]\nnode = \"MR\""
+                );
+            }
+            Contender::Tcp(kind) => {
+                let _ = writeln!(
+                    s,
+                    "[[flow]]\nname = \"multicast\"\nkind = \"{}\"\nfrom = \"S\"\nto = \"MR\"\n\
+                     payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"",
+                    kind.name()
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            "[[flow]]\nname = \"tcp\"\nkind = \"{}\"\nfrom = \"T\"\nto = \"TR\"\n\
+             payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"",
+            tcp.name()
+        );
+        s
+    }
+
+    /// f and the rates over the measurement of a run of [`Cell::scenario`].
+    pub fn measure(&self, s: &Summary) -> Outcome {
+        let from = self.warmup_s();
+        let to = from + self.measure_s();
+        let delivered = |name: &str| -> f64 {
+            let Some(fl) = s.flows.iter().find(|f| f.name == name) else {
+                return 0.0;
+            };
+            let at = |t: f64| -> u64 {
+                // Cumulative goodput at the last sample at or before t.
+                let k = s.times.partition_point(|&x| x <= t + 1e-9);
+                match k {
+                    0 => 0,
+                    k => fl.sequence_bytes.get(k - 1).copied().unwrap_or(0),
+                }
+            };
+            at(to).saturating_sub(at(from)) as f64
+        };
+        let (tcp, mc) = (delivered("tcp"), delivered("multicast"));
+        let secs = (to - from).max(1e-9);
+        Outcome {
+            f: if mc > 0.0 { tcp / mc } else { f64::INFINITY },
+            tcp_kbps: tcp * 8.0 / 1e3 / secs,
+            multicast_kbps: mc * 8.0 / 1e3 / secs,
+            cycles: (to - from) / self.cycle_s(),
+        }
+    }
+}
+
+/// What one run of a cell measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Outcome {
+    /// TCP goodput / multicast goodput.
+    pub f: f64,
+    /// TCP goodput, kbit/s.
+    pub tcp_kbps: f64,
+    /// Multicast goodput (at its one receiver), kbit/s.
+    pub multicast_kbps: f64,
+    /// TCP sawtooth cycles the measurement spans ([`Cell::cycle_s`]).
+    pub cycles: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario;
+
+    #[test]
+    fn every_standard_cell_is_a_valid_scenario() {
+        let cells = standard();
+        assert_eq!(cells.len(), 54);
+        for c in &cells {
+            for contender in [
+                Contender::Pgm(Controller::Pgmcc),
+                Contender::Tcp(FlowKind::TcpSack),
+            ] {
+                let text = c.scenario(FlowKind::TcpNewReno, contender);
+                if let Err(e) = scenario::parse("grid.toml", &text, "grid", Some(1)) {
+                    panic!("{}: {e}\n{text}", c.label());
+                }
+            }
+            assert!(c.queue_packets() >= MIN_QUEUE);
+            assert!(c.measure_s() >= 200.0 * c.rtt_s());
+            assert!(c.warmup_s() <= c.measure_s());
+        }
+    }
+
+    #[test]
+    fn sizes_follow_the_bandwidth_delay_product() {
+        let c = Cell {
+            rate_bps: 10_000_000,
+            rtt_ms: 100,
+            queue_bdp: 1.0,
+            access: Access::Faster,
+        };
+        assert!((c.bdp_packets() - 83.33).abs() < 0.01);
+        assert_eq!(c.queue_packets(), 83);
+        let small = Cell {
+            rate_bps: 1_000_000,
+            rtt_ms: 20,
+            queue_bdp: 0.5,
+            access: Access::Slower,
+        };
+        assert_eq!(small.queue_packets(), MIN_QUEUE);
+    }
+}

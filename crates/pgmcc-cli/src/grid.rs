@@ -1,0 +1,376 @@
+//! `pgmcc grid`: the fairness grid (issue 19, item 5). Runs one multicast receiver against
+//! one TCP flow on every dumbbell of `netsim::grid::standard()` (or the subset the flags
+//! pick), for each TCP variant and seed, with a TCP-against-TCP control, and writes the table
+//! into `docs/reproduction.md` between two markers that `pgmcc reproduce` keeps.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant as WallClock;
+
+use anyhow::{bail, Context, Result};
+use clap::Args as ClapArgs;
+use netsim::grid::{self, Access, Cell, Contender, Outcome};
+use netsim::run;
+use netsim::scenario::{self, FlowKind};
+use pgmcc::cc::Controller;
+
+use crate::reproduce::par_map;
+
+/// Start and end markers of the grid's section in the doc.
+pub(crate) const BEGIN: &str = "<!-- fairness-grid:begin (written by `make grid`) -->";
+pub(crate) const END: &str = "<!-- fairness-grid:end -->";
+
+/// The target band for f against SACK and NewReno (issue 19).
+const BAND: (f64, f64) = (0.8, 1.25);
+
+/// Arguments of `pgmcc grid`.
+#[derive(Debug, ClapArgs)]
+pub(crate) struct Args {
+    /// Seeds per cell and TCP variant (1..=N).
+    #[arg(long, default_value_t = 3)]
+    seeds: u64,
+    /// The controller in the multicast slot (a registry name: pgmcc, pgmcc-paper, tfmcc, ...).
+    #[arg(long, default_value = "pgmcc")]
+    cc: Controller,
+    /// TCP variants to run against, comma-separated: sack, newreno, reno.
+    #[arg(long, value_delimiter = ',', default_value = "sack,newreno,reno")]
+    tcp: Vec<String>,
+    /// Bottleneck rates in Mbit/s, comma-separated (default: 1,10,100).
+    #[arg(long, value_delimiter = ',')]
+    rates: Vec<u64>,
+    /// Round-trip times in ms, comma-separated (default: 20,100,400).
+    #[arg(long, value_delimiter = ',')]
+    rtts: Vec<u32>,
+    /// Queue sizes in bandwidth-delay products, comma-separated (default: 0.5,1,2).
+    #[arg(long, value_delimiter = ',')]
+    queues: Vec<f64>,
+    /// Senders' access links, comma-separated: fast (10x the bottleneck), slow (0.75x).
+    #[arg(long, value_delimiter = ',')]
+    access: Vec<String>,
+    /// Skip the control (TCP SACK against TCP SACK on the same cell).
+    #[arg(long)]
+    no_control: bool,
+    /// Parallel runs (default: available cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// The Markdown file whose grid section is (re)written.
+    #[arg(long, value_name = "FILE", default_value = "docs/reproduction.md")]
+    doc: PathBuf,
+    /// Where grid.csv (every run) and the cells' scenario files go.
+    #[arg(long, value_name = "DIR", default_value = "out/grid")]
+    out: PathBuf,
+}
+
+fn tcp_kind(name: &str) -> Result<FlowKind> {
+    Ok(match name {
+        "sack" => FlowKind::TcpSack,
+        "newreno" => FlowKind::TcpNewReno,
+        "reno" => FlowKind::TcpReno,
+        other => bail!("--tcp: `{other}` is not a TCP variant (use sack, newreno, reno)"),
+    })
+}
+
+fn short(kind: FlowKind) -> &'static str {
+    match kind {
+        FlowKind::TcpSack => "SACK",
+        FlowKind::TcpNewReno => "NewReno",
+        FlowKind::TcpReno => "Reno",
+        _ => "?",
+    }
+}
+
+fn cells(args: &Args) -> Result<Vec<Cell>> {
+    let access: Vec<Access> = args
+        .access
+        .iter()
+        .map(|a| match a.as_str() {
+            "fast" => Ok(Access::Faster),
+            "slow" => Ok(Access::Slower),
+            other => bail!("--access: `{other}` (use fast or slow)"),
+        })
+        .collect::<Result<_>>()?;
+    let v: Vec<Cell> = grid::standard()
+        .into_iter()
+        .filter(|c| args.rates.is_empty() || args.rates.contains(&(c.rate_bps / 1_000_000)))
+        .filter(|c| args.rtts.is_empty() || args.rtts.contains(&c.rtt_ms))
+        .filter(|c| args.queues.is_empty() || args.queues.contains(&c.queue_bdp))
+        .filter(|c| access.is_empty() || access.contains(&c.access))
+        .collect();
+    if v.is_empty() {
+        bail!("no cell of the grid matches --rates/--rtts/--queues/--access");
+    }
+    Ok(v)
+}
+
+/// One run to do.
+struct Task {
+    cell: usize,
+    tcp: FlowKind,
+    contender: Contender,
+    seed: u64,
+}
+
+pub(crate) fn run(args: &Args) -> Result<ExitCode> {
+    let cells = cells(args)?;
+    let tcps: Vec<FlowKind> = args
+        .tcp
+        .iter()
+        .map(|t| tcp_kind(t))
+        .collect::<Result<_>>()?;
+    if args.seeds == 0 {
+        bail!("--seeds must be at least 1");
+    }
+    let jobs = args
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut tasks = Vec::new();
+    for (i, _) in cells.iter().enumerate() {
+        for seed in 1..=args.seeds {
+            for &tcp in &tcps {
+                tasks.push(Task {
+                    cell: i,
+                    tcp,
+                    contender: Contender::Pgm(args.cc),
+                    seed,
+                });
+            }
+            if !args.no_control {
+                tasks.push(Task {
+                    cell: i,
+                    tcp: FlowKind::TcpSack,
+                    contender: Contender::Tcp(FlowKind::TcpSack),
+                    seed,
+                });
+            }
+        }
+    }
+    let dir = args.out.join("scenarios");
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for c in &cells {
+        for &tcp in &tcps {
+            let p = dir.join(format!("{}-{}-vs-{}.toml", c.stem(), args.cc, tcp.name()));
+            std::fs::write(&p, c.scenario(tcp, Contender::Pgm(args.cc)))
+                .with_context(|| format!("writing {}", p.display()))?;
+        }
+    }
+    eprintln!(
+        "grid: {} cells x {} seeds, {} runs on {jobs} threads (scenario files in {})",
+        cells.len(),
+        args.seeds,
+        tasks.len(),
+        dir.display()
+    );
+    let wall = WallClock::now();
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let results = par_map(&tasks, jobs, |t| -> Result<Outcome> {
+        let c = &cells[t.cell];
+        let text = c.scenario(t.tcp, t.contender);
+        let mut sc = scenario::parse(&format!("{}.toml", c.stem()), &text, "grid", Some(t.seed))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        let summary = run::run(&mut sc, |_| {});
+        let o = c.measure(&summary);
+        let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        let who = match t.contender {
+            Contender::Pgm(cc) => cc.to_string(),
+            Contender::Tcp(k) => format!("control {}", k.name()),
+        };
+        eprintln!(
+            "[{n}/{}] {:<34} {:<20} vs {:<11} seed {}: f = {:.2} ({:.0} s)",
+            tasks.len(),
+            c.label(),
+            who,
+            t.tcp.name(),
+            t.seed,
+            o.f,
+            wall.elapsed().as_secs_f64()
+        );
+        Ok(o)
+    });
+    let results: Vec<Outcome> = results.into_iter().collect::<Result<_>>()?;
+    let wall = wall.elapsed().as_secs_f64();
+
+    let mut csv = String::from("cell,rate_mbit,rtt_ms,queue_bdp,queue_p,access,contender,tcp,seed,f,tcp_kbps,multicast_kbps,cycles\n");
+    for (t, o) in tasks.iter().zip(&results) {
+        let c = &cells[t.cell];
+        let who = match t.contender {
+            Contender::Pgm(cc) => cc.to_string(),
+            Contender::Tcp(k) => k.name().to_string(),
+        };
+        let _ = writeln!(
+            csv,
+            "{},{},{},{},{},{},{who},{},{},{:.4},{:.1},{:.1},{:.2}",
+            c.stem(),
+            c.rate_bps / 1_000_000,
+            c.rtt_ms,
+            c.queue_bdp,
+            c.queue_packets(),
+            c.access.name(),
+            t.tcp.name(),
+            t.seed,
+            o.f,
+            o.tcp_kbps,
+            o.multicast_kbps,
+            o.cycles
+        );
+    }
+    std::fs::write(args.out.join("grid.csv"), csv)?;
+
+    let section = markdown(args, &cells, &tcps, &tasks, &results, wall);
+    let old = std::fs::read_to_string(&args.doc).unwrap_or_default();
+    std::fs::write(&args.doc, splice(&old, &section))
+        .with_context(|| format!("writing {}", args.doc.display()))?;
+    println!(
+        "wrote the grid section of {} and {} in {wall:.0} s",
+        args.doc.display(),
+        args.out.join("grid.csv").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `old` with its grid section replaced by `section` (appended if it has none).
+pub(crate) fn splice(old: &str, section: &str) -> String {
+    match (old.find(BEGIN), old.find(END)) {
+        (Some(b), Some(e)) if e > b => {
+            format!("{}{section}{}", &old[..b], &old[e + END.len()..])
+        }
+        _ => {
+            let mut s = old.trim_end().to_string();
+            if !s.is_empty() {
+                s.push_str("\n\n");
+            }
+            s.push_str(section);
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// The grid section of `doc`, markers included, if it has one.
+pub(crate) fn section_of(doc: &str) -> Option<&str> {
+    let b = doc.find(BEGIN)?;
+    let e = doc.find(END)?;
+    (e > b).then(|| &doc[b..e + END.len()])
+}
+
+fn stats(v: &[f64]) -> (f64, f64, f64) {
+    let n = v.len().max(1) as f64;
+    let mean = v.iter().sum::<f64>() / n;
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (mean, lo, hi)
+}
+
+fn markdown(
+    args: &Args,
+    cells: &[Cell],
+    tcps: &[FlowKind],
+    tasks: &[Task],
+    results: &[Outcome],
+    wall: f64,
+) -> String {
+    let pick = |cell: usize, tcp: FlowKind, control: bool| -> Vec<&Outcome> {
+        tasks
+            .iter()
+            .zip(results)
+            .filter(|(t, _)| {
+                t.cell == cell
+                    && t.tcp == tcp
+                    && matches!(t.contender, Contender::Tcp(_)) == control
+            })
+            .map(|(_, o)| o)
+            .collect()
+    };
+    let mut m = String::new();
+    let _ = writeln!(m, "{BEGIN}");
+    let _ = writeln!(
+        m,
+        "## Fairness grid: `{cc}` against TCP on a dumbbell\n\n\
+         Generated by `make grid` (`pgmcc grid --seeds {seeds} --cc {cc}`{subset}) in {wall:.0} s \
+         on this 2-core machine; every run is in `out/grid/grid.csv` and every cell's scenario \
+         in `out/grid/scenarios/` (rerun one with `pgmcc sim FILE --seed N`). One `{cc}` \
+         receiver and one TCP flow share a drop-tail bottleneck; both send 1500-byte \
+         datagrams, every host has `jitter = \"auto\"`, and only the bottleneck drops \
+         (`crates/netsim/src/grid.rs` says why). Access = the senders' links, 10x (fast) or \
+         0.75x (slow) the bottleneck. f = TCP goodput / `{cc}` goodput after a warm-up, as \
+         mean (min-max) over seeds {seeds_list}, in percent; **bold** = the mean is outside \
+         [{lo:.0}, {hi:.0}]%. Control = TCP SACK against TCP SACK on the same cell: what the \
+         simulator's TCP itself gets, the floor for any other column. Cycles = TCP sawtooth \
+         periods the measurement spans (fewer than 2: f mostly reflects start-up).\n",
+        cc = args.cc,
+        seeds = args.seeds,
+        subset = if cells.len() == grid::standard().len() {
+            String::new()
+        } else {
+            format!(", {} of the {} cells", cells.len(), grid::standard().len())
+        },
+        seeds_list = format_args!("1-{}", args.seeds),
+        lo = BAND.0 * 100.0,
+        hi = BAND.1 * 100.0,
+    );
+    let mut head = String::from("| bottleneck | RTT | queue | access |");
+    let mut rule = String::from("|---|---|---|---|");
+    for &t in tcps {
+        let _ = write!(head, " vs {} |", short(t));
+        rule.push_str("---|");
+    }
+    if !args.no_control {
+        head.push_str(" control |");
+        rule.push_str("---|");
+    }
+    head.push_str(" cycles |");
+    rule.push_str("---|");
+    let _ = writeln!(m, "{head}\n{rule}");
+    let fmt = |v: &[&Outcome], judge: bool| -> String {
+        let f: Vec<f64> = v.iter().map(|o| o.f * 100.0).collect();
+        let (mean, lo, hi) = stats(&f);
+        let out = judge && !(BAND.0 * 100.0..=BAND.1 * 100.0).contains(&mean);
+        let s = format!("{mean:.0} ({lo:.0}-{hi:.0})");
+        if out {
+            format!("**{s}**")
+        } else {
+            s
+        }
+    };
+    let mut in_band = vec![0usize; tcps.len()];
+    for (i, c) in cells.iter().enumerate() {
+        let _ = write!(
+            m,
+            "| {} Mbit/s | {} ms | {} BDP ({}p) | {} |",
+            c.rate_bps / 1_000_000,
+            c.rtt_ms,
+            c.queue_bdp,
+            c.queue_packets(),
+            c.access.name()
+        );
+        let mut cycles = 0.0;
+        for (k, &t) in tcps.iter().enumerate() {
+            let v = pick(i, t, false);
+            let judge = t != FlowKind::TcpReno;
+            let mean = stats(&v.iter().map(|o| o.f).collect::<Vec<_>>()).0;
+            if (BAND.0..=BAND.1).contains(&mean) {
+                in_band[k] += 1;
+            }
+            cycles = v.first().map_or(0.0, |o| o.cycles);
+            let _ = write!(m, " {} |", fmt(&v, judge));
+        }
+        if !args.no_control {
+            let _ = write!(m, " {} |", fmt(&pick(i, FlowKind::TcpSack, true), false));
+        }
+        let _ = writeln!(m, " {cycles:.1} |");
+    }
+    let _ = writeln!(m);
+    for (k, &t) in tcps.iter().enumerate() {
+        let _ = writeln!(
+            m,
+            "- against {}: {} of {} cells with mean f in [{:.0}, {:.0}]%",
+            short(t),
+            in_band[k],
+            cells.len(),
+            BAND.0 * 100.0,
+            BAND.1 * 100.0
+        );
+    }
+    let _ = write!(m, "\n{END}");
+    m
+}
