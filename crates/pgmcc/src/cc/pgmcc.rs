@@ -136,7 +136,9 @@ pub enum Recovery {
     #[default]
     Grow,
     /// Ours (issue 19), TCP's fast recovery (RFC 5681 §3.2, RFC 6675): after a halving W
-    /// stays put until an ACK reports a packet sent after the reaction. With `Grow`, pgmcc
+    /// stays put until an ACK reports a packet sent after the reaction, and a halving leaves
+    /// at least 2 packets (RFC 5681's ssthresh floor; with 1, the lost packet alone fills
+    /// the pipe and only the stall timeout restarts it). With `Grow`, pgmcc
     /// gains about one packet per loss episode over a TCP flow that shares its losses, and
     /// the offset between the two windows settles at twice that (docs/pgmcc.md,
     /// "TCP-friendliness on a dumbbell").

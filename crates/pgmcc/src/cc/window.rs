@@ -56,8 +56,9 @@ impl Window {
 
     /// With `hold` set, W does not grow on ACKs whose newest packet was already sent at the
     /// last loss reaction: the packets in flight at a loss are TCP's recovery period, during
-    /// which RFC 5681 (§3.2 step 6) and RFC 6675 keep cwnd at ssthresh. The paper's §3.4
-    /// grows W on every ACK.
+    /// which RFC 5681 (§3.2 step 6) and RFC 6675 keep cwnd at ssthresh; and, as TCP's
+    /// ssthresh, a halving leaves at least 2 packets. The paper's §3.4 grows W on every ACK
+    /// and halves down to 1.
     pub fn set_hold_in_recovery(&mut self, hold: bool) {
         self.hold_in_recovery = hold;
     }
@@ -159,7 +160,11 @@ impl Window {
             return false;
         }
         let realigned = self.w.min(u64::from(in_flight.max(1)) * ONE);
-        self.w = (realigned / 2).max(ONE);
+        // TCP's recovery also keeps at least two packets (RFC 5681 eq. 4: ssthresh =
+        // max(FlightSize / 2, 2 SMSS)): with W = 1 and the lost packet still counted in
+        // flight, nothing could leave to produce the ACKs that declare it lost.
+        let floor = if self.hold_in_recovery { 2 * ONE } else { ONE };
+        self.w = (realigned / 2).max(floor);
         // "Ignore the next W/2 ACKs", W being the window before halving: that many of the
         // packets in flight are not replaced, so in flight shrinks to the new window.
         self.ignore = (self.w >> 16) as u32;
