@@ -15,7 +15,7 @@ use netsim::run;
 use netsim::scenario::{self, FlowKind};
 use pgmcc::cc::Controller;
 
-use crate::reproduce::par_map;
+use crate::reproduce::{par_map, stats};
 
 /// Start and end markers of the grid's section in the doc.
 pub(crate) const BEGIN: &str = "<!-- fairness-grid:begin (written by `make grid`) -->";
@@ -253,14 +253,6 @@ pub(crate) fn section_of(doc: &str) -> Option<&str> {
     (e > b).then(|| &doc[b..e + END.len()])
 }
 
-fn stats(v: &[f64]) -> (f64, f64, f64) {
-    let n = v.len().max(1) as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (mean, lo, hi)
-}
-
 fn markdown(
     args: &Args,
     cells: &[Cell],
@@ -321,16 +313,21 @@ fn markdown(
     head.push_str(" cycles |");
     rule.push_str("---|");
     let _ = writeln!(m, "{head}\n{rule}");
-    let fmt = |v: &[&Outcome], judge: bool| -> String {
-        let f: Vec<f64> = v.iter().map(|o| o.f * 100.0).collect();
-        let (mean, lo, hi) = stats(&f);
-        let out = judge && !(BAND.0 * 100.0..=BAND.1 * 100.0).contains(&mean);
-        let s = format!("{mean:.0} ({lo:.0}-{hi:.0})");
-        if out {
-            format!("**{s}**")
-        } else {
-            s
-        }
+    // "mean (min-max)" in percent, bold when `judge` and the mean is outside the band;
+    // and whether it is inside.
+    let fmt = |v: &[&Outcome], judge: bool| -> (String, bool) {
+        let f: Vec<f64> = v.iter().map(|o| o.f).collect();
+        let (mean, _, lo, hi) = stats(&f);
+        let inside = (BAND.0..=BAND.1).contains(&mean);
+        let s = format!("{:.0} ({:.0}-{:.0})", mean * 100.0, lo * 100.0, hi * 100.0);
+        (
+            if judge && !inside {
+                format!("**{s}**")
+            } else {
+                s
+            },
+            inside,
+        )
     };
     let mut in_band = vec![0usize; tcps.len()];
     for (i, c) in cells.iter().enumerate() {
@@ -347,15 +344,13 @@ fn markdown(
         for (k, &t) in tcps.iter().enumerate() {
             let v = pick(i, t, false);
             let judge = t != FlowKind::TcpReno;
-            let mean = stats(&v.iter().map(|o| o.f).collect::<Vec<_>>()).0;
-            if (BAND.0..=BAND.1).contains(&mean) {
-                in_band[k] += 1;
-            }
+            let (text, inside) = fmt(&v, judge);
+            in_band[k] += usize::from(inside);
             cycles = v.first().map_or(0.0, |o| o.cycles);
-            let _ = write!(m, " {} |", fmt(&v, judge));
+            let _ = write!(m, " {text} |");
         }
         if !args.no_control {
-            let _ = write!(m, " {} |", fmt(&pick(i, FlowKind::TcpSack, true), false));
+            let _ = write!(m, " {} |", fmt(&pick(i, FlowKind::TcpSack, true), false).0);
         }
         let _ = writeln!(m, " {cycles:.1} |");
     }

@@ -92,7 +92,8 @@ struct Row {
     first: Summary,
 }
 
-fn stats(v: &[f64]) -> (f64, f64, f64, f64) {
+/// Mean, standard deviation, min and max.
+pub(crate) fn stats(v: &[f64]) -> (f64, f64, f64, f64) {
     let n = v.len().max(1) as f64;
     let mean = v.iter().sum::<f64>() / n;
     let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
