@@ -51,9 +51,10 @@ pub use error::{Error, Result};
 pub use header::{Packet, HEADER_LEN, OPT_NETWORK, OPT_PARITY, OPT_PRESENT, OPT_VAR_PKTLEN};
 pub use nak::NakRepr;
 pub use options::{
-    Fragment, LowWeight, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData, PgmccFeedback,
-    Pseudofed, RepList, Rst, SqnList, TfmccData, UnknownOption, LW_NO_ACKS, LW_QUICK_NAK,
-    MAX_REPRESENTATIVES, OPT_LOWWEIGHT, OPT_PSEUDOFED, PF_CI, PF_FULL, PF_HAVE_CI,
+    Fragment, Grtt, LowWeight, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData,
+    PgmccFeedback, Pseudofed, RepList, Rst, SqnList, TfmccData, UnknownOption, LW_NO_ACKS,
+    LW_QUICK_NAK, MAX_REPRESENTATIVES, OPT_GRTT, OPT_LOWWEIGHT, OPT_PSEUDOFED, PF_CI, PF_FULL,
+    PF_HAVE_CI,
 };
 pub use poll::{PollRepr, PolrRepr};
 pub use repr::{Body, ChecksumPolicy, Repr};

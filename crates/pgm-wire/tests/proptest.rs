@@ -74,13 +74,14 @@ fn body() -> impl Strategy<Value = Body> {
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
     // Codes 0x14..=0x7f are unassigned, except our OPT_TFMCC_DATA (0x1e), OPT_PSEUDOFED
-    // (0x30) and OPT_LOWWEIGHT (0x31), which are typed; 0x10/0x11 (OPT_CR/CRQST) are also kept as unknown.
+    // (0x30), OPT_LOWWEIGHT (0x31) and OPT_GRTT (0x32), which are typed; 0x10/0x11
+    // (OPT_CR/CRQST) are also kept as unknown.
     let code = prop_oneof![
         Just(0x10u8),
         Just(0x11u8),
         0x14u8..=0x1d,
         0x1fu8..=0x2f,
-        0x32u8..=0x7f
+        0x33u8..=0x7f
     ];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
@@ -106,6 +107,7 @@ prop_compose! {
         parity_grp in prop::option::of(any::<u32>()),
         pgmcc_data in prop::option::of((any::<u32>(), ip())),
         lowweight in prop::option::of((any::<u8>(), any::<u32>())),
+        grtt in prop::option::of((any::<u32>(), any::<u32>())),
         (pgmcc_feedback, tfmcc_data, pseudofed) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
@@ -136,6 +138,7 @@ prop_compose! {
                 flags, grtt_ms, wait_pct, supp_pct, ci_sqn, reps: RepList::from_slice(&reps).unwrap(),
             }),
             lowweight: lowweight.map(|(flags, rate)| LowWeight { flags, rate }),
+            grtt: grtt.map(|(grtt_us, gsize)| Grtt { grtt_us, gsize }),
             unknown: Vec::new(),
         }
     }
@@ -329,6 +332,13 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         let mut b = vec![l.flags, 0];
         b.extend_from_slice(&be(l.rate));
         v.push((0x31, 0, b));
+    }
+    if let Some(g) = &o.grtt {
+        // OPT_GRTT (ours, docs/wire.md): rsv u8, grtt_us u32, gsize u32
+        let mut b = vec![0];
+        b.extend_from_slice(&be(g.grtt_us));
+        b.extend_from_slice(&be(g.gsize));
+        v.push((0x32, 0, b));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

@@ -45,8 +45,8 @@ mod redirect;
 mod session;
 
 pub use experimental::{
-    LowWeight, Pseudofed, RepList, TfmccData, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES, PF_CI,
-    PF_FULL, PF_HAVE_CI,
+    Grtt, LowWeight, Pseudofed, RepList, TfmccData, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES,
+    PF_CI, PF_FULL, PF_HAVE_CI,
 };
 pub use fec::ParityPrm;
 pub use fragment::Fragment;
@@ -105,6 +105,10 @@ pub const OPT_PSEUDOFED: u8 = 0x30;
 /// experimental: 0x31 is unassigned by RFC 3208 and OpenPGM). Sent on ODATA with flags 0
 /// (OPX "ignore"). Layout in [`LowWeight`] and `docs/lowweight.md`.
 pub const OPT_LOWWEIGHT: u8 = 0x31;
+/// OPT_GRTT: the source's group RTT and group size estimates, for receivers' NAK timers
+/// (ours, experimental: 0x32 is unassigned by RFC 3208 and OpenPGM). Sent on SPMs and NCFs
+/// with flags 0 (OPX "ignore"). Layout in [`Grtt`] and `docs/wire.md`.
+pub const OPT_GRTT: u8 = 0x32;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -238,6 +242,8 @@ pub struct Options<'a> {
     pub pseudofed: Option<Pseudofed>,
     /// OPT_LOWWEIGHT (ours, experimental code 0x31).
     pub lowweight: Option<LowWeight>,
+    /// OPT_GRTT (ours, experimental code 0x32).
+    pub grtt: Option<Grtt>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -442,6 +448,9 @@ impl<'a> Options<'a> {
         if let Some(v) = &self.lowweight {
             put::<LowWeight, _>(v, &mut f)?;
         }
+        if let Some(v) = &self.grtt {
+            put::<Grtt, _>(v, &mut f)?;
+        }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
                 return Err(Error::Unencodable("unknown option code must be 1..=127"));
@@ -603,6 +612,7 @@ impl<'a> Options<'a> {
             OPT_TFMCC_DATA => take::<TfmccData>(&mut self.tfmcc_data, body)?,
             OPT_PSEUDOFED => take::<Pseudofed>(&mut self.pseudofed, body)?,
             OPT_LOWWEIGHT => take::<LowWeight>(&mut self.lowweight, body)?,
+            OPT_GRTT => take::<Grtt>(&mut self.grtt, body)?,
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -644,6 +654,7 @@ pub(crate) mod tests {
         assert_eq!(<TfmccData as Codec>::CODE, OPT_TFMCC_DATA);
         assert_eq!(<Pseudofed as Codec>::CODE, OPT_PSEUDOFED);
         assert_eq!(<LowWeight as Codec>::CODE, OPT_LOWWEIGHT);
+        assert_eq!(<Grtt as Codec>::CODE, OPT_GRTT);
     }
 
     #[test]

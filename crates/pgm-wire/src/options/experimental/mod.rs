@@ -1,4 +1,4 @@
-//! Our own, experimental options, used by the comparison controllers. None of them is in
+//! Our own, experimental options, used by the comparison controllers and the NAK timers. None of them is in
 //! RFC 3208, the pgmcc draft or OpenPGM:
 //!
 //! | code | option | controller | file |
@@ -6,16 +6,19 @@
 //! | 0x1e | [`OPT_TFMCC_DATA`](super::OPT_TFMCC_DATA) | TFMCC baseline (`docs/tfmcc.md`) | `tfmcc.rs` |
 //! | 0x30 | [`OPT_PSEUDOFED`](super::OPT_PSEUDOFED) | Pseudofed (`docs/pseudofed.md`) | `pseudofed.rs` |
 //! | 0x31 | [`OPT_LOWWEIGHT`](super::OPT_LOWWEIGHT) | low-weight (`docs/lowweight.md`) | `lowweight.rs` |
+//! | 0x32 | [`OPT_GRTT`](super::OPT_GRTT) | NAK timers, any controller (`docs/core.md`) | `grtt.rs` |
 //!
 //! The codes are unassigned in RFC 3208 and OpenPGM. We always send these options with
 //! flags byte 0: OPX 00, "ignore", so a PGM peer or network element that does not know them
 //! skips the option and keeps the packet (RFC 3208 §9); OpenPGM does exactly that. Our parser
 //! reads them as known options whatever their flags. Wire layouts are in `docs/wire.md`.
 
+mod grtt;
 mod lowweight;
 mod pseudofed;
 mod tfmcc;
 
+pub use grtt::Grtt;
 pub use lowweight::{LowWeight, LW_NO_ACKS, LW_QUICK_NAK};
 pub use pseudofed::{Pseudofed, RepList, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI};
 pub use tfmcc::TfmccData;
