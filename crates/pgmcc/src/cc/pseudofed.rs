@@ -34,6 +34,7 @@ use serde::Serialize;
 
 use super::throughput::Operating;
 use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample};
+use crate::grtt::GroupRtt;
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -143,8 +144,8 @@ pub struct Pseudofed {
     slow_start: bool,
     next_step: Instant,
     reps: Vec<Rep>,
-    /// (receiver, longest recent RTT in s, when recorded).
-    grtt_table: Vec<(IpAddr, f64, Instant)>,
+    /// The longest recent RTTs.
+    grtt_table: GroupRtt,
     /// (receiver, smallest RTT seen in s).
     rtt_min: Vec<(IpAddr, f64)>,
     ci_sqn: Option<u32>,
@@ -170,7 +171,7 @@ impl Pseudofed {
             slow_start: true,
             next_step: now,
             reps: Vec::new(),
-            grtt_table: Vec::new(),
+            grtt_table: GroupRtt::new(GRTT_ENTRIES, cfg.grtt_expiry),
             rtt_min: Vec::new(),
             ci_sqn: None,
             last_sent: None,
@@ -217,10 +218,7 @@ impl Pseudofed {
     /// The group RTT: the largest unexpired entry of the GRTT table, seconds.
     pub fn grtt(&self, now: Instant) -> f64 {
         self.grtt_table
-            .iter()
-            .filter(|e| now.saturating_duration_since(e.2) < self.cfg.grtt_expiry)
-            .map(|e| e.1)
-            .fold(None, |m: Option<f64>, x| Some(m.map_or(x, |m| m.max(x))))
+            .secs(now)
             .unwrap_or(self.cfg.initial_grtt.as_secs_f64())
     }
 
@@ -267,34 +265,6 @@ impl Pseudofed {
             self.rate = self.cfg.rate_min;
         }
         self.rate = self.rate.clamp(self.cfg.rate_min, 1e7);
-    }
-
-    fn note_grtt(&mut self, now: Instant, addr: IpAddr, rtt: f64) {
-        let expiry = self.cfg.grtt_expiry;
-        if let Some(e) = self.grtt_table.iter_mut().find(|e| e.0 == addr) {
-            if rtt >= e.1 || now.saturating_duration_since(e.2) >= expiry {
-                *e = (addr, rtt, now);
-            }
-            return;
-        }
-        self.grtt_table
-            .retain(|e| now.saturating_duration_since(e.2) < expiry);
-        if self.grtt_table.len() >= GRTT_ENTRIES {
-            // Keep the longest RTTs: drop the smallest entry if the new one beats it.
-            let Some((i, _)) = self
-                .grtt_table
-                .iter()
-                .enumerate()
-                .min_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
-            else {
-                return;
-            };
-            if self.grtt_table[i].1 >= rtt {
-                return;
-            }
-            self.grtt_table.swap_remove(i);
-        }
-        self.grtt_table.push((addr, rtt, now));
     }
 
     fn note_rtt_min(&mut self, addr: IpAddr, rtt: f64) -> f64 {
@@ -375,7 +345,7 @@ impl Pseudofed {
         self.stats.reports += 1;
         let addr = fb.rx;
         let rtt = sample.secs();
-        self.note_grtt(now, addr, rtt);
+        self.grtt_table.note(now, addr, rtt);
         let rtt_min = self.note_rtt_min(addr, rtt);
         if ci {
             self.pf.cis += 1;
