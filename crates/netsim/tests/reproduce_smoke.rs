@@ -142,19 +142,23 @@ fn every_reproduction_row_has_a_smoke_test() {
 
 // Fairness benchmark Set 1 (3000 s in the paper; 1000 s here, from 100 s). The benchmark
 // notes that at 300 s the unfairness "was not clear", so this one stays longer.
+// Since the receivers' NAK timers scale to the group RTT and the source holds off repeat
+// repairs (issue 20), the repair storm that took ~0.7 s of queue is gone: f against Reno is
+// 76% here (published 74%; 58% with the fixed 200 ms timers). NewReno and SACK are 73% and
+// 81% (published 92% each). The adaptive timeout now makes pgmcc *slower* than TCP (f =
+// 210%; published 96%): pgmcc stalls once every ~8 s without the repairs' traffic, and TCP
+// Reno, no longer behind the repair queue, times out 4 times in 3000 s instead of 163.
+// Asserted as measured; the adaptive timeout's stalls are open (issue 19).
 #[test]
-fn set1_pgmcc_is_unfair_to_reno_and_the_adaptive_timeout_and_sack_narrow_the_gap() {
+fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
     let reno = smoke("fairness-set1-reno.toml", 1000, 100.0, &[]).f;
     let adaptive = smoke("fairness-set1-reno-adaptive.toml", 1000, 100.0, &[]).f;
     let newreno = smoke("fairness-set1-newreno.toml", 1000, 100.0, &[]).f;
     let sack = smoke("fairness-set1-sack.toml", 1000, 100.0, &[]).f;
-    // pgmcc is not fair to Reno (f = 74%) ...
-    assert!(reno < 0.85, "{reno}");
-    // ... the adaptive timeout makes it fairer (96%) ...
-    assert!(adaptive > reno + 0.05, "{adaptive} vs {reno}");
-    // ... and NewReno and SACK fare better than Reno (92% each).
-    assert!(newreno > reno + 0.05, "{newreno} vs {reno}");
-    assert!(sack > reno + 0.1, "{sack} vs {reno}");
+    assert!((0.66..0.86).contains(&reno), "{reno}");
+    assert!((0.63..0.83).contains(&newreno), "{newreno}");
+    assert!((0.71..0.91).contains(&sack), "{sack}");
+    assert!(adaptive > 1.5, "{adaptive}");
 }
 
 // Set 2, high loss: pgmcc is close to fair to TCP1 (f1 = 78%) and unfair to TCP2 on the 8%
@@ -190,10 +194,12 @@ fn set2_low_loss_acker_flapping_costs_pgmcc_paper_not_pgmcc() {
 
 // Set 3 as first reconstructed (30-packet bottleneck queue). The benchmark: with NAK
 // elimination pgmcc gets much more than TCP (f = 23%), and its proposed fixes (random
-// suppression; the pgmcc paper's loss-aware rule) should be fairer. We measure pgmcc far
-// ahead of TCP in every variant, including without an NE (the benchmark: "similar to
-// experiment 1"), because TCP Reno times out behind the ~670 ms queue and MR3 is too little
-// slower than MR1 to be elected (rows' explanations). Asserted: what we measure; the fixes
+// suppression; the pgmcc paper's loss-aware rule) should be fairer. Without an NE we measure
+// pgmcc far ahead of TCP (the benchmark: "similar to experiment 1"), because TCP Reno times
+// out behind the ~670 ms queue and MR3 is too little slower than MR1 to be elected (rows'
+// explanations). Since issue 20's repair hold-off and RTT-scaled NAK timers, the NE variants
+// are the fairer ones (f ~ 65% against ~30% without an NE): the NE's elimination on top of the
+// source's hold-off keeps repairs off the bottleneck. Asserted: what we measure; the fixes
 // change f by only a few points.
 #[test]
 fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
@@ -201,13 +207,13 @@ fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
     let supp = smoke("fairness-set3-suppression.toml", 1000, 100.0, &[]);
     let aware = smoke("fairness-set3-loss-aware.toml", 1000, 100.0, &[]).f;
     let prob = smoke("fairness-set3-probabilistic.toml", 1000, 100.0, &[]).f;
-    // pgmcc gets more than TCP under elimination, as published (23%).
-    assert!(supp.f < 0.5, "{}", supp.f);
-    // Disagreement: also without an NE, and the fixes do not bring TCP near pgmcc.
+    // pgmcc gets more than TCP under elimination (published 23%).
+    assert!((0.5..0.85).contains(&supp.f), "{}", supp.f);
+    // Disagreement: more so without an NE, and the fixes do not bring TCP near pgmcc.
     assert!(none.f < 0.5, "{}", none.f);
     for fix in [aware, prob] {
         assert!(
-            fix < 0.5 && (fix - supp.f).abs() < 0.1,
+            fix < 0.85 && (fix - supp.f).abs() < 0.1,
             "{fix} vs {}",
             supp.f
         );
@@ -234,7 +240,7 @@ fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
         assert!(r.f < 0.4, "{}", r.f);
     }
     for r in [&aware, &prob] {
-        assert!((r.f - supp.f).abs() < 0.05, "{} vs {}", r.f, supp.f);
+        assert!((r.f - supp.f).abs() < 0.08, "{} vs {}", r.f, supp.f);
     }
 }
 
@@ -287,17 +293,20 @@ fn fig4_pgmcc_and_tcp_get_similar_rates() {
 }
 
 // pgmcc paper Fig. 6: with receivers at diverse RTTs there is no single TCP-fair rate and
-// the acker is one of the receivers, not necessarily the farthest. We measure the acker
-// moving among receivers; with the paper's token rule the switching costs pgmcc (f = 150%
-// over 5 seeds), under our recommended `pgmcc` pgmcc is ahead of TCP Reno.
+// the acker is one of the receivers, not necessarily the farthest: "in presence of
+// suppression ... the selected acker will likely be one of the receivers with the shortest
+// RTTs" (paper §4.4). Since issue 20 our receivers' NAK back-off spans four group RTTs and
+// suppression works: in seed 1 the source hears 50 NAKs instead of 423, the acker moves 4
+// times instead of 21, and pgmcc gets about twice TCP Reno's rate (f = 49% here, 38% with
+// `pgmcc-paper` and 28% with `pgmcc` over 5 seeds; 86% and 55% with the fixed 50 ms back-off).
+// Reports lost to suppression are issue 19's item 4.
 #[test]
 fn fig6_acker_moves_among_diverse_receivers() {
     let plain = smoke("paper-fig6.toml", 300, 60.0, &[]);
     let realign = smoke("paper-fig6.toml", 300, 60.0, &[RECOMMENDED]);
     assert!(plain.ackers() >= 2 && realign.ackers() >= 2);
-    // `pgmcc-paper` without former-acker credit (issue 19): 0.82 (was 1.5 with it).
-    assert!((0.6..1.05).contains(&plain.f), "{}", plain.f);
-    assert!(realign.f < 0.85, "{}", realign.f);
+    assert!((0.3..0.7).contains(&plain.f), "{}", plain.f);
+    assert!(realign.f < 0.6, "{}", realign.f);
 }
 
 // pgmcc paper Fig. 7: 90 more receivers (joining at 300 s in the file, at 150 s here) do not

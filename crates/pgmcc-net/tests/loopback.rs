@@ -68,7 +68,14 @@ async fn transfer(
     o.ttl = 0;
     o.cc = cc;
     o.rate_limit = Some(50_000_000);
-    o.linger = Duration::from_millis(500);
+    // Without a controller the source measures no RTT, so receivers use OpenPGM's fixed
+    // 2 s NAK waits: the source must linger past them (the default, 3 s, does). With one,
+    // OPT_GRTT scales the receivers' waits to the loopback's RTT.
+    o.linger = if matches!(cc, CcConfig::None) {
+        Duration::from_secs(3)
+    } else {
+        Duration::from_millis(500)
+    };
     // Loss at the source too: every receiver misses these.
     o.drop_every = drop_every.map(|n| n * 2 + 1);
     let mut tx = Sender::bind(o).await.unwrap();

@@ -128,9 +128,10 @@ impl Lab {
         let rxs = (0..n)
             .map(|i| {
                 let mut c = ReceiverConfig::new(rx_addr(i), GROUP, seed + i as u64);
-                // Repairs cross the same lossy path: allow for long bursts.
-                c.nak_ncf_retries = 20;
-                c.nak_data_retries = 20;
+                // Sessions without a controller advertise no OPT_GRTT: fit the fallback
+                // timers to this path, or OpenPGM's 2 s outlast the source's window.
+                c.nak_rpt_ivl = Duration::from_millis(200);
+                c.nak_rdata_ivl = Duration::from_millis(200);
                 Receiver::new(c, ms(0))
             })
             .collect();

@@ -83,13 +83,13 @@ fn ncf_heard_during_backoff_suppresses_the_nak() {
     r.handle(ms(2), SRC, &ncf(1));
     r.handle(ms(2), SRC, &ncf(2));
     assert_eq!(r.stats().naks_suppressed, 2);
-    // Within NAK_RDATA_IVL (200 ms) nothing is sent.
-    r.handle_timeout(ms(150));
-    assert!(sent_by(&mut r, ms(150)).is_empty());
+    // Within NAK_RDATA_IVL (2 s without OPT_GRTT) nothing is sent.
+    r.handle_timeout(ms(1_900));
+    assert!(sent_by(&mut r, ms(1_900)).is_empty());
     // No RDATA by then: NAK generation recommences with a fresh back-off.
-    r.handle_timeout(ms(203));
+    r.handle_timeout(ms(2_003));
     let t = r.poll_timeout().unwrap();
-    r.handle_timeout(t.max(ms(203)));
+    r.handle_timeout(t.max(ms(2_003)));
     let sent = sent_by(&mut r, t);
     assert_eq!(
         sent.iter().flat_map(|s| nak_sqns(&s.1)).collect::<Vec<_>>(),
@@ -114,10 +114,15 @@ fn unanswered_naks_end_in_unrecoverable_never_a_silent_gap() {
         now = now.max(t);
         r.handle_timeout(now);
         naks += sent_by(&mut r, now).len();
-        assert!(now < ms(10_000), "gave up too late");
+        assert!(now < ms(40_000), "gave up too late");
     }
-    // First NAK plus NAK_NCF_RETRIES (5) repeats, then the loss is declared.
-    assert_eq!(naks, 6);
+    // NAKed every NAK_RPT_IVL (2 s) plus a back-off, until the give-up time (30 s) had
+    // passed at the end of a wait; then the loss is declared.
+    assert!(
+        (ms(30_002)..ms(32_200)).contains(&now),
+        "gave up at {now:?}"
+    );
+    assert!((14..=15).contains(&naks), "{naks} NAKs");
     let ev = events(&mut r);
     assert!(ev.contains(&ReceiverEvent::Unrecoverable {
         tsi: TSI,
@@ -456,4 +461,131 @@ fn receiver_knows_whether_it_heard_the_start_of_the_stream() {
         .iter()
         .any(|e| matches!(e, ReceiverEvent::SessionStarted { .. })));
     assert_eq!(late.session_syn(&TSI), None);
+}
+
+/// A NAK for `sqn` carrying a pgmcc report whose timestamp echo is `echo_ms` (so the source
+/// measures `now - echo_ms` as this receiver's RTT).
+fn nak_with_report(sqn: u32, echo_ms: u32) -> Vec<u8> {
+    Repr::upstream(
+        TSI,
+        7500,
+        Body::Nak(NakRepr {
+            sqn,
+            source: SRC,
+            group: GROUP,
+        }),
+    )
+    .with_options(Options {
+        pgmcc_feedback: Some(PgmccFeedback {
+            tstamp: echo_ms,
+            loss_rate: 0,
+            rx: RX,
+        }),
+        ..Options::default()
+    })
+    .to_vec()
+    .unwrap()
+}
+
+fn count(out: &[Repr<'_>], t: PacketType) -> usize {
+    out.iter().filter(|r| r.packet_type() == t).count()
+}
+
+#[test]
+fn source_advertises_the_group_rtt_and_holds_off_a_second_repair_for_one_rtt() {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.cc = pgmcc::cc::Controller::Pgmcc.config();
+    let mut s = Sender::new(cfg, Instant::ZERO);
+    for i in 0..4u8 {
+        s.send(&[i; 100]).unwrap();
+    }
+    let out = drain(&mut s, ms(0));
+    assert_eq!(s.grtt(ms(0)), None, "no RTT measured yet");
+    assert!(out.iter().all(|r| r.options.grtt.is_none()));
+    // pgmcc starts with a window of one: packet 0 went out at 0 ms: a report echoing 0 at 100 ms is a 100 ms RTT.
+    s.handle(ms(100), RX, &nak_with_report(0, 0));
+    assert_eq!(s.grtt(ms(100)), Some(Duration::from_millis(100)));
+    assert_eq!(s.group_size(ms(100)), 1);
+    let out = drain(&mut s, ms(100));
+    assert_eq!(count(&out, PacketType::Ncf), 1);
+    assert_eq!(count(&out, PacketType::Rdata), 1);
+    let ncf = out
+        .iter()
+        .find(|r| r.packet_type() == PacketType::Ncf)
+        .unwrap();
+    assert_eq!(
+        ncf.options.grtt,
+        Some(Grtt {
+            grtt_us: 100_000,
+            gsize: 1
+        })
+    );
+    // Another NAK within one RTT of that RDATA was sent before the repair could reach its
+    // receiver: no NCF, no second RDATA.
+    s.handle(ms(150), RX, &nak_with_report(0, 50));
+    assert!(drain(&mut s, ms(150)).is_empty());
+    assert_eq!(s.stats().naks_held_off, 1);
+    assert_eq!((s.stats().sqns_naked, s.stats().sqns_naked_again), (1, 1));
+    // One RTT later the receiver must have lost the repair: repaired again.
+    s.handle(ms(201), RX, &nak_with_report(0, 101));
+    let out = drain(&mut s, ms(201));
+    assert_eq!(count(&out, PacketType::Ncf), 1);
+    assert_eq!(count(&out, PacketType::Rdata), 1);
+    // SPMs carry the figure too (an SPMR asks for one at once).
+    s.handle(
+        ms(202),
+        RX,
+        &Repr::upstream(TSI, 7500, Body::Spmr).to_vec().unwrap(),
+    );
+    let out = drain(&mut s, ms(202));
+    let spm = out
+        .iter()
+        .find(|r| r.packet_type() == PacketType::Spm)
+        .unwrap();
+    assert_eq!(spm.options.grtt.map(|g| g.grtt_us), Some(100_000));
+}
+
+#[test]
+fn opt_grtt_scales_the_receivers_nak_timers() {
+    let mut r = receiver();
+    let plain = spm(0, 0, u32::MAX, false);
+    let mut spm = Repr::parse(&plain).unwrap();
+    spm.options.grtt = Some(Grtt {
+        grtt_us: 100_000,
+        gsize: 1,
+    });
+    let spm = spm.to_vec().unwrap();
+    r.handle(ms(0), SRC, &spm);
+    r.handle(ms(1), SRC, &odata(0, 0, b"a", None));
+    r.handle(ms(2), SRC, &odata(2, 0, b"c", None));
+    // Back-off within 4 group RTTs (400 ms), then NAK_RPT_IVL = 2 group RTTs (200 ms), then
+    // a fresh back-off: NAK times step by 200..600 ms, not OpenPGM's 2 s.
+    let mut nak_times = Vec::new();
+    let mut now = ms(2);
+    while nak_times.len() < 4 {
+        let t = r.poll_timeout().unwrap();
+        now = now.max(t);
+        r.handle_timeout(now);
+        if !sent_by(&mut r, now).is_empty() {
+            nak_times.push(now);
+        }
+    }
+    assert!(nak_times[0] <= ms(402), "{:?}", nak_times[0]);
+    for w in nak_times.windows(2) {
+        let gap = w[1].saturating_duration_since(w[0]);
+        assert!(
+            (Duration::from_millis(200)..=Duration::from_millis(600)).contains(&gap),
+            "{gap:?}"
+        );
+    }
+    // Give-up stays at nak_give_up (30 s > 20 group RTTs).
+    while let Some(t) = r.poll_timeout() {
+        now = now.max(t);
+        r.handle_timeout(now);
+        sent_by(&mut r, now);
+    }
+    assert!(
+        (ms(30_002)..ms(30_700)).contains(&now),
+        "gave up at {now:?}"
+    );
 }

@@ -30,16 +30,26 @@ pub struct ReceiverConfig {
     pub group: IpAddr,
     /// Data-destination port listened on (OpenPGM default 7500).
     pub dport: u16,
-    /// NAK_BO_IVL: upper bound of the random NAK back-off. Default 50 ms.
+    /// NAK_BO_IVL when the source advertises no group RTT: the back-off is uniform in
+    /// `[0, NAK_BO_IVL]`. Default 50 ms (OpenPGM's examples). With OPT_GRTT the back-off
+    /// scales to the group RTT instead ([`ReceiverConfig::nak_bo_grtts`]).
     pub nak_bo_ivl: Duration,
-    /// NAK_RPT_IVL: wait for an NCF after a NAK. Default 200 ms.
+    /// NAK_RPT_IVL when the source advertises no group RTT: wait for an NCF after a NAK.
+    /// Default 2 s (OpenPGM's default). With OPT_GRTT: twice the group RTT.
     pub nak_rpt_ivl: Duration,
-    /// NAK_RDATA_IVL: wait for RDATA after an NCF. Default 200 ms.
+    /// NAK_RDATA_IVL when the source advertises no group RTT: wait for RDATA after an NCF.
+    /// Default 2 s (OpenPGM's default). With OPT_GRTT: twice the group RTT.
     pub nak_rdata_ivl: Duration,
-    /// NAK_NCF_RETRIES: NAKs sent without an NCF before giving up. Default 5.
-    pub nak_ncf_retries: u32,
-    /// NAK_DATA_RETRIES: NCF-confirmed waits for data before giving up. Default 5.
-    pub nak_data_retries: u32,
+    /// With OPT_GRTT, the NAK back-off spans this many group RTTs, drawn from NORM's
+    /// truncated exponential (RFC 5740 §5.3; λ = ln(group size) + 1), so that among many
+    /// receivers missing the same packet one NAKs early and the NCF silences the rest.
+    /// Default 4 (NORM's `K`).
+    pub nak_bo_grtts: f64,
+    /// How long a missing sequence number is NAKed before it is given up (reported
+    /// `Unrecoverable`), counted from when it was found missing; at least 20 group RTTs
+    /// when the source advertises one. The source's trailing edge passing it gives it up at
+    /// once. Default 30 s.
+    pub nak_give_up: Duration,
     /// Receive window span in sequence numbers (memory bound per session). Default 8192.
     pub rxw_sqns: u32,
     /// Largest APDU accepted for reassembly. Default 65535 (OpenPGM's PGM_MAX_APDU).
@@ -89,10 +99,10 @@ impl ReceiverConfig {
             group,
             dport: 7500,
             nak_bo_ivl: Duration::from_millis(50),
-            nak_rpt_ivl: Duration::from_millis(200),
-            nak_rdata_ivl: Duration::from_millis(200),
-            nak_ncf_retries: 5,
-            nak_data_retries: 5,
+            nak_rpt_ivl: Duration::from_secs(2),
+            nak_rdata_ivl: Duration::from_secs(2),
+            nak_bo_grtts: 4.0,
+            nak_give_up: Duration::from_secs(30),
             rxw_sqns: 8192,
             max_apdu: 65535,
             join: JoinPolicy::default(),
@@ -111,10 +121,11 @@ impl ReceiverConfig {
     pub(super) fn timers(&self) -> NakTimers {
         NakTimers {
             bo_ivl: self.nak_bo_ivl,
+            bo_lambda: None,
             rpt_ivl: self.nak_rpt_ivl,
             rdata_ivl: self.nak_rdata_ivl,
-            ncf_retries: self.nak_ncf_retries,
-            data_retries: self.nak_data_retries,
+            give_up: self.nak_give_up,
+            bo_grtts: self.nak_bo_grtts,
         }
     }
 

@@ -11,15 +11,17 @@
 //! window moved past it) produces [`ReceiverEvent::Unrecoverable`] at its place in the
 //! sequence: there is never a silent gap.
 //!
-//! Timers (RFC 3208 §5.3, defaults from OpenPGM's shipped examples, as the RFC gives none):
-//! * NAK_BO_IVL ([`ReceiverConfig::nak_bo_ivl`], 50 ms): a gap waits a random time in
-//!   `[0, NAK_BO_IVL]` before its NAK, so that one receiver's NAK (confirmed by a multicast
-//!   NCF) suppresses the others'.
-//! * NAK_RPT_IVL ([`ReceiverConfig::nak_rpt_ivl`], 200 ms): how long to wait for an NCF
-//!   after sending a NAK before trying again, at most NAK_NCF_RETRIES times (default 5).
-//! * NAK_RDATA_IVL ([`ReceiverConfig::nak_rdata_ivl`], 200 ms): how long to wait for RDATA
-//!   after an NCF before NAKing again, at most NAK_DATA_RETRIES times (default 5); every
-//!   further NCF restarts it.
+//! Timers (RFC 3208 §5.3; `docs/core.md`, "NAK timers"). When the source advertises its
+//! group RTT G in OPT_GRTT (on SPMs and NCFs; our sources do once they measured an RTT):
+//! * NAK back-off in `[0, K·G]` (K = [`ReceiverConfig::nak_bo_grtts`], 4), drawn from NORM's
+//!   truncated exponential with λ = ln(group size) + 1, so that among many receivers missing
+//!   the same packet one NAKs early and its NCF silences the rest;
+//! * NAK_RPT_IVL (wait for the NCF) and NAK_RDATA_IVL (wait for the repair) of 2·G.
+//!
+//! Without OPT_GRTT (OpenPGM sources, or ours without a controller), OpenPGM's defaults:
+//! NAK_BO_IVL 50 ms (uniform), NAK_RPT_IVL and NAK_RDATA_IVL 2 s. Either way a missing
+//! sequence number is NAKed until [`ReceiverConfig::nak_give_up`] (30 s, at least 20·G) has
+//! passed since it was found missing, or until the source's trailing edge passes it.
 
 mod config;
 mod event;
@@ -161,6 +163,7 @@ impl Receiver {
                 last_heard: now,
                 ended: false,
                 next_spmr: now,
+                grtt: None,
             },
         );
         match admit {
@@ -210,12 +213,8 @@ impl Receiver {
             }
         }
         let tsi = repr.tsi();
-        let (timers, rxw_sqns, max_apdu, join) = (
-            self.timers,
-            self.config.rxw_sqns,
-            self.config.max_apdu,
-            self.config.join,
-        );
+        let (rxw_sqns, max_apdu, join) =
+            (self.config.rxw_sqns, self.config.max_apdu, self.config.join);
         if !self.ensure_peer(tsi, now) {
             return;
         }
@@ -225,6 +224,7 @@ impl Receiver {
         if peer.ended {
             return;
         }
+        let timers = peer.timers(&self.timers);
         peer.data_from = Some(from);
         if repr.options.syn {
             peer.syn_sqn = Some(s);
@@ -261,7 +261,12 @@ impl Receiver {
             .then(|| peer.fb.nak_backoff(&repr.options, &self.feedback))
             .flatten()
         {
-            Some(bo_ivl) => NakTimers { bo_ivl, ..timers },
+            Some(bo_ivl) if bo_ivl.is_zero() => timers.without_backoff(),
+            Some(bo_ivl) => NakTimers {
+                bo_ivl,
+                bo_lambda: None,
+                ..timers
+            },
             None => timers,
         };
         w.extend_to(s, now, &timers, &mut self.rng);
@@ -335,8 +340,7 @@ impl Receiver {
 
     fn on_spm(&mut self, now: Instant, from: IpAddr, repr: &Repr<'_>, spm: pgm_wire::SpmRepr) {
         let tsi = repr.tsi();
-        let (timers, rxw_sqns, max_apdu, reliable) = (
-            self.timers,
+        let (rxw_sqns, max_apdu, reliable) = (
             self.config.rxw_sqns,
             self.config.max_apdu,
             self.config.reliable,
@@ -352,6 +356,8 @@ impl Receiver {
         }
         peer.spm_sqn = Some(spm.sqn);
         peer.path = Some(spm.path_nla);
+        peer.note_grtt(&repr.options);
+        let timers = peer.timers(&self.timers);
         peer.data_from.get_or_insert(from);
         let mut started = None;
         if peer.rxw.is_none() {
@@ -383,8 +389,14 @@ impl Receiver {
 
     fn on_ncf(&mut self, now: Instant, repr: &Repr<'_>, n: &NakRepr, peer_nak: bool) {
         let tsi = repr.tsi();
-        let timers = self.timers;
-        let Some(w) = self.sessions.get_mut(&tsi).and_then(|p| p.rxw.as_mut()) else {
+        let Some(peer) = self.sessions.get_mut(&tsi) else {
+            return;
+        };
+        if !peer_nak {
+            peer.note_grtt(&repr.options);
+        }
+        let timers = peer.timers(&self.timers);
+        let Some(w) = peer.rxw.as_mut() else {
             return;
         };
         let list = repr.options.nak_list.unwrap_or_default();
@@ -402,7 +414,7 @@ impl Receiver {
 
     /// Runs expired timers: feedback reports, NAKs (giving up on exhausted retries), SPMRs.
     pub fn handle_timeout(&mut self, now: Instant) {
-        let timers = self.timers;
+        let base = self.timers;
         let coalesce = self.config.coalesce_acks;
         let (rng, transmits, stats) = (&mut self.rng, &mut self.transmits, &mut self.stats);
         let mut due = Vec::new();
@@ -415,6 +427,7 @@ impl Receiver {
                 }
             }
             let can_nak = peer.path.is_some();
+            let timers = peer.timers(&base);
             let Some(w) = peer.rxw.as_mut() else {
                 return;
             };

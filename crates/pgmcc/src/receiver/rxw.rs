@@ -17,14 +17,61 @@ use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
-/// NAK timers and retry limits (see [`ReceiverConfig`](super::ReceiverConfig)).
+/// NAK timers and the give-up time (see [`ReceiverConfig`](super::ReceiverConfig)).
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct NakTimers {
+    /// Longest NAK back-off.
     pub(crate) bo_ivl: Duration,
+    /// `None`: the back-off is uniform in `[0, bo_ivl]` (RFC 3208). `Some(λ)`: NORM's
+    /// truncated exponential over the same span.
+    pub(crate) bo_lambda: Option<f64>,
     pub(crate) rpt_ivl: Duration,
     pub(crate) rdata_ivl: Duration,
-    pub(crate) ncf_retries: u32,
-    pub(crate) data_retries: u32,
+    /// How long a sequence number may stay missing before it is given up.
+    pub(crate) give_up: Duration,
+    /// Back-off span in group RTTs, once the source advertises one.
+    pub(crate) bo_grtts: f64,
+}
+
+/// Smallest NCF and RDATA wait derived from a group RTT: covers a source's own scheduling
+/// on a LAN where the RTT is tens of microseconds.
+const MIN_SCALED_WAIT: Duration = Duration::from_millis(20);
+
+impl NakTimers {
+    /// The timers for a session whose source advertised `grtt` and `gsize` receivers
+    /// (`docs/core.md`, "NAK timers").
+    pub(crate) fn scaled(&self, grtt: Duration, gsize: u32) -> NakTimers {
+        let wait = (grtt * 2).max(MIN_SCALED_WAIT);
+        NakTimers {
+            bo_ivl: Duration::from_secs_f64(grtt.as_secs_f64() * self.bo_grtts.clamp(0.0, 100.0)),
+            bo_lambda: Some(f64::from(gsize.max(1)).ln() + 1.0),
+            rpt_ivl: wait,
+            rdata_ivl: wait,
+            give_up: self.give_up.max(grtt * 20),
+            bo_grtts: self.bo_grtts,
+        }
+    }
+
+    /// The same timers with no back-off at all (a controller's quick NAK).
+    pub(crate) fn without_backoff(&self) -> NakTimers {
+        NakTimers {
+            bo_ivl: Duration::ZERO,
+            bo_lambda: None,
+            ..*self
+        }
+    }
+
+    /// A random NAK back-off.
+    pub(crate) fn backoff(&self, rng: &mut Rng) -> Duration {
+        match self.bo_lambda {
+            None => rng.duration_up_to(self.bo_ivl),
+            Some(l) => {
+                // Inverse of the CDF (e^(λx/T) - 1) / (e^λ - 1) on [0, T].
+                let x = (((l.exp() - 1.0) * rng.unit() + 1.0).ln() / l).clamp(0.0, 1.0);
+                Duration::from_secs_f64(self.bo_ivl.as_secs_f64() * x)
+            }
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -38,8 +85,8 @@ pub(crate) enum Phase {
 pub(crate) struct NakState {
     pub(crate) phase: Phase,
     pub(crate) deadline: Instant,
-    ncf_retries: u32,
-    data_retries: u32,
+    /// When the sequence number was found missing (the give-up clock).
+    since: Instant,
 }
 
 #[derive(Debug, Clone)]
@@ -131,13 +178,12 @@ impl ReceiveWindow {
             let new_base = self.base.wrapping_add(drop);
             self.give_up_before(new_base);
         }
-        let deadline = now + rng.duration_up_to(t.bo_ivl);
+        let deadline = now + t.backoff(rng);
         while sqn::lt(self.lead(), up_to) {
             self.slots.push_back(Slot::Missing(NakState {
                 phase: Phase::BackOff,
                 deadline,
-                ncf_retries: 0,
-                data_retries: 0,
+                since: now,
             }));
         }
     }
@@ -283,7 +329,7 @@ impl ReceiveWindow {
         nak: &mut Vec<u32>,
     ) {
         // One back-off draw per expiry round, shared, so retries batch like first NAKs do.
-        let retry_at = now + rng.duration_up_to(t.bo_ivl);
+        let retry_at = now + t.backoff(rng);
         let mut cur = self.base;
         for slot in self.slots.iter_mut() {
             let s = cur;
@@ -300,22 +346,15 @@ impl ReceiveWindow {
                         nak.push(s);
                         st.phase = Phase::WaitNcf;
                         st.deadline = now + t.rpt_ivl;
+                    } else if now.saturating_duration_since(st.since) >= t.give_up {
+                        // No SPM ever told us where to NAK.
+                        *slot = Slot::Lost;
                     } else {
                         st.deadline = retry_at.max(now + t.bo_ivl / 2);
                     }
                 }
-                Phase::WaitNcf => {
-                    st.ncf_retries += 1;
-                    if st.ncf_retries > t.ncf_retries {
-                        *slot = Slot::Lost;
-                    } else {
-                        st.phase = Phase::BackOff;
-                        st.deadline = retry_at;
-                    }
-                }
-                Phase::WaitData => {
-                    st.data_retries += 1;
-                    if st.data_retries > t.data_retries {
+                Phase::WaitNcf | Phase::WaitData => {
+                    if now.saturating_duration_since(st.since) >= t.give_up {
                         *slot = Slot::Lost;
                     } else {
                         st.phase = Phase::BackOff;
@@ -499,4 +538,67 @@ fn push_lost(out: &mut Vec<Output>, first: u32, last: u32) {
         }
     }
     out.push(Output::Lost { first, last });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> NakTimers {
+        NakTimers {
+            bo_ivl: Duration::from_millis(50),
+            bo_lambda: None,
+            rpt_ivl: Duration::from_secs(2),
+            rdata_ivl: Duration::from_secs(2),
+            give_up: Duration::from_secs(30),
+            bo_grtts: 4.0,
+        }
+    }
+
+    /// Mean back-off over many draws, as a fraction of the span.
+    fn mean_fraction(t: &NakTimers) -> f64 {
+        let mut rng = Rng::new(5);
+        let n = 20_000;
+        let mut sum = 0.0;
+        for _ in 0..n {
+            let b = t.backoff(&mut rng);
+            assert!(b <= t.bo_ivl, "{b:?} beyond {:?}", t.bo_ivl);
+            sum += b.as_secs_f64();
+        }
+        sum / f64::from(n) / t.bo_ivl.as_secs_f64()
+    }
+
+    #[test]
+    fn grtt_scales_the_timers_and_the_backoff_leans_late_for_large_groups() {
+        let t = base().scaled(Duration::from_millis(100), 100);
+        assert_eq!(t.bo_ivl, Duration::from_millis(400));
+        assert_eq!(
+            (t.rpt_ivl, t.rdata_ivl),
+            (Duration::from_millis(200), Duration::from_millis(200))
+        );
+        assert_eq!(t.give_up, Duration::from_secs(30));
+        assert_eq!(
+            base().scaled(Duration::from_secs(3), 1).give_up,
+            Duration::from_secs(60)
+        );
+        assert_eq!(
+            base().scaled(Duration::from_micros(50), 1).rpt_ivl,
+            MIN_SCALED_WAIT
+        );
+        // Uniform: mean half the span. Truncated exponential with λ = ln(100) + 1: mean
+        // 1 - 1/λ + 1/(e^λ - 1) of the span (≈ 0.82): most receivers wait long, so the few
+        // that NAK early silence them.
+        assert!((mean_fraction(&base()) - 0.5).abs() < 0.01);
+        let l = 100f64.ln() + 1.0;
+        let want = 1.0 - 1.0 / l + 1.0 / (l.exp() - 1.0);
+        assert!(
+            (mean_fraction(&t) - want).abs() < 0.01,
+            "{}",
+            mean_fraction(&t)
+        );
+        assert_eq!(
+            t.without_backoff().backoff(&mut Rng::new(1)),
+            Duration::ZERO
+        );
+    }
 }

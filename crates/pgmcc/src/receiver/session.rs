@@ -7,8 +7,9 @@ use std::net::IpAddr;
 
 use pgm_wire::Tsi;
 
-use super::rxw::ReceiveWindow;
+use super::rxw::{NakTimers, ReceiveWindow};
 use crate::cc::feedback::Feedback;
+use crate::sender::MAX_GRTT;
 use crate::time::{Duration, Instant};
 
 /// What a receiver knows of one session.
@@ -32,6 +33,27 @@ pub(super) struct Peer {
     pub(super) last_heard: Instant,
     pub(super) ended: bool,
     pub(super) next_spmr: Instant,
+    /// The source's latest OPT_GRTT (group RTT, group size), from an SPM or NCF.
+    pub(super) grtt: Option<(Duration, u32)>,
+}
+
+impl Peer {
+    /// This session's NAK timers: `base` scaled to the source's group RTT once it
+    /// advertised one.
+    pub(super) fn timers(&self, base: &NakTimers) -> NakTimers {
+        match self.grtt {
+            Some((g, n)) => base.scaled(g, n),
+            None => *base,
+        }
+    }
+
+    /// Takes the source's OPT_GRTT from an SPM or NCF of this session.
+    pub(super) fn note_grtt(&mut self, opts: &pgm_wire::Options<'_>) {
+        if let Some(g) = opts.grtt {
+            let d = Duration::from_micros(u64::from(g.grtt_us)).min(MAX_GRTT);
+            self.grtt = Some((d, g.gsize));
+        }
+    }
 }
 
 /// Sessions by TSI, iterated in the order they were created (deterministic).

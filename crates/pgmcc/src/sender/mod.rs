@@ -36,7 +36,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 
 use pgm_wire::{
-    Body, DataRepr, Fragment, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi, OPT_PARITY,
+    Body, DataRepr, Fragment, Grtt, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi, OPT_PARITY,
 };
 use serde::Serialize;
 use thiserror::Error;
@@ -45,6 +45,7 @@ use tracing::{debug, trace};
 use crate::cc::{
     Ack, CcConfig, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample,
 };
+use crate::grtt::GroupRtt;
 use crate::time::{Duration, Instant};
 use crate::transmit::{Destination, Transmit};
 use rate::RateLimiter;
@@ -53,6 +54,16 @@ use txw::{Bounds, TransmitWindow, TxPacket};
 /// Bytes of the common header, the data header and the largest option set a data packet of
 /// ours carries (OPT_LENGTH 4, OPT_FRAGMENT 16, OPT_JOIN 8, OPT_SYN 4, OPT_PGMCC_DATA 28).
 const DATA_OVERHEAD: usize = 16 + 8 + 4 + 16 + 8 + 4 + 28;
+
+/// Receivers whose RTT the group RTT table keeps (the longest ones).
+const GRTT_ENTRIES: usize = 64;
+
+/// Largest group RTT advertised or used (NORM's default GRTT ceiling is 10 s too): a forged
+/// or stale timestamp echo cannot make receivers wait longer than this.
+pub const MAX_GRTT: Duration = Duration::from_secs(10);
+
+/// Most receivers the group size estimate tracks at once.
+pub const MAX_GROUP_TRACKED: usize = 1 << 16;
 
 /// A rate ceiling for the whole session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -115,6 +126,20 @@ pub struct SenderConfig {
     /// each unicast NAK would otherwise buy one multicast NCF. Keep `d` below the receivers'
     /// NAK_RPT_IVL so that a receiver that missed the NCF is answered when it repeats its NAK.
     pub ncf_holdoff: Option<Duration>,
+    /// Repair hold-off (ours, after NORM's sender, RFC 5740 §5.3): once RDATA for a
+    /// sequence number has gone out, NAKs for it arriving within one RTT (the longer of the
+    /// group RTT and the NAKing receiver's own) were sent before that RDATA could reach their
+    /// receiver: they get neither an NCF nor a second repair, and are counted in
+    /// [`SenderStats::naks_held_off`]. Needs an RTT measurement, so a controller; without one
+    /// every NAK is answered as RFC 3208 §6.2 says. Default true.
+    pub repair_holdoff: bool,
+    /// Put OPT_GRTT (the group RTT and group size, `docs/wire.md`) on SPMs and NCFs once an
+    /// RTT has been measured, so that receivers scale their NAK timers to it. OpenPGM's
+    /// receivers ignore the option. Default true.
+    pub advertise_grtt: bool,
+    /// How long one receiver's RTT counts towards the group RTT, and its reports towards the
+    /// group size (see [`crate::grtt`]). Default 30 s.
+    pub grtt_expiry: Duration,
 }
 
 impl SenderConfig {
@@ -140,6 +165,9 @@ impl SenderConfig {
             cc: CcConfig::None,
             repairs: true,
             ncf_holdoff: None,
+            repair_holdoff: true,
+            advertise_grtt: true,
+            grtt_expiry: Duration::from_secs(30),
         }
     }
 
@@ -195,6 +223,14 @@ pub struct SenderStats {
     pub naks_duplicate: u64,
     /// Sequence numbers left out of an NCF by [`SenderConfig::ncf_holdoff`].
     pub ncfs_held: u64,
+    /// Distinct sequence numbers NAKed at least once.
+    pub sqns_naked: u64,
+    /// Distinct sequence numbers NAKed more than once (by several receivers, or again by
+    /// one): `sqns_naked_again / sqns_naked` measures how well NAK suppression works.
+    pub sqns_naked_again: u64,
+    /// NAKed sequence numbers within the repair hold-off of their latest RDATA
+    /// ([`SenderConfig::repair_holdoff`]): no NCF, no second repair.
+    pub naks_held_off: u64,
     /// NAKed sequence numbers outside the transmit window (no RDATA possible).
     pub naks_outside_window: u64,
     /// NAKs for another session, source or group.
@@ -230,6 +266,11 @@ pub struct Sender {
     ncf_sent: HashMap<u32, Instant>,
     /// NCF lists waiting to go out (each at most 63 sequence numbers).
     ncfs: VecDeque<SqnList>,
+    /// The longest recent RTTs of the receivers (ACKs and NAK reports).
+    grtt: GroupRtt,
+    /// Receivers heard from (NAK or ACK) and when last: the group size estimate. Bounded by
+    /// [`MAX_GROUP_TRACKED`].
+    heard: HashMap<IpAddr, Instant>,
     spm_sqn: u32,
     next_ambient: Instant,
     next_heartbeat: Option<Instant>,
@@ -261,6 +302,8 @@ impl Sender {
             repair_set: HashSet::new(),
             ncf_sent: HashMap::new(),
             ncfs: VecDeque::new(),
+            grtt: GroupRtt::new(GRTT_ENTRIES, config.grtt_expiry),
+            heard: HashMap::new(),
             spm_sqn: 0,
             next_ambient: now + config.spm_ambient,
             next_heartbeat: None,
@@ -376,6 +419,8 @@ impl Sender {
                 data: apdu[start..end].to_vec(),
                 fragment,
                 sent_at: None,
+                repaired_at: None,
+                naks: 0,
             });
         }
         self.stats.apdus_sent += 1;
@@ -404,8 +449,12 @@ impl Sender {
         };
         match repr.body {
             Body::Nak(nak) => {
+                let rtt = report_rtt(now, &repr.options);
+                if self.is_ours(&repr, &nak) {
+                    self.note_receiver(now, from, rtt);
+                }
                 if self.config.repairs {
-                    self.on_nak(now, &repr, &nak);
+                    self.on_nak(now, &repr, &nak, rtt);
                 } else {
                     self.stats.naks_received += 1;
                 }
@@ -434,12 +483,14 @@ impl Sender {
                     self.stats.acks_rejected += 1;
                     return;
                 }
+                let rtt = report_rtt(now, &repr.options);
+                self.note_receiver(now, from, rtt);
                 if let Some(cc) = self.cc.as_mut() {
                     let ack = Ack {
                         from,
                         ack,
                         options: &repr.options,
-                        rtt: report_rtt(now, &repr.options),
+                        rtt,
                     };
                     cc.on_ack(now, &ack);
                     self.drain_cc_events();
@@ -453,24 +504,94 @@ impl Sender {
         }
     }
 
-    fn on_nak(&mut self, now: Instant, repr: &Repr<'_>, nak: &NakRepr) {
-        if repr.tsi() != self.config.tsi
-            || repr.sport != self.config.dport
-            || nak.source != self.config.source_nla
-            || nak.group != self.config.group
-            || repr.header_flags & OPT_PARITY != 0
-        {
+    /// A NAK for this session, source and group, asking for data (not parity).
+    fn is_ours(&self, repr: &Repr<'_>, nak: &NakRepr) -> bool {
+        repr.tsi() == self.config.tsi
+            && repr.sport == self.config.dport
+            && nak.source == self.config.source_nla
+            && nak.group == self.config.group
+            && repr.header_flags & OPT_PARITY == 0
+    }
+
+    /// A receiver of this session was heard (ACK or NAK), with its RTT if it reported one.
+    fn note_receiver(&mut self, now: Instant, from: IpAddr, rtt: Option<RttSample>) {
+        if let Some(r) = rtt.filter(|r| r.raw_millis() <= crate::cc::rtt::MAX_RTT_MS) {
+            self.grtt.note(now, from, r.secs());
+        }
+        if self.heard.len() >= MAX_GROUP_TRACKED && !self.heard.contains_key(&from) {
+            let expiry = self.config.grtt_expiry;
+            self.heard
+                .retain(|_, &mut t| now.saturating_duration_since(t) < expiry);
+            if self.heard.len() >= MAX_GROUP_TRACKED {
+                return;
+            }
+        }
+        self.heard.insert(from, now);
+    }
+
+    /// The group RTT: the longest RTT a receiver reported within [`SenderConfig::grtt_expiry`]
+    /// (at most [`MAX_GRTT`]); `None` before any report (no controller runs, or no
+    /// receiver answered yet).
+    pub fn grtt(&self, now: Instant) -> Option<Duration> {
+        let s = self.grtt.secs(now)?;
+        Some(Duration::from_secs_f64(s).min(MAX_GRTT))
+    }
+
+    /// Receivers heard from (NAK or ACK) within [`SenderConfig::grtt_expiry`].
+    pub fn group_size(&self, now: Instant) -> usize {
+        let expiry = self.config.grtt_expiry;
+        self.heard
+            .values()
+            .filter(|&&t| now.saturating_duration_since(t) < expiry)
+            .count()
+    }
+
+    /// OPT_GRTT for an SPM or NCF, when advertised and measured.
+    fn grtt_option(&self, now: Instant) -> Option<Grtt> {
+        if !self.config.advertise_grtt {
+            return None;
+        }
+        let g = self.grtt(now)?;
+        Some(Grtt {
+            grtt_us: u32::try_from(g.as_micros()).unwrap_or(u32::MAX).max(1),
+            gsize: u32::try_from(self.group_size(now)).unwrap_or(u32::MAX),
+        })
+    }
+
+    fn on_nak(&mut self, now: Instant, repr: &Repr<'_>, nak: &NakRepr, rtt: Option<RttSample>) {
+        if !self.is_ours(repr, nak) {
             self.stats.naks_foreign += 1;
             return;
         }
         self.stats.naks_received += 1;
+        // One RTT after a repair left, a NAK may still be one sent before it arrived.
+        let holdoff = if self.config.repair_holdoff {
+            let own = rtt
+                .filter(|r| r.raw_millis() <= crate::cc::rtt::MAX_RTT_MS)
+                .map(|r| Duration::from_millis(u64::from(r.millis())).min(MAX_GRTT));
+            self.grtt(now).max(own)
+        } else {
+            None
+        };
         let list = repr.options.nak_list.unwrap_or_default();
         let mut ncf = SqnList::new();
         for &sqn in core::iter::once(&nak.sqn).chain(list.as_slice()) {
             self.stats.nak_sqns_received += 1;
-            if !self.txw.contains_sent(sqn) {
+            let Some(p) = self.txw.get_sent_mut(sqn) else {
                 self.stats.naks_outside_window += 1;
                 continue;
+            };
+            p.naks = p.naks.saturating_add(1);
+            match p.naks {
+                1 => self.stats.sqns_naked += 1,
+                2 => self.stats.sqns_naked_again += 1,
+                _ => {}
+            }
+            if let (Some(h), Some(t)) = (holdoff, p.repaired_at) {
+                if now < t + h && !self.repair_set.contains(&sqn) {
+                    self.stats.naks_held_off += 1;
+                    continue;
+                }
             }
             let fresh = self.repair_set.insert(sqn);
             if fresh {
@@ -631,8 +752,9 @@ impl Sender {
             source: self.config.source_nla,
             group: self.config.group,
         });
-        let repr = Repr::downstream(self.config.tsi, self.config.dport, body)
-            .with_options(Options::nak(rest, None));
+        let mut opts = Options::nak(rest, None);
+        opts.grtt = self.grtt_option(now);
+        let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
         self.stats.ncf_packets += 1;
         self.finish(now, &repr, Destination::Group, buf)
     }
@@ -647,6 +769,7 @@ impl Sender {
         let fin = self.closing && self.txw.queued() == 0;
         let opts = Options {
             fin,
+            grtt: self.grtt_option(now),
             ..Options::default()
         };
         let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
@@ -715,6 +838,9 @@ impl Sender {
         if repair {
             self.stats.rdata_packets += 1;
             self.stats.rdata_bytes += data_len as u64;
+            if let Some(p) = self.txw.get_sent_mut(sqn) {
+                p.repaired_at = Some(now);
+            }
         } else {
             self.syn_sent = true;
             self.stats.odata_packets += 1;

@@ -16,6 +16,10 @@ pub(crate) struct TxPacket {
     pub(crate) fragment: Option<Fragment>,
     /// First transmission time; `None` while queued.
     pub(crate) sent_at: Option<Instant>,
+    /// When the latest RDATA of it went out (the repair hold-off's clock).
+    pub(crate) repaired_at: Option<Instant>,
+    /// NAKs received for it (saturating).
+    pub(crate) naks: u16,
 }
 
 /// Window bounds; whichever is reached first evicts the oldest sent packet.
@@ -131,22 +135,23 @@ impl TransmitWindow {
         Some(t + age + Duration::from_nanos(1))
     }
 
-    /// A sent packet still in the window, for repair.
-    pub(crate) fn get_sent(&self, sqn: u32) -> Option<&TxPacket> {
+    /// Index of sent packet `sqn` in `packets`, if still in the window.
+    fn index_sent(&self, sqn: u32) -> Option<usize> {
         if sqn::lt(sqn, self.front) {
             return None;
         }
         let i = sqn::distance(self.front, sqn) as usize;
-        if i < self.sent {
-            self.packets.get(i)
-        } else {
-            None
-        }
+        (i < self.sent).then_some(i)
     }
 
-    /// True when `sqn` has been sent and is still in the window.
-    pub(crate) fn contains_sent(&self, sqn: u32) -> bool {
-        self.get_sent(sqn).is_some()
+    /// A sent packet still in the window, for repair.
+    pub(crate) fn get_sent(&self, sqn: u32) -> Option<&TxPacket> {
+        self.index_sent(sqn).and_then(|i| self.packets.get(i))
+    }
+
+    /// [`TransmitWindow::get_sent`], mutable.
+    pub(crate) fn get_sent_mut(&mut self, sqn: u32) -> Option<&mut TxPacket> {
+        self.index_sent(sqn).and_then(|i| self.packets.get_mut(i))
     }
 }
 
@@ -160,6 +165,8 @@ mod tests {
             data: vec![0; len],
             fragment: None,
             sent_at: None,
+            repaired_at: None,
+            naks: 0,
         }
     }
 
@@ -183,9 +190,9 @@ mod tests {
         // Sent u32::MAX-1, u32::MAX, 0, 1; window of 3 keeps u32::MAX..=1.
         assert_eq!(w.trail(), u32::MAX);
         assert_eq!(w.lead(), 1);
-        assert!(!w.contains_sent(u32::MAX - 1));
-        assert!(w.contains_sent(0));
-        assert!(!w.contains_sent(2), "queued, not sent");
+        assert!(w.get_sent(u32::MAX - 1).is_none());
+        assert!(w.get_sent(0).is_some());
+        assert!(w.get_sent(2).is_none(), "queued, not sent");
         assert_eq!(w.queued(), 1);
     }
 
