@@ -11,7 +11,7 @@ help:
 	@echo "make test    everything CI checks: rustfmt, clippy -D warnings, all tests"
 	@echo "make fuzz    run every cargo-fuzz target (parser, sender and receiver cores) for FUZZ_SECONDS (default $(FUZZ_SECONDS)) each"
 	@echo "make bench   (root) core cost + loopback throughput: ours vs OpenPGM vs a UDP ceiling, one table"
-	@echo "make bench-sim  simulator speed and memory: Fig. 7 setup at 100 and 10,000 receivers"
+	@echo "make bench-sim  simulator speed and memory (Fig. 7 setup, 100 and 10,000 receivers); repairs per packet at 100 and 1000 receivers"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"
 	@echo "make grid    the fairness grid (3 seeds): pgmcc vs TCP on 54 dumbbells -> its section of docs/reproduction.md"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
@@ -59,11 +59,17 @@ bench: deps
 	scripts/bench
 
 # Not a test: prints simulated-vs-wall speed and peak memory (targets in issue 6:
-# Fig. 7 at 100 receivers faster than 60x real time; 10,000 receivers under 4 GiB).
+# Fig. 7 at 100 receivers faster than 60x real time; 10,000 receivers under 4 GiB), and how
+# loss recovery scales (issue 20: repairs per packet against their lower bound, NAK
+# suppression; docs/core.md "NAK timers").
 bench-sim: deps
 	$(CARGO) build --release --locked -p netsim --example bench_sim
 	./target/release/examples/bench_sim 100 600
 	./target/release/examples/bench_sim 10000 600 unreliable
+	$(CARGO) build --release --locked -p netsim --example repair_scale
+	./target/release/examples/repair_scale independent 100 300
+	./target/release/examples/repair_scale independent 1000 300
+	./target/release/examples/repair_scale shared 100 300 100 500
 
 interop: deps
 	$(MAKE) -C interop
