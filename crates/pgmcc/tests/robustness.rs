@@ -959,3 +959,99 @@ fn an_ended_session_makes_room_at_once() {
         .iter()
         .any(|e| matches!(e, ReceiverEvent::SessionExpired { .. })));
 }
+
+/// A pgmcc transfer to 4 honest receivers (no rate limit) while a stranger NAKs 63 sequence
+/// numbers of the window every 2 ms. Returns the sender's stats, the NAK bytes sent, and
+/// what the controller allowed over the run: the integral of its window per group RTT, in
+/// bytes of 1472-byte packets (the repair budget's measure).
+fn nak_flood(repair_budget: Option<f64>) -> (pgmcc::SenderStats, u64, f64) {
+    let mut cfg = pgmcc_sender(9);
+    cfg.rate_limit = None;
+    cfg.repair_budget = repair_budget;
+    let data = apdus(600, 9);
+    let mut lab = Lab::new(cfg, 4, 31, Faults::default());
+    let evil = rx_addr(77);
+    let mut next = lab.now;
+    let mut cursor = 0u32;
+    let mut nak_bytes = 0u64;
+    let mut allowed = 0.0f64;
+    let mut last = lab.now;
+    lab.transfer(&data, Duration::from_secs(120), &mut |lab| {
+        let dt = lab.now.saturating_duration_since(last).as_secs_f64();
+        last = lab.now;
+        let w = lab
+            .sender
+            .cc_metrics()
+            .and_then(|m| m.window)
+            .unwrap_or(0.0);
+        let rtt = lab
+            .sender
+            .grtt(lab.now)
+            .map_or(1.0, |g| g.as_secs_f64().max(1e-3));
+        allowed += w / rtt * 1472.0 * dt;
+        while next <= lab.now {
+            next += Duration::from_millis(2);
+            let (trail, lead) = (lab.sender.trail(), lab.sender.lead());
+            if lab.sender.stats().odata_packets == 0 {
+                continue;
+            }
+            let span = lead.wrapping_sub(trail).wrapping_add(1);
+            let sqns: Vec<u32> = (0..63)
+                .map(|i| trail.wrapping_add((cursor + i) % span))
+                .collect();
+            cursor = cursor.wrapping_add(63);
+            let nak = nak_packet(tsi(9), &sqns, None);
+            nak_bytes += nak.len() as u64;
+            let now = lab.now;
+            lab.sender.handle(now, evil, &nak);
+        }
+    });
+    for i in 0..4 {
+        assert!(lab.check(i, tsi(9), &data), "receiver {i} reported a gap");
+    }
+    (lab.sender.stats().clone(), nak_bytes, allowed)
+}
+
+#[test]
+fn a_nak_flood_costs_at_most_the_repair_budget() {
+    let (s, nak_bytes, allowed) = nak_flood(Some(1.0));
+    let (open, open_nak_bytes, _) = nak_flood(None);
+    // ODATA on the wire: payload plus at most DATA_OVERHEAD-sized headers and options.
+    let odata_wire = |s: &pgmcc::SenderStats| s.odata_bytes + 88 * s.odata_packets;
+    let extra = |s: &pgmcc::SenderStats| s.bytes_sent - odata_wire(s).min(s.bytes_sent);
+    eprintln!(
+        "with the budget: {} B sent ({} B of ODATA, {} B more; the controller allowed {:.0} B), \
+         {} B of NAKs: {:.1} B sent per NAK byte; {} RDATA, {} NCFs, {} NCF sqns dropped, \
+         {} waits\nwithout: {} B sent ({} B of ODATA), {} B of NAKs: {:.1} B per NAK byte; \
+         {} RDATA",
+        s.bytes_sent,
+        odata_wire(&s),
+        extra(&s),
+        allowed,
+        nak_bytes,
+        s.bytes_sent as f64 / nak_bytes as f64,
+        s.rdata_packets,
+        s.ncf_packets,
+        s.ncfs_dropped,
+        s.repairs_budget_limited,
+        open.bytes_sent,
+        odata_wire(&open),
+        open_nak_bytes,
+        open.bytes_sent as f64 / open_nak_bytes as f64,
+        open.rdata_packets,
+    );
+    // Repairs, NCFs and SPMs together stay within the budget (1x what the controller
+    // allowed) plus a few bursts of its window and some SPMs.
+    assert!(
+        (extra(&s) as f64) <= allowed * 1.05 + 100_000.0,
+        "{} extra bytes, {allowed:.0} allowed",
+        extra(&s)
+    );
+    // Without it the same flood multiplies the source's output.
+    assert!(
+        extra(&open) > 5 * odata_wire(&open),
+        "{} extra bytes for {} of ODATA",
+        extra(&open),
+        odata_wire(&open)
+    );
+}

@@ -65,6 +65,13 @@ pub const MAX_GRTT: Duration = Duration::from_secs(10);
 /// Most receivers the group size estimate tracks at once.
 pub const MAX_GROUP_TRACKED: usize = 1 << 16;
 
+/// Most NCF lists (up to 63 sequence numbers each) waiting for the repair budget; NAKs beyond
+/// get no NCF ([`SenderStats::ncfs_dropped`]) and their receivers NAK again.
+pub const MAX_NCF_QUEUE: usize = 256;
+
+/// The RTT the repair budget assumes for a window-based controller before any is measured.
+const BUDGET_RTT_DEFAULT: Duration = Duration::from_secs(1);
+
 /// A rate ceiling for the whole session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct RateLimit {
@@ -120,11 +127,13 @@ pub struct SenderConfig {
     /// Answer NAKs with NCF and RDATA (default). When false (pgmcc paper §3.9, unreliable
     /// transfers) NAKs only feed congestion control their reports.
     pub repairs: bool,
-    /// Hold-off for repeated NCFs (ours; default none = RFC 3208 §6.2, every NAK is answered
-    /// by an NCF). With `Some(d)`, a NAK for a sequence number whose repair is already queued
-    /// and was confirmed less than `d` ago gets no new NCF: in a NAK storm (many late joiners)
-    /// each unicast NAK would otherwise buy one multicast NCF. Keep `d` below the receivers'
-    /// NAK_RPT_IVL so that a receiver that missed the NCF is answered when it repeats its NAK.
+    /// Hold-off for repeated NCFs (ours). With `Some(d)`, a NAK for a sequence number whose
+    /// repair is already queued and was confirmed less than `d` ago gets no new NCF: in a NAK
+    /// storm (many late joiners) each unicast NAK would otherwise buy one multicast NCF. Keep
+    /// `d` below the receivers' NAK_RPT_IVL so that a receiver that missed the NCF is answered
+    /// when it repeats its NAK. Default none: one group RTT when a repair budget applies and
+    /// the group RTT is known (receivers then wait two), otherwise every NAK is answered by an
+    /// NCF (RFC 3208 §6.2).
     pub ncf_holdoff: Option<Duration>,
     /// Repair hold-off (ours, after NORM's sender, RFC 5740 §5.3): once RDATA for a
     /// sequence number has gone out, NAKs for it arriving within one RTT (the longer of the
@@ -140,6 +149,15 @@ pub struct SenderConfig {
     /// How long one receiver's RTT counts towards the group RTT, and its reports towards the
     /// group size (see [`crate::grtt`]). Default 30 s.
     pub grtt_expiry: Duration,
+    /// Repair budget (ours; `docs/core.md`): NCFs and RDATA together may send at most this
+    /// fraction of the controller's current rate (a rate-based controller's rate; a
+    /// window-based one's window per group RTT), in bytes of `max_tpdu`-sized packets, with a
+    /// burst of one group RTT's worth. So no pattern of NAKs makes the source send more than
+    /// `1 + repair_budget` times its congestion-controlled rate. Repairs beyond it wait,
+    /// in order; NCFs beyond [`MAX_NCF_QUEUE`] lists are dropped and counted. `None`, or no
+    /// controller: repairs are paced by [`SenderConfig::rate_limit`] alone (RFC 3208; the
+    /// pgmcc paper, §3.8, leaves repairs unregulated). Default `Some(1.0)`.
+    pub repair_budget: Option<f64>,
 }
 
 impl SenderConfig {
@@ -168,6 +186,7 @@ impl SenderConfig {
             repair_holdoff: true,
             advertise_grtt: true,
             grtt_expiry: Duration::from_secs(30),
+            repair_budget: Some(1.0),
         }
     }
 
@@ -228,6 +247,10 @@ pub struct SenderStats {
     /// Distinct sequence numbers NAKed more than once (by several receivers, or again by
     /// one): `sqns_naked_again / sqns_naked` measures how well NAK suppression works.
     pub sqns_naked_again: u64,
+    /// Sequence numbers left out of an NCF because [`MAX_NCF_QUEUE`] lists were waiting.
+    pub ncfs_dropped: u64,
+    /// Times a repair or NCF waited for the repair budget ([`SenderConfig::repair_budget`]).
+    pub repairs_budget_limited: u64,
     /// NAKed sequence numbers within the repair hold-off of their latest RDATA
     /// ([`SenderConfig::repair_holdoff`]): no NCF, no second repair.
     pub naks_held_off: u64,
@@ -259,10 +282,18 @@ pub struct Sender {
     config: SenderConfig,
     txw: TransmitWindow,
     limiter: Option<RateLimiter>,
+    /// The repair budget's bucket (NCF and RDATA bytes), when a controller runs.
+    budget: Option<RateLimiter>,
+    /// The last repair or NCF waited for `budget` (counts each wait once).
+    budget_blocked: bool,
+    /// ODATA bytes sent since the instant: the measured data rate's current interval.
+    odata_meter: (Instant, u64),
+    /// ODATA bytes per second over the last full interval (one group RTT, at least 100 ms).
+    odata_rate: f64,
     /// Sequence numbers waiting for RDATA, in NAK arrival order, and their set.
     repairs: VecDeque<u32>,
     repair_set: HashSet<u32>,
-    /// When each queued repair was last confirmed by an NCF (only with `ncf_holdoff`).
+    /// When each queued repair was last confirmed by an NCF (only with an NCF hold-off).
     ncf_sent: HashMap<u32, Instant>,
     /// NCF lists waiting to go out (each at most 63 sequence numbers).
     ncfs: VecDeque<SqnList>,
@@ -298,6 +329,10 @@ impl Sender {
         Sender {
             txw: TransmitWindow::new(config.initial_sqn, bounds),
             limiter,
+            budget: None,
+            budget_blocked: false,
+            odata_meter: (now, 0),
+            odata_rate: 0.0,
             repairs: VecDeque::new(),
             repair_set: HashSet::new(),
             ncf_sent: HashMap::new(),
@@ -502,6 +537,69 @@ impl Sender {
             }
             _ => self.stats.ignored += 1,
         }
+        self.refresh_budget(now);
+    }
+
+    /// Sets the repair budget's rate from the controller's current rate and the group RTT.
+    fn refresh_budget(&mut self, now: Instant) {
+        let (Some(share), Some(cc)) = (self.config.repair_budget, self.cc.as_ref()) else {
+            self.budget = None;
+            return;
+        };
+        let m = cc.metrics();
+        let rtt = self
+            .grtt(now)
+            .unwrap_or(BUDGET_RTT_DEFAULT)
+            .as_secs_f64()
+            .max(1e-3);
+        let pps = match (m.rate, m.window) {
+            (Some(r), _) => r.pps,
+            (None, Some(w)) => w / rtt,
+            (None, None) => {
+                self.budget = None;
+                return;
+            }
+        };
+        // The window per group RTT understates a window-based controller's rate when the
+        // acker is nearer than the farthest receiver: what it actually let out counts too.
+        let (since, bytes) = self.odata_meter;
+        let elapsed = now.saturating_duration_since(since).as_secs_f64();
+        if elapsed >= rtt.max(0.1) {
+            self.odata_rate = bytes as f64 / elapsed;
+            self.odata_meter = (now, 0);
+        }
+        let tpdu = self.config.max_tpdu as f64;
+        let session = (pps * tpdu).max(self.odata_rate);
+        let rate = (share.max(0.0) * session).clamp(1.0, 1e12);
+        let burst = (rate * rtt).max(4.0 * tpdu).min(1e12) as u64;
+        match &mut self.budget {
+            Some(b) => b.set_rate(now, rate as u64, burst),
+            None => self.budget = Some(RateLimiter::new(rate as u64, burst, now)),
+        }
+    }
+
+    /// True when the repair budget lets `len` bytes of NCF or RDATA go now.
+    fn budget_allows(&mut self, now: Instant, len: usize) -> bool {
+        let ok = self.budget.as_mut().is_none_or(|b| b.allows(now, len));
+        if !ok && !self.budget_blocked {
+            self.stats.repairs_budget_limited += 1;
+        }
+        self.budget_blocked = !ok;
+        ok
+    }
+
+    /// When the repair budget lets `len` bytes go (`Instant::ZERO`: now).
+    fn budget_ready_at(&self, len: usize) -> Instant {
+        self.budget
+            .as_ref()
+            .map_or(Instant::ZERO, |b| b.ready_at(len))
+    }
+
+    /// When the rate limit lets `len` bytes go (`Instant::ZERO`: now).
+    fn limiter_ready_at(&self, len: usize) -> Instant {
+        self.limiter
+            .as_ref()
+            .map_or(Instant::ZERO, |l| l.ready_at(len))
     }
 
     /// A NAK for this session, source and group, asking for data (not parity).
@@ -573,6 +671,12 @@ impl Sender {
         } else {
             None
         };
+        // With a repair budget, repairs may wait: confirm a waiting one at most once per
+        // group RTT, or each repeated NAK would buy an NCF out of the same budget.
+        let ncf_holdoff = self
+            .config
+            .ncf_holdoff
+            .or_else(|| self.config.repair_budget.and(self.grtt(now)));
         let list = repr.options.nak_list.unwrap_or_default();
         let mut ncf = SqnList::new();
         for &sqn in core::iter::once(&nak.sqn).chain(list.as_slice()) {
@@ -599,7 +703,7 @@ impl Sender {
             } else {
                 self.stats.naks_duplicate += 1;
             }
-            if let Some(holdoff) = self.config.ncf_holdoff {
+            if let Some(holdoff) = ncf_holdoff {
                 let recent = self.ncf_sent.get(&sqn).is_some_and(|&t| now < t + holdoff);
                 if !fresh && recent {
                     self.stats.ncfs_held += 1;
@@ -608,13 +712,22 @@ impl Sender {
                 self.ncf_sent.insert(sqn, now);
             }
             if ncf.push(sqn).is_err() {
-                self.ncfs.push_back(ncf);
+                self.queue_ncf(ncf);
                 ncf = SqnList::new();
                 let _ = ncf.push(sqn);
             }
         }
         if !ncf.is_empty() {
-            self.ncfs.push_back(ncf);
+            self.queue_ncf(ncf);
+        }
+    }
+
+    /// Queues an NCF list, or drops it (counted) when [`MAX_NCF_QUEUE`] are waiting.
+    fn queue_ncf(&mut self, list: SqnList) {
+        if self.ncfs.len() >= MAX_NCF_QUEUE {
+            self.stats.ncfs_dropped += list.as_slice().len() as u64;
+        } else {
+            self.ncfs.push_back(list);
         }
     }
 
@@ -626,6 +739,7 @@ impl Sender {
         }
         let (first, n) = self.txw.evict(now);
         self.forget_repairs(first, n);
+        self.refresh_budget(now);
     }
 
     fn forget_repairs(&mut self, first: u32, n: u32) {
@@ -642,26 +756,35 @@ impl Sender {
 
     /// When `handle_timeout` (or `poll_transmit`) next has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.spm_now {
+            return Some(Instant::ZERO);
+        }
         let mut t = self.next_ambient;
         if let Some(h) = self.next_heartbeat {
             t = t.min(h);
         }
-        if self.spm_now || !self.ncfs.is_empty() {
-            return Some(Instant::ZERO);
+        if let Some(list) = self.ncfs.front() {
+            t = t.min(self.budget_ready_at(ncf_len(list)));
         }
-        if let Some(l) = &self.limiter {
-            let next_len = if let Some(&s) = self.repairs.front() {
-                self.txw.get_sent(s).map(|p| p.data.len() + DATA_OVERHEAD)
-            } else if self.cc_allows() {
-                self.txw.peek_unsent().map(|p| p.data.len() + DATA_OVERHEAD)
-            } else {
-                None
-            };
-            if let Some(len) = next_len {
-                t = t.min(l.ready_at(len));
+        // As poll_transmit: a waiting repair goes first, unless only the repair budget holds
+        // it back, in which case new data may go meanwhile.
+        let repair = self
+            .repairs
+            .front()
+            .and_then(|&s| self.txw.get_sent(s))
+            .map(|p| p.data.len() + DATA_OVERHEAD);
+        let data_may_go = match repair {
+            Some(len) => {
+                let (budget, limiter) = (self.budget_ready_at(len), self.limiter_ready_at(len));
+                t = t.min(budget.max(limiter));
+                budget > limiter
             }
-        } else if !self.repairs.is_empty() || (self.txw.queued() > 0 && self.cc_allows()) {
-            return Some(Instant::ZERO);
+            None => true,
+        };
+        if data_may_go && self.cc_allows() {
+            if let Some(p) = self.txw.peek_unsent() {
+                t = t.min(self.limiter_ready_at(p.data.len() + DATA_OVERHEAD));
+            }
         }
         if let Some(at) = self.txw.next_age_eviction() {
             t = t.min(at);
@@ -675,8 +798,12 @@ impl Sender {
     /// Writes the next datagram to send into `buf` (which must hold
     /// [`SenderConfig::max_tpdu`] bytes) and says where it goes; `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some(list) = self.ncfs.pop_front() {
-            return self.emit_ncf(now, &list, buf);
+        if let Some(len) = self.ncfs.front().map(ncf_len) {
+            if self.budget_allows(now, len) {
+                if let Some(list) = self.ncfs.pop_front() {
+                    return self.emit_ncf(now, &list, buf);
+                }
+            }
         }
         let spm_due = self.spm_now
             || now >= self.next_ambient
@@ -691,6 +818,10 @@ impl Sender {
                 self.ncf_sent.remove(&sqn);
                 continue;
             };
+            if !self.budget_allows(now, len) {
+                // Over the repair budget: new data may still go.
+                break;
+            }
             if !self.rate_allows(now, len) {
                 return None;
             }
@@ -756,6 +887,9 @@ impl Sender {
         opts.grtt = self.grtt_option(now);
         let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
         self.stats.ncf_packets += 1;
+        if let Some(b) = &mut self.budget {
+            b.charge(now, ncf_len(list));
+        }
         self.finish(now, &repr, Destination::Group, buf)
     }
 
@@ -836,6 +970,9 @@ impl Sender {
         self.charge(now, len);
         self.drain_cc_events();
         if repair {
+            if let Some(b) = &mut self.budget {
+                b.charge(now, len);
+            }
             self.stats.rdata_packets += 1;
             self.stats.rdata_bytes += data_len as u64;
             if let Some(p) = self.txw.get_sent_mut(sqn) {
@@ -843,6 +980,7 @@ impl Sender {
             }
         } else {
             self.syn_sent = true;
+            self.odata_meter.1 += len as u64;
             self.stats.odata_packets += 1;
             self.stats.odata_bytes += data_len as u64;
             let (first, n) = self.txw.mark_sent(now);
@@ -856,6 +994,11 @@ impl Sender {
             len,
         })
     }
+}
+
+/// Bytes an NCF for `list` takes on the wire, at most (IPv6 NLAs, OPT_NAK_LIST, OPT_GRTT).
+fn ncf_len(list: &SqnList) -> usize {
+    16 + 44 + 4 + 4 + 4 * list.as_slice().len() + 12
 }
 
 /// The RTT sample of a packet's OPT_PGMCC_FEEDBACK, if it carries one.

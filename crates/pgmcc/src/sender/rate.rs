@@ -35,6 +35,15 @@ impl RateLimiter {
         self.tokens = (self.tokens + add).min(cap);
     }
 
+    /// Changes the refill rate and the burst from `now` on (tokens earned so far at the old
+    /// rate are kept, up to the new burst).
+    pub(crate) fn set_rate(&mut self, now: Instant, rate: u64, burst: u64) {
+        self.refill(now);
+        self.rate = rate.max(1);
+        self.burst = burst;
+        self.tokens = self.tokens.min(i128::from(burst) * NANOS_PER_SEC as i128);
+    }
+
     /// True when `bytes` may be sent now.
     pub(crate) fn allows(&mut self, now: Instant, bytes: usize) -> bool {
         self.refill(now);
