@@ -156,7 +156,8 @@ pub struct SenderConfig {
     /// `1 + repair_budget` times its congestion-controlled rate. Repairs beyond it wait,
     /// in order; NCFs beyond [`MAX_NCF_QUEUE`] lists are dropped and counted. `None`, or no
     /// controller: repairs are paced by [`SenderConfig::rate_limit`] alone (RFC 3208; the
-    /// pgmcc paper, §3.8, leaves repairs unregulated). Default `Some(1.0)`.
+    /// pgmcc paper, §3.8, leaves repairs unregulated). Default `Some(2.0)`: 1000 receivers
+    /// behind independent 1% loss need about 1.2 RDATA per ODATA plus their NCFs.
     pub repair_budget: Option<f64>,
 }
 
@@ -186,7 +187,7 @@ impl SenderConfig {
             repair_holdoff: true,
             advertise_grtt: true,
             grtt_expiry: Duration::from_secs(30),
-            repair_budget: Some(1.0),
+            repair_budget: Some(2.0),
         }
     }
 
