@@ -174,6 +174,17 @@ fn pgmcc_is_pgmcc_paper_with_its_two_knobs_and_none_is_kind_pgm() {
     assert!(e.contains("flow.accounting") && e.contains("tokens"), "{e}");
     let e = error_of(&with("recovery = \"freeze\""));
     assert!(e.contains("flow.recovery") && e.contains("hold"), "{e}");
+    let e = error_of(&with("repair_budget = 0.0"));
+    assert!(e.contains("flow.repair_budget") && e.contains("inf"), "{e}");
+    let e = error_of(&with("repair_budget = nan"));
+    assert!(e.contains("flow.repair_budget"), "{e}");
+    // A budget of inf is none at all. Neither knob changes this run (what it measures).
+    assert_eq!(
+        summary(&recommended),
+        summary(&with(
+            "cc = \"pgmcc\"\nrepair_budget = inf\nrepair_holdoff = false"
+        ))
+    );
     let e = error_of(&with("realign_tokens = true"));
     assert!(
         e.contains("flow.realign_tokens") && e.contains("retired"),

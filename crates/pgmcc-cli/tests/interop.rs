@@ -88,7 +88,10 @@ fn libpgm_sender_to_our_receivers_with_loss() {
             "--rate",
             "5000000",
         ])
-        .args(["--linger", "3", "--file"])
+        // Without OPT_GRTT from libpgm our receivers wait OpenPGM's own 2 s for an NCF or a
+        // repair: linger over a few such rounds (pgm-send's default, 10 s), as a libpgm
+        // receiver with its defaults would need too.
+        .args(["--linger", "10", "--file"])
         .arg(&input)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -409,6 +409,12 @@ fn build_pgm(
     // Unreliable PGM (pgmcc paper §3.9): no NCF/RDATA; receivers report gaps at once.
     let reliable = fl.repairs.unwrap_or(true);
     cfg.repairs = reliable;
+    if let Some(b) = validate::repair_budget(fl, cx)? {
+        cfg.repair_budget = b;
+    }
+    if let Some(h) = fl.repair_holdoff {
+        cfg.repair_holdoff = h;
+    }
     // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
     let loss_events = cfg.cc.receiver_loss_events();
     let sender = sim.add_agent(

@@ -107,6 +107,8 @@ pub(super) struct FlowSpec {
     pub(super) delayed_ack: Option<bool>,
     pub(super) min_rto: Option<Spanned<String>>,
     pub(super) repairs: Option<bool>,
+    pub(super) repair_budget: Option<Spanned<f64>>,
+    pub(super) repair_holdoff: Option<bool>,
     pub(super) realign_tokens: Option<bool>,
     pub(super) accounting: Option<Spanned<String>>,
     pub(super) recovery: Option<Spanned<String>>,

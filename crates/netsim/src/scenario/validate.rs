@@ -241,6 +241,25 @@ pub(super) fn group(fl: &FlowSpec, id: u32, cx: &Ctx<'_>) -> Result<IpAddr, Scen
     })
 }
 
+/// `flow.repair_budget`: a positive multiple of the controller's rate, `inf` for none.
+pub(super) fn repair_budget(
+    fl: &FlowSpec,
+    cx: &Ctx<'_>,
+) -> Result<Option<Option<f64>>, ScenarioError> {
+    let Some(b) = &fl.repair_budget else {
+        return Ok(None);
+    };
+    let v = *b.get_ref();
+    if v.is_nan() || v <= 0.0 {
+        return cx.err(
+            b.span(),
+            "flow.repair_budget",
+            "must be a positive multiple of the controller's rate (2.0 by default), or inf for no budget",
+        );
+    }
+    Ok(Some(v.is_finite().then_some(v)))
+}
+
 /// `flow.rate_limit`, the session's TXW_MAX_RTE.
 pub(super) fn rate_limit(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<RateLimit>, ScenarioError> {
     let Some(r) = &fl.rate_limit else {
@@ -298,6 +317,8 @@ pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("rtt_unit", fl.rtt_unit.is_some()),
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
         ("repairs", fl.repairs.is_some()),
+        ("repair_budget", fl.repair_budget.is_some()),
+        ("repair_holdoff", fl.repair_holdoff.is_some()),
         ("cc", fl.cc.is_some()),
     ] {
         if present {
