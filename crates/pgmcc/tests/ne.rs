@@ -179,25 +179,7 @@ fn unsolicited_ncf_from_upstream_anticipates_naks() {
 }
 
 fn nak_reporting(sqn: u32, loss: u16) -> Vec<u8> {
-    Repr::upstream(
-        TSI,
-        7500,
-        Body::Nak(NakRepr {
-            sqn,
-            source: SRC,
-            group: GROUP,
-        }),
-    )
-    .with_options(Options {
-        pgmcc_feedback: Some(PgmccFeedback {
-            tstamp: 5,
-            loss_rate: loss,
-            rx: RX,
-        }),
-        ..Options::default()
-    })
-    .to_vec()
-    .unwrap()
+    nak_with_report(sqn, 5, loss)
 }
 
 fn ne_with(suppression: NakSuppression) -> NetworkElement {

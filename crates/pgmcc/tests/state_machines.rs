@@ -463,30 +463,6 @@ fn receiver_knows_whether_it_heard_the_start_of_the_stream() {
     assert_eq!(late.session_syn(&TSI), None);
 }
 
-/// A NAK for `sqn` carrying a pgmcc report whose timestamp echo is `echo_ms` (so the source
-/// measures `now - echo_ms` as this receiver's RTT).
-fn nak_with_report(sqn: u32, echo_ms: u32) -> Vec<u8> {
-    Repr::upstream(
-        TSI,
-        7500,
-        Body::Nak(NakRepr {
-            sqn,
-            source: SRC,
-            group: GROUP,
-        }),
-    )
-    .with_options(Options {
-        pgmcc_feedback: Some(PgmccFeedback {
-            tstamp: echo_ms,
-            loss_rate: 0,
-            rx: RX,
-        }),
-        ..Options::default()
-    })
-    .to_vec()
-    .unwrap()
-}
-
 fn count(out: &[Repr<'_>], t: PacketType) -> usize {
     out.iter().filter(|r| r.packet_type() == t).count()
 }
@@ -503,7 +479,7 @@ fn source_advertises_the_group_rtt_and_holds_off_a_second_repair_for_one_rtt() {
     assert_eq!(s.grtt(ms(0)), None, "no RTT measured yet");
     assert!(out.iter().all(|r| r.options.grtt.is_none()));
     // pgmcc starts with a window of one: packet 0 went out at 0 ms: a report echoing 0 at 100 ms is a 100 ms RTT.
-    s.handle(ms(100), RX, &nak_with_report(0, 0));
+    s.handle(ms(100), RX, &nak_with_report(0, 0, 0));
     assert_eq!(s.grtt(ms(100)), Some(Duration::from_millis(100)));
     assert_eq!(s.group_size(ms(100)), 1);
     let out = drain(&mut s, ms(100));
@@ -522,12 +498,12 @@ fn source_advertises_the_group_rtt_and_holds_off_a_second_repair_for_one_rtt() {
     );
     // Another NAK within one RTT of that RDATA was sent before the repair could reach its
     // receiver: no NCF, no second RDATA.
-    s.handle(ms(150), RX, &nak_with_report(0, 50));
+    s.handle(ms(150), RX, &nak_with_report(0, 50, 0));
     assert!(drain(&mut s, ms(150)).is_empty());
     assert_eq!(s.stats().naks_held_off, 1);
     assert_eq!((s.stats().sqns_naked, s.stats().sqns_naked_again), (1, 1));
     // One RTT later the receiver must have lost the repair: repaired again.
-    s.handle(ms(201), RX, &nak_with_report(0, 101));
+    s.handle(ms(201), RX, &nak_with_report(0, 101, 0));
     let out = drain(&mut s, ms(201));
     assert_eq!(count(&out, PacketType::Ncf), 1);
     assert_eq!(count(&out, PacketType::Rdata), 1);

@@ -89,3 +89,27 @@ pub(crate) fn nak(sqns: &[u32]) -> Vec<u8> {
     }
     r.to_vec().unwrap()
 }
+
+/// A NAK for `sqn` from `RX` carrying a pgmcc report: timestamp echo `echo_ms` (the source
+/// measures `now - echo_ms` as this receiver's RTT) and loss rate `loss`.
+pub(crate) fn nak_with_report(sqn: u32, echo_ms: u32, loss: u16) -> Vec<u8> {
+    Repr::upstream(
+        TSI,
+        7500,
+        Body::Nak(NakRepr {
+            sqn,
+            source: SRC,
+            group: GROUP,
+        }),
+    )
+    .with_options(Options {
+        pgmcc_feedback: Some(PgmccFeedback {
+            tstamp: echo_ms,
+            loss_rate: loss,
+            rx: RX,
+        }),
+        ..Options::default()
+    })
+    .to_vec()
+    .unwrap()
+}
