@@ -18,18 +18,13 @@ use std::time::Instant as Wall;
 
 use netsim::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
 use netsim::agents::tcp::{TcpConfig, TcpSender, TcpSink, TcpVariant};
-use netsim::{LinkConfig, LossModel, QueueLimit, Sim};
+use netsim::Sim;
 use pgm_wire::{Gsi, Tsi};
 use pgmcc::cc::pgmcc::PgmccConfig;
 use pgmcc::cc::CcConfig;
 use pgmcc::{Duration, Instant, ReceiverConfig, SenderConfig};
 
-fn peak_rss_mib() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
+mod common;
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -37,18 +32,7 @@ fn main() {
     let secs: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(600);
     let reliable = !matches!(args.next().as_deref(), Some("unreliable"));
     let group = IpAddr::V4(Ipv4Addr::new(239, 7, 7, 7));
-    let fast = LinkConfig {
-        rate_bps: 1_000_000_000,
-        delay: Duration::from_millis(1),
-        queue: QueueLimit::Packets(10_000),
-        loss: LossModel::None,
-    };
-    let lossy = LinkConfig {
-        rate_bps: 1_000_000,
-        delay: Duration::from_millis(50),
-        queue: QueueLimit::Bytes(30_000),
-        loss: LossModel::Bernoulli { p: 0.01 },
-    };
+    let (fast, lossy) = (common::FAST, common::LOSSY);
     let mut sim = Sim::new(7);
     let s = sim.add_node("S");
     let r = sim.add_node("R");
@@ -126,7 +110,7 @@ fn main() {
         sim.events_processed,
         sim.events_processed as f64 / wall / 1e6
     );
-    if let Some(m) = peak_rss_mib() {
+    if let Some(m) = common::peak_rss_mib() {
         println!("  peak memory         {m:.0} MiB");
     }
     println!(

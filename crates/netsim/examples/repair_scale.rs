@@ -23,17 +23,12 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::time::Instant as Wall;
 
 use netsim::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
-use netsim::{LinkConfig, LossModel, QueueLimit, Sim};
+use netsim::{LinkConfig, Sim};
 use pgm_wire::{Gsi, Tsi};
 use pgmcc::cc::Controller;
 use pgmcc::{Duration, Instant, ReceiverConfig, SenderConfig};
 
-fn peak_rss_mib() -> Option<f64> {
-    let s = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib / 1024.0)
-}
+mod common;
 
 fn usage() -> ! {
     eprintln!(
@@ -61,18 +56,7 @@ fn main() {
     let (min_rtt, max_rtt) = (num(3, 100), num(4, 500).max(num(3, 100)));
 
     let group = IpAddr::V4(Ipv4Addr::new(239, 7, 7, 7));
-    let fast = LinkConfig {
-        rate_bps: 1_000_000_000,
-        delay: Duration::from_millis(1),
-        queue: QueueLimit::Packets(10_000),
-        loss: LossModel::None,
-    };
-    let lossy = LinkConfig {
-        rate_bps: 1_000_000,
-        delay: Duration::from_millis(50),
-        queue: QueueLimit::Bytes(30_000),
-        loss: LossModel::Bernoulli { p: 0.01 },
-    };
+    let (fast, lossy) = (common::FAST, common::LOSSY);
     let mut sim = Sim::new(7);
     let s = sim.add_node("S");
     let r = sim.add_node("R");
@@ -162,7 +146,7 @@ fn main() {
     }
     println!("  wall time           {wall:.2} s");
     println!("  simulated/wall      {:.0}x real time", secs as f64 / wall);
-    if let Some(m) = peak_rss_mib() {
+    if let Some(m) = common::peak_rss_mib() {
         println!("  peak memory         {m:.0} MiB");
     }
     println!(

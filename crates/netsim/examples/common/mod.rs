@@ -1,0 +1,29 @@
+//! What `bench_sim` and `repair_scale` share: the Fig. 7-like links and the memory probe.
+
+use netsim::{LinkConfig, LossModel, QueueLimit};
+use pgmcc::Duration;
+
+/// The source's and receivers' loss-free 1 Gbit/s, 1 ms links.
+pub(crate) const FAST: LinkConfig = LinkConfig {
+    rate_bps: 1_000_000_000,
+    delay: Duration::from_millis(1),
+    queue: QueueLimit::Packets(10_000),
+    loss: LossModel::None,
+};
+
+/// A receiver's link: 1 Mbit/s, 50 ms, 30 KB queue, 1% random loss (the paper does not give
+/// Fig. 7's links; a loss-limited path).
+pub(crate) const LOSSY: LinkConfig = LinkConfig {
+    rate_bps: 1_000_000,
+    delay: Duration::from_millis(50),
+    queue: QueueLimit::Bytes(30_000),
+    loss: LossModel::Bernoulli { p: 0.01 },
+};
+
+/// Peak resident memory of this process, MiB (Linux).
+pub(crate) fn peak_rss_mib() -> Option<f64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = s.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
