@@ -51,10 +51,10 @@ pub use error::{Error, Result};
 pub use header::{Packet, HEADER_LEN, OPT_NETWORK, OPT_PARITY, OPT_PRESENT, OPT_VAR_PKTLEN};
 pub use nak::NakRepr;
 pub use options::{
-    Fragment, Grtt, LowWeight, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData,
-    PgmccFeedback, Pseudofed, RepList, Rst, SqnList, TfmccData, UnknownOption, LW_NO_ACKS,
-    LW_QUICK_NAK, MAX_REPRESENTATIVES, OPT_GRTT, OPT_LOWWEIGHT, OPT_PSEUDOFED, PF_CI, PF_FULL,
-    PF_HAVE_CI,
+    Fec, Fragment, Grtt, LowWeight, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData,
+    PgmccFeedback, Pseudofed, RepList, Rst, SqnList, TfmccData, UnknownOption,
+    FEC_RS_VANDERMONDE_GF256, FRAGMENT_BODY_LEN, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES,
+    OPT_FEC, OPT_GRTT, OPT_LOWWEIGHT, OPT_PSEUDOFED, PF_CI, PF_FULL, PF_HAVE_CI,
 };
 pub use poll::{PollRepr, PolrRepr};
 pub use repr::{Body, ChecksumPolicy, Repr};

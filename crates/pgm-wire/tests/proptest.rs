@@ -74,14 +74,14 @@ fn body() -> impl Strategy<Value = Body> {
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
     // Codes 0x14..=0x7f are unassigned, except our OPT_TFMCC_DATA (0x1e), OPT_PSEUDOFED
-    // (0x30), OPT_LOWWEIGHT (0x31) and OPT_GRTT (0x32), which are typed; 0x10/0x11
+    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32) and OPT_FEC (0x33), which are typed; 0x10/0x11
     // (OPT_CR/CRQST) are also kept as unknown.
     let code = prop_oneof![
         Just(0x10u8),
         Just(0x11u8),
         0x14u8..=0x1d,
         0x1fu8..=0x2f,
-        0x33u8..=0x7f
+        0x34u8..=0x7f
     ];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
@@ -108,10 +108,12 @@ prop_compose! {
         pgmcc_data in prop::option::of((any::<u32>(), ip())),
         lowweight in prop::option::of((any::<u8>(), any::<u32>())),
         grtt in prop::option::of((any::<u32>(), any::<u32>())),
-        (pgmcc_feedback, tfmcc_data, pseudofed) in (
+        (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
             prop::option::of((any::<u8>(), any::<u32>(), any::<u8>(), any::<u8>(), any::<u32>(), prop::collection::vec(ip(), 0..=8))),
+            prop::option::of((any::<bool>(), any::<bool>(), any::<u8>(), any::<u32>())),
+            prop::option::of(any::<[u8; 13]>()),
         ),
     ) -> Options<'static> {
         Options {
@@ -124,6 +126,8 @@ prop_compose! {
             nbr_unreach,
             path_nla,
             fragment: fragment.map(|(first_sqn, offset, apdu_len)| Fragment { first_sqn, offset, apdu_len }),
+            // Plain and encoded OPT_FRAGMENT exclude each other.
+            fragment_encoded: fragment_encoded.filter(|_| fragment.is_none()),
             join,
             syn,
             fin,
@@ -139,6 +143,7 @@ prop_compose! {
             }),
             lowweight: lowweight.map(|(flags, rate)| LowWeight { flags, rate }),
             grtt: grtt.map(|(grtt_us, gsize)| Grtt { grtt_us, gsize }),
+            fec: fec.map(|(proactive, on_demand, code, tgs)| Fec { proactive, on_demand, code, tgs }),
             unknown: Vec::new(),
         }
     }
@@ -270,6 +275,10 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
             [&[0][..], &be(f.first_sqn), &be(f.offset), &be(f.apdu_len)].concat(),
         ));
     }
+    if let Some(body) = &o.fragment_encoded {
+        // OPT_FRAGMENT on a parity packet: flag OP_ENCODED (0x08), body verbatim
+        v.push((0x01, 0x08, body.to_vec()));
+    }
     if let Some(x) = o.join {
         v.push((0x03, 0, [&[0][..], &be(x)].concat()));
     }
@@ -339,6 +348,13 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         b.extend_from_slice(&be(g.grtt_us));
         b.extend_from_slice(&be(g.gsize));
         v.push((0x32, 0, b));
+    }
+    if let Some(f) = &o.fec {
+        // OPT_FEC (ours, docs/wire.md): bits u8 (PRO 0x01, OND 0x02), code u8, rsv 3, tgs u32
+        let bits = u8::from(f.proactive) | u8::from(f.on_demand) << 1;
+        let mut b = vec![bits, f.code, 0, 0, 0];
+        b.extend_from_slice(&be(f.tgs));
+        v.push((0x33, 0, b));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

@@ -16,6 +16,9 @@ mod field {
     pub(super) const LEN: usize = APDU_LEN.end;
 }
 
+/// Bytes of an OPT_FRAGMENT body after the 3-byte option header (option length 16).
+pub const FRAGMENT_BODY_LEN: usize = field::LEN;
+
 /// OPT_FRAGMENT body (§9.2): where this TSDU sits inside its APDU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Fragment {

@@ -45,11 +45,11 @@ mod redirect;
 mod session;
 
 pub use experimental::{
-    Grtt, LowWeight, Pseudofed, RepList, TfmccData, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES,
+    Fec, Grtt, FEC_RS_VANDERMONDE_GF256, LowWeight, Pseudofed, RepList, TfmccData, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES,
     PF_CI, PF_FULL, PF_HAVE_CI,
 };
 pub use fec::ParityPrm;
-pub use fragment::Fragment;
+pub use fragment::{Fragment, FRAGMENT_BODY_LEN};
 pub use nak_list::{SqnList, MAX_NAK_LIST};
 pub use network::{NakBoIvl, NakBoRng};
 pub use pgmcc::{PgmccData, PgmccFeedback};
@@ -109,6 +109,10 @@ pub const OPT_LOWWEIGHT: u8 = 0x31;
 /// (ours, experimental: 0x32 is unassigned by RFC 3208 and OpenPGM). Sent on SPMs and NCFs
 /// with flags 0 (OPX "ignore"). Layout in [`Grtt`] and `docs/wire.md`.
 pub const OPT_GRTT: u8 = 0x32;
+/// OPT_FEC: the source offers FEC parity computed with our erasure code (ours, experimental:
+/// 0x33 is unassigned by RFC 3208 and OpenPGM). Sent on SPMs with flags 0 (OPX "ignore").
+/// Layout in [`Fec`] and `docs/wire.md`.
+pub const OPT_FEC: u8 = 0x33;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -219,9 +223,12 @@ pub struct Options<'a> {
     pub nbr_unreach: bool,
     /// OPT_PATH_NLA (network-significant).
     pub path_nla: Option<IpAddr>,
-    /// OPT_FRAGMENT. On a parity packet (header [`OPT_PARITY`](crate::OPT_PARITY)) this is
-    /// FEC-encoded data, not real values: check the header flag before using it.
+    /// OPT_FRAGMENT, as sent on data packets (flag OP_ENCODED clear).
     pub fragment: Option<Fragment>,
+    /// OPT_FRAGMENT with the OP_ENCODED flag, as a parity packet carries it (RFC 3208
+    /// Appendix A): the FEC encoding of the original options' bodies, kept verbatim (U byte,
+    /// first sequence number, offset, length). At most one of this and `fragment` is present.
+    pub fragment_encoded: Option<[u8; FRAGMENT_BODY_LEN]>,
     /// OPT_JOIN: minimum sequence number a late joiner may request.
     pub join: Option<u32>,
     /// OPT_SYN.
@@ -244,6 +251,8 @@ pub struct Options<'a> {
     pub lowweight: Option<LowWeight>,
     /// OPT_GRTT (ours, experimental code 0x32).
     pub grtt: Option<Grtt>,
+    /// OPT_FEC (ours, experimental code 0x33).
+    pub fec: Option<Fec>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -418,6 +427,12 @@ impl<'a> Options<'a> {
         if let Some(v) = &self.fragment {
             put::<Fragment, _>(v, &mut f)?;
         }
+        if let Some(body) = &self.fragment_encoded {
+            if self.fragment.is_some() {
+                return Err(Error::Unencodable("OPT_FRAGMENT both plain and encoded"));
+            }
+            f(OPT_FRAGMENT, OP_ENCODED, body)?;
+        }
         if let Some(v) = &self.join {
             put::<join::Join, _>(v, &mut f)?;
         }
@@ -450,6 +465,9 @@ impl<'a> Options<'a> {
         }
         if let Some(v) = &self.grtt {
             put::<Grtt, _>(v, &mut f)?;
+        }
+        if let Some(v) = &self.fec {
+            put::<Fec, _>(v, &mut f)?;
         }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
@@ -593,6 +611,17 @@ impl<'a> Options<'a> {
     fn parse_one(&mut self, code: u8, flags: u8, body: &'a [u8]) -> Result<()> {
         match code {
             OPT_LENGTH => return Err(Error::DuplicateOption(OPT_LENGTH)),
+            OPT_FRAGMENT if flags & OP_ENCODED != 0 => {
+                let raw = <[u8; FRAGMENT_BODY_LEN]>::try_from(body)
+                    .map_err(|_| <Fragment as Codec>::bad(body, "16"))?;
+                if self.fragment.is_some() || self.fragment_encoded.is_some() {
+                    return Err(Error::DuplicateOption(OPT_FRAGMENT));
+                }
+                self.fragment_encoded = Some(raw);
+            }
+            OPT_FRAGMENT if self.fragment_encoded.is_some() => {
+                return Err(Error::DuplicateOption(OPT_FRAGMENT))
+            }
             OPT_FRAGMENT => take::<Fragment>(&mut self.fragment, body)?,
             OPT_NAK_LIST => take::<SqnList>(&mut self.nak_list, body)?,
             OPT_JOIN => take::<join::Join>(&mut self.join, body)?,
@@ -613,6 +642,7 @@ impl<'a> Options<'a> {
             OPT_PSEUDOFED => take::<Pseudofed>(&mut self.pseudofed, body)?,
             OPT_LOWWEIGHT => take::<LowWeight>(&mut self.lowweight, body)?,
             OPT_GRTT => take::<Grtt>(&mut self.grtt, body)?,
+            OPT_FEC => take::<Fec>(&mut self.fec, body)?,
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -655,6 +685,7 @@ pub(crate) mod tests {
         assert_eq!(<Pseudofed as Codec>::CODE, OPT_PSEUDOFED);
         assert_eq!(<LowWeight as Codec>::CODE, OPT_LOWWEIGHT);
         assert_eq!(<Grtt as Codec>::CODE, OPT_GRTT);
+        assert_eq!(<Fec as Codec>::CODE, OPT_FEC);
     }
 
     #[test]
