@@ -14,6 +14,7 @@
 //! `docs/architecture.md` maps the crates and follows one packet through them.
 
 pub mod cc;
+pub mod fec;
 pub mod grtt;
 pub mod ne;
 pub mod receiver;

@@ -495,3 +495,62 @@ fn receivers_without_pgmcc_do_not_break_a_pgmcc_session() {
         "{acker:?}"
     );
 }
+
+/// Runs 2 MB to 20 receivers behind independent 5% loss, with or without on-demand parity,
+/// and checks every byte arrived. Returns the source's and receivers' counters.
+fn independent_loss_transfer(fec: Option<u32>) -> (pgmcc::SenderStats, Vec<pgmcc::ReceiverStats>) {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.rate_limit = Some(RateLimit {
+        bytes_per_sec: 5_000_000,
+        burst: 15_000,
+    });
+    cfg.fec = fec;
+    // A receiver that loses the first SPM and ODATA would start after them (a missed start,
+    // which OPT_JOIN lets it reach back for).
+    cfg.join_window = Some(4096);
+    let mut net = Net::new(cfg, 20, 11, |c| {
+        c.nak_rpt_ivl = Duration::from_millis(200);
+        c.nak_rdata_ivl = Duration::from_millis(200);
+        c.join = JoinPolicy::FromJoinMin;
+    });
+    net.rx_loss = 0.05;
+    // APDUs of 1 to 5 packets: groups mix lengths and OPT_FRAGMENT.
+    let apdus = content(2 * 1024 * 1024, 3);
+    let whole: Vec<u8> = apdus.concat();
+    net.transfer(&apdus, Duration::from_secs(120));
+    for (i, sink) in net.sinks.iter().enumerate() {
+        assert!(sink.lost.is_empty(), "receiver {i} lost {:?}", sink.lost);
+        assert_eq!(sha(&sink.bytes), sha(&whole), "receiver {i}: data differs");
+        assert_eq!(sink.apdus.len(), apdus.len(), "receiver {i}: APDUs");
+    }
+    let rx = net.rxs.iter().map(|r| r.stats().clone()).collect();
+    (net.sender.stats().clone(), rx)
+}
+
+#[test]
+fn on_demand_parity_repairs_independent_losses_with_fewer_packets() {
+    let (plain, _) = independent_loss_transfer(None);
+    let (fec, rx) = independent_loss_transfer(Some(16));
+    let rebuilt: u64 = rx.iter().map(|r| r.parity_rebuilt).sum();
+    let parity_naks: u64 = rx.iter().map(|r| r.parity_naks_sent).sum();
+    eprintln!(
+        "without parity: odata={} rdata={} ncf={}; with parity (k=16): odata={} rdata={} \
+         (parity {}) ncf={} parity_naks_sent={parity_naks} rebuilt={rebuilt}",
+        plain.odata_packets,
+        plain.rdata_packets,
+        plain.ncf_packets,
+        fec.odata_packets,
+        fec.rdata_packets,
+        fec.parity_packets,
+        fec.ncf_packets,
+    );
+    assert_eq!(plain.parity_packets, 0);
+    assert!(fec.parity_packets > 0 && rebuilt > 0 && parity_naks > 0);
+    // With 20 receivers at 5%, a lost packet is lost by one receiver in most cases: each
+    // selective repair serves about one receiver, a parity packet one loss at each. No
+    // controller runs, so there is no RTT for the repair hold-off: parity requests that
+    // crossed a burst are answered again, which keeps the saving to about a third (seeded:
+    // 1,149 repairs against 1,635).
+    let ratio = fec.rdata_packets as f64 / plain.rdata_packets as f64;
+    assert!((0.6..0.8).contains(&ratio), "repairs with parity / without: {ratio}");
+}

@@ -69,6 +69,13 @@ pub struct ReceiverStats {
     pub nak_sqns_sent: u64,
     /// NAKs not sent because an NCF or another receiver's NAK was heard first.
     pub naks_suppressed: u64,
+    /// Parity NAKs sent (each asks for parity packets of one or more groups; also counted
+    /// in `naks_sent`).
+    pub parity_naks_sent: u64,
+    /// Parity packets received (RDATA or ODATA with OPT_PARITY).
+    pub parity_packets: u64,
+    /// Data packets rebuilt from parity (also counted in `gaps_filled`).
+    pub parity_rebuilt: u64,
     /// SPMRs sent.
     pub spmrs_sent: u64,
     /// pgmcc ACKs sent (as acker or answering an election request).

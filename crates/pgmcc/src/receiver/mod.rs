@@ -32,7 +32,7 @@ mod transmit;
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use pgm_wire::{Body, NakRepr, Repr, Tsi, OPT_PARITY};
+use pgm_wire::{Body, NakRepr, Repr, Tsi, FEC_RS_VANDERMONDE_GF256, OPT_PARITY, OPT_VAR_PKTLEN};
 use tracing::trace;
 
 use crate::cc::feedback::{Feedback, FeedbackConfig};
@@ -42,7 +42,7 @@ use crate::time::Instant;
 use crate::transmit::Transmit;
 pub use config::{JoinPolicy, ReceiverConfig};
 pub use event::{ReceiverEvent, ReceiverStats};
-use rxw::{Insert, NakTimers, Output, ReceiveWindow};
+use rxw::{Insert, NakTimers, Output, ParityInsert, ReceiveWindow};
 use session::{Admit, Peer, Sessions};
 use transmit::{Outbox, Pending};
 
@@ -116,12 +116,11 @@ impl Receiver {
                 return;
             }
         };
-        if repr.header_flags & OPT_PARITY != 0 {
-            // FEC is not supported: parity packets carry encoded options.
-            self.stats.ignored += 1;
-            return;
-        }
+        let parity = repr.header_flags & OPT_PARITY != 0;
         match repr.body {
+            Body::Odata(d) | Body::Rdata(d) if repr.dport == self.config.dport && parity => {
+                self.on_parity(now, &repr, d.sqn, d.trail);
+            }
             Body::Odata(d) | Body::Rdata(d) if repr.dport == self.config.dport => {
                 let rdata = matches!(repr.body, Body::Rdata(_));
                 self.on_data(now, from, &repr, d.sqn, d.trail, rdata);
@@ -202,12 +201,7 @@ impl Receiver {
             self.stats.odata_packets += 1;
         }
         if let Some(f) = &repr.options.fragment {
-            let len = repr.payload.len() as u64;
-            let bad = f.apdu_len as usize > self.config.max_apdu
-                || u64::from(f.offset) + len > u64::from(f.apdu_len)
-                || sqn::gt(f.first_sqn, s)
-                || (len == 0 && f.apdu_len > 0);
-            if bad {
+            if !fragment_is_sane(f, repr.payload.len(), s, self.config.max_apdu) {
                 self.stats.malformed += 1;
                 return;
             }
@@ -326,6 +320,60 @@ impl Receiver {
         }
     }
 
+    /// A parity packet (RFC 3208 §11.5): held until its group can be rebuilt, then the
+    /// rebuilt packets go into the window as RDATA would.
+    fn on_parity(&mut self, now: Instant, repr: &Repr<'_>, s: u32, trail: u32) {
+        self.stats.parity_packets += 1;
+        let max_apdu = self.config.max_apdu;
+        let Some(peer) = self.sessions.get_mut(&repr.tsi()) else {
+            self.stats.ignored += 1;
+            return;
+        };
+        let timers = peer.timers(&self.timers);
+        let (Some(w), false) = (peer.rxw.as_mut(), peer.ended) else {
+            self.stats.ignored += 1;
+            return;
+        };
+        let Some(k) = w.parity_k() else {
+            // No OPT_FEC heard from this source: we cannot tell its code.
+            self.stats.ignored += 1;
+            return;
+        };
+        let var = repr.header_flags & OPT_VAR_PKTLEN != 0;
+        let encoded = repr.options.fragment_encoded;
+        let layout = crate::fec::Layout::of_parity(repr.payload.len(), var, encoded.is_some());
+        let (Some(layout), None) = (layout, repr.options.fragment) else {
+            self.stats.malformed += 1;
+            return;
+        };
+        let tg = crate::fec::tg_sqn(s, k);
+        let mut shard = repr.payload.to_vec();
+        shard.extend_from_slice(encoded.as_ref().map_or(&[][..], |e| &e[..]));
+        // A parity packet shows that its whole group was sent (§11.5).
+        w.extend_to(tg.wrapping_add(k - 1), now, &timers, &mut self.rng);
+        w.set_trail(trail);
+        match w.insert_parity(tg, s.wrapping_sub(tg), layout, shard) {
+            ParityInsert::Held => {}
+            ParityInsert::Duplicate => self.stats.duplicates += 1,
+            ParityInsert::Malformed => self.stats.malformed += 1,
+            ParityInsert::Rebuilt(packets) => {
+                for (q, payload, fragment) in packets {
+                    if let Some(f) = &fragment {
+                        if !fragment_is_sane(f, payload.len(), q, max_apdu) {
+                            self.stats.malformed += 1;
+                            continue;
+                        }
+                    }
+                    if matches!(w.insert(q, &payload, fragment), Insert::New) {
+                        peer.fb.on_packet(q);
+                        self.stats.parity_rebuilt += 1;
+                        self.stats.gaps_filled += 1;
+                    }
+                }
+            }
+        }
+    }
+
     /// Moves the ACKs `tsi`'s feedback wants sent into the transmit queue.
     fn queue_feedback(&mut self, tsi: Tsi) {
         let Some(peer) = self.sessions.get_mut(&tsi) else {
@@ -357,6 +405,13 @@ impl Receiver {
         peer.spm_sqn = Some(spm.sqn);
         peer.path = Some(spm.path_nla);
         peer.note_grtt(&repr.options);
+        // On-demand parity with our code (OPT_FEC); an SPM without it turns parity off.
+        let parity_k = repr
+            .options
+            .fec
+            .filter(|f| f.on_demand && f.code == FEC_RS_VANDERMONDE_GF256)
+            .map(|f| f.tgs)
+            .filter(|&k| crate::fec::valid_tg_size(k));
         let timers = peer.timers(&self.timers);
         peer.data_from.get_or_insert(from);
         let mut started = None;
@@ -370,6 +425,7 @@ impl Receiver {
             peer.fin_lead = Some(spm.lead);
         }
         if let Some(w) = peer.rxw.as_mut() {
+            w.set_parity(parity_k, now);
             // The SPM lead reveals losses at the tail of a burst (§5.2).
             let old_lead = w.lead();
             w.extend_to(spm.lead, now, &timers, &mut self.rng);
@@ -400,6 +456,18 @@ impl Receiver {
             return;
         };
         let list = repr.options.nak_list.unwrap_or_default();
+        if repr.header_flags & OPT_PARITY != 0 {
+            let Some(k) = w.parity_k() else {
+                return;
+            };
+            for &e in core::iter::once(&n.sqn).chain(list.as_slice()) {
+                let tg = crate::fec::tg_sqn(e, k);
+                let count = e.wrapping_sub(tg) + 1;
+                let n = w.on_parity_ncf(tg, count, now, timers.rdata_ivl, peer_nak);
+                self.stats.naks_suppressed += u64::from(n);
+            }
+            return;
+        }
         for &s in core::iter::once(&n.sqn).chain(list.as_slice()) {
             let suppressed = if peer_nak {
                 w.on_peer_nak(s, now, &timers)
@@ -417,7 +485,7 @@ impl Receiver {
         let base = self.timers;
         let coalesce = self.config.coalesce_acks;
         let (rng, transmits, stats) = (&mut self.rng, &mut self.transmits, &mut self.stats);
-        let mut due = Vec::new();
+        let (mut due, mut parity_due) = (Vec::new(), Vec::new());
         self.sessions.for_each_mut(|peer| {
             let tsi = peer.tsi;
             peer.fb.on_timeout(now, &mut stats.cc);
@@ -435,9 +503,13 @@ impl Receiver {
                 return;
             }
             due.clear();
-            w.on_timeout(now, &timers, rng, can_nak, &mut due);
+            parity_due.clear();
+            w.on_timeout(now, &timers, rng, can_nak, &mut due, &mut parity_due);
             for chunk in due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
                 transmits.push(tsi, Pending::Nak(chunk.to_vec()));
+            }
+            for chunk in parity_due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
+                transmits.push(tsi, Pending::ParityNak(chunk.to_vec()));
             }
             if !can_nak && now >= peer.next_spmr {
                 if let Some(from) = peer.data_from {
@@ -474,7 +546,9 @@ impl Receiver {
                 continue;
             };
             let report = match pending {
-                Pending::Nak(_) if self.config.pgmcc => peer.fb.nak_report(now),
+                Pending::Nak(_) | Pending::ParityNak(_) if self.config.pgmcc => {
+                    peer.fb.nak_report(now)
+                }
                 _ => None,
             };
             let Some((repr, dst)) =
@@ -488,6 +562,10 @@ impl Receiver {
                         Pending::Nak(list) => {
                             self.stats.naks_sent += 1;
                             self.stats.nak_sqns_sent += list.len() as u64;
+                        }
+                        Pending::ParityNak(_) => {
+                            self.stats.naks_sent += 1;
+                            self.stats.parity_naks_sent += 1;
                         }
                         Pending::Spmr(_) => self.stats.spmrs_sent += 1,
                         Pending::Ack { fb, .. } => {
@@ -542,4 +620,13 @@ impl Receiver {
             }
         });
     }
+}
+
+/// True when an OPT_FRAGMENT fits the `len`-byte TSDU of packet `s` it came with.
+fn fragment_is_sane(f: &pgm_wire::Fragment, len: usize, s: u32, max_apdu: usize) -> bool {
+    let len = len as u64;
+    !(f.apdu_len as usize > max_apdu
+        || u64::from(f.offset) + len > u64::from(f.apdu_len)
+        || sqn::gt(f.first_sqn, s)
+        || (len == 0 && f.apdu_len > 0))
 }

@@ -4,7 +4,7 @@
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use pgm_wire::{Body, NakRepr, Options, Repr, Tsi};
+use pgm_wire::{Body, NakRepr, Options, Repr, Tsi, OPT_PARITY};
 
 use super::session::Peer;
 use crate::cc::feedback::FeedbackAck;
@@ -16,6 +16,9 @@ use crate::transmit::Destination;
 pub(super) enum Pending {
     /// Sequence numbers for one NAK packet (at most 63: one in the header, 62 listed).
     Nak(Vec<u32>),
+    /// Parity requests (`TG_SQN | (count - 1)`) for one parity NAK packet (header
+    /// OPT_PARITY), at most 63.
+    ParityNak(Vec<u32>),
     /// An SPMR to this address.
     Spmr(IpAddr),
     /// A feedback ACK with the receive state and report as they were when it was queued
@@ -96,7 +99,7 @@ impl Pending {
         report: Option<pgm_wire::PgmccFeedback>,
     ) -> Option<(Repr<'static>, Destination)> {
         match self {
-            Pending::Nak(list) => {
+            Pending::Nak(list) | Pending::ParityNak(list) => {
                 let (Some(path), Some(source)) = (peer.path, peer.data_from) else {
                     return None;
                 };
@@ -106,8 +109,11 @@ impl Pending {
                     source,
                     group,
                 });
-                let repr =
+                let mut repr =
                     Repr::upstream(tsi, dport, body).with_options(Options::nak(rest, report));
+                if matches!(self, Pending::ParityNak(_)) {
+                    repr.header_flags |= OPT_PARITY;
+                }
                 // NAKs go hop by hop: to the SPM path (the nearest PGM network element).
                 Some((repr, Destination::Unicast(path)))
             }

@@ -29,6 +29,7 @@
 //! * Marks the first ODATA with OPT_SYN, sends OPT_JOIN on ODATA when
 //!   [`SenderConfig::join_window`] is set, and OPT_FIN on SPMs after [`Sender::close`].
 
+mod parity;
 mod rate;
 mod txw;
 
@@ -36,7 +37,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
 
 use pgm_wire::{
-    Body, DataRepr, Fragment, Grtt, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi, OPT_PARITY,
+    Body, DataRepr, Fec, Fragment, Grtt, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi,
+    FEC_RS_VANDERMONDE_GF256, FRAGMENT_BODY_LEN, OPT_PARITY, OPT_VAR_PKTLEN,
 };
 use serde::Serialize;
 use thiserror::Error;
@@ -48,6 +50,7 @@ use crate::cc::{
 use crate::grtt::GroupRtt;
 use crate::time::{Duration, Instant};
 use crate::transmit::{Destination, Transmit};
+use parity::{ParityPacket, ParityRepairs, Verdict};
 use rate::RateLimiter;
 use txw::{Bounds, TransmitWindow, TxPacket};
 
@@ -159,6 +162,16 @@ pub struct SenderConfig {
     /// pgmcc paper, §3.8, leaves repairs unregulated). Default `Some(2.0)`: 1000 receivers
     /// behind independent 1% loss need about 1.2 RDATA per ODATA plus their NCFs.
     pub repair_budget: Option<f64>,
+    /// On-demand FEC parity (RFC 3208 Appendix A; `docs/core.md`, "FEC parity") over
+    /// transmission groups of this many packets (a power of two, 2 to 128): the source
+    /// advertises it in OPT_FEC on its SPMs, and our receivers then ask for parity packets
+    /// by count instead of retransmissions by sequence number, so one parity packet repairs
+    /// different losses at different receivers. OpenPGM receivers ignore OPT_FEC and keep
+    /// NAKing selectively, which is still answered; but the parity packets our receivers ask
+    /// for also reach them, and an OpenPGM receiver without FEC may park one in a missing
+    /// slot and stop NAKing for it: turn parity off in groups with OpenPGM receivers.
+    /// `None`: no parity. An invalid size is treated as `None`.
+    pub fec: Option<u32>,
 }
 
 impl SenderConfig {
@@ -188,6 +201,7 @@ impl SenderConfig {
             advertise_grtt: true,
             grtt_expiry: Duration::from_secs(30),
             repair_budget: Some(2.0),
+            fec: None,
         }
     }
 
@@ -255,6 +269,16 @@ pub struct SenderStats {
     /// NAKed sequence numbers within the repair hold-off of their latest RDATA
     /// ([`SenderConfig::repair_holdoff`]): no NCF, no second repair.
     pub naks_held_off: u64,
+    /// Parity NAK entries received (each asks for parity packets of one group).
+    pub parity_naks_received: u64,
+    /// Parity NAKs for a group without parity (FEC off, or a bad group).
+    pub parity_naks_refused: u64,
+    /// Distinct transmission groups asked for parity at least once.
+    pub tgs_naked: u64,
+    /// Distinct transmission groups asked for parity more than once.
+    pub tgs_naked_again: u64,
+    /// Parity packets sent (RDATA with OPT_PARITY; also counted in `rdata_packets`).
+    pub parity_packets: u64,
     /// NAKed sequence numbers outside the transmit window (no RDATA possible).
     pub naks_outside_window: u64,
     /// NAKs for another session, source or group.
@@ -277,6 +301,15 @@ pub struct SenderStats {
     pub apdus_sent: u64,
 }
 
+/// One waiting repair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Repair {
+    /// RDATA of this sequence number.
+    Data(u32),
+    /// Parity packets of the transmission group starting here.
+    Parity(u32),
+}
+
 /// A PGM source for one transport session.
 #[derive(Debug)]
 pub struct Sender {
@@ -291,13 +324,19 @@ pub struct Sender {
     odata_meter: (Instant, u64),
     /// ODATA bytes per second over the last full interval (one group RTT, at least 100 ms).
     odata_rate: f64,
-    /// Sequence numbers waiting for RDATA, in NAK arrival order, and their set.
-    repairs: VecDeque<u32>,
+    /// Repairs waiting (sequence numbers for RDATA, groups for parity), in NAK arrival
+    /// order, and the set of the sequence numbers.
+    repairs: VecDeque<Repair>,
     repair_set: HashSet<u32>,
     /// When each queued repair was last confirmed by an NCF (only with an NCF hold-off).
     ncf_sent: HashMap<u32, Instant>,
-    /// NCF lists waiting to go out (each at most 63 sequence numbers).
-    ncfs: VecDeque<SqnList>,
+    /// NCF lists waiting to go out (each at most 63 sequence numbers), and whether they
+    /// confirm parity NAKs.
+    ncfs: VecDeque<(bool, SqnList)>,
+    /// When each group with parity pending was last confirmed (the NCF hold-off, parity).
+    parity_ncf_sent: HashMap<u32, Instant>,
+    /// On-demand parity state, when [`SenderConfig::fec`] is on.
+    parity: Option<ParityRepairs>,
     /// The longest recent RTTs of the receivers (ACKs and NAK reports).
     grtt: GroupRtt,
     /// Receivers heard from (NAK or ACK) and when last: the group size estimate. Bounded by
@@ -338,6 +377,11 @@ impl Sender {
             repair_set: HashSet::new(),
             ncf_sent: HashMap::new(),
             ncfs: VecDeque::new(),
+            parity_ncf_sent: HashMap::new(),
+            parity: config
+                .fec
+                .filter(|&k| crate::fec::valid_tg_size(k))
+                .map(ParityRepairs::new),
             grtt: GroupRtt::new(GRTT_ENTRIES, config.grtt_expiry),
             heard: HashMap::new(),
             spm_sqn: 0,
@@ -603,13 +647,12 @@ impl Sender {
             .map_or(Instant::ZERO, |l| l.ready_at(len))
     }
 
-    /// A NAK for this session, source and group, asking for data (not parity).
+    /// A NAK (selective or parity) for this session, source and group.
     fn is_ours(&self, repr: &Repr<'_>, nak: &NakRepr) -> bool {
         repr.tsi() == self.config.tsi
             && repr.sport == self.config.dport
             && nak.source == self.config.source_nla
             && nak.group == self.config.group
-            && repr.header_flags & OPT_PARITY == 0
     }
 
     /// A receiver of this session was heard (ACK or NAK), with its RTT if it reported one.
@@ -679,6 +722,11 @@ impl Sender {
             .ncf_holdoff
             .or_else(|| self.config.repair_budget.and(self.grtt(now)));
         let list = repr.options.nak_list.unwrap_or_default();
+        if repr.header_flags & OPT_PARITY != 0 {
+            let sqns = core::iter::once(&nak.sqn).chain(list.as_slice()).copied();
+            self.on_parity_nak(now, sqns, holdoff, ncf_holdoff);
+            return;
+        }
         let mut ncf = SqnList::new();
         for &sqn in core::iter::once(&nak.sqn).chain(list.as_slice()) {
             self.stats.nak_sqns_received += 1;
@@ -700,7 +748,7 @@ impl Sender {
             }
             let fresh = self.repair_set.insert(sqn);
             if fresh {
-                self.repairs.push_back(sqn);
+                self.repairs.push_back(Repair::Data(sqn));
             } else {
                 self.stats.naks_duplicate += 1;
             }
@@ -712,23 +760,90 @@ impl Sender {
                 }
                 self.ncf_sent.insert(sqn, now);
             }
-            if ncf.push(sqn).is_err() {
-                self.queue_ncf(ncf);
-                ncf = SqnList::new();
-                let _ = ncf.push(sqn);
-            }
+            self.push_ncf(&mut ncf, sqn, false);
         }
         if !ncf.is_empty() {
-            self.queue_ncf(ncf);
+            self.queue_ncf(ncf, false);
+        }
+    }
+
+    /// Parity NAK entries (`TG_SQN | (count - 1)` each): RFC 3208 §11.4's consolidation, the
+    /// same hold-offs as selective repairs (the hold-off's clock is the group's latest parity
+    /// burst, and it holds off only requests that burst covered).
+    fn on_parity_nak(
+        &mut self,
+        now: Instant,
+        sqns: impl Iterator<Item = u32>,
+        holdoff: Option<Duration>,
+        ncf_holdoff: Option<Duration>,
+    ) {
+        let mut ncf = SqnList::new();
+        for s in sqns {
+            self.stats.parity_naks_received += 1;
+            let Some(parity) = self.parity.as_mut() else {
+                self.stats.parity_naks_refused += 1;
+                continue;
+            };
+            let k = parity.tg_size();
+            let tg = crate::fec::tg_sqn(s, k);
+            let (verdict, naks) = parity.on_nak(now, s, &self.txw, holdoff);
+            match naks {
+                1 => self.stats.tgs_naked += 1,
+                2 => self.stats.tgs_naked_again += 1,
+                _ => {}
+            }
+            let count = match verdict {
+                Verdict::OutsideWindow => {
+                    self.stats.naks_outside_window += 1;
+                    continue;
+                }
+                Verdict::HeldOff => {
+                    self.stats.naks_held_off += 1;
+                    continue;
+                }
+                Verdict::Queue { count } => {
+                    self.repairs.push_back(Repair::Parity(tg));
+                    self.parity_ncf_sent.insert(tg, now);
+                    count
+                }
+                Verdict::Confirm { count, raised } => {
+                    self.stats.naks_duplicate += 1;
+                    if let Some(h) = ncf_holdoff {
+                        let recent = self
+                            .parity_ncf_sent
+                            .get(&tg)
+                            .is_some_and(|&t| now < t + h);
+                        if recent && !raised {
+                            self.stats.ncfs_held += 1;
+                            continue;
+                        }
+                    }
+                    self.parity_ncf_sent.insert(tg, now);
+                    count
+                }
+            };
+            // A parity NCF confirms at least the count asked for (§11.5).
+            self.push_ncf(&mut ncf, tg.wrapping_add(count.min(k) - 1), true);
+        }
+        if !ncf.is_empty() {
+            self.queue_ncf(ncf, true);
+        }
+    }
+
+    /// Adds `sqn` to the NCF list being built, queueing it first when full.
+    fn push_ncf(&mut self, ncf: &mut SqnList, sqn: u32, parity: bool) {
+        if ncf.push(sqn).is_err() {
+            self.queue_ncf(core::mem::take(ncf), parity);
+            let _ = ncf.push(sqn);
         }
     }
 
     /// Queues an NCF list, or drops it (counted) when [`MAX_NCF_QUEUE`] are waiting.
-    fn queue_ncf(&mut self, list: SqnList) {
+    fn queue_ncf(&mut self, list: SqnList, parity: bool) {
         if self.ncfs.len() >= MAX_NCF_QUEUE {
             self.stats.ncfs_dropped += list.as_slice().len() as u64;
         } else {
-            self.ncfs.push_back(list);
+            self.ncfs.push_back((parity, list));
         }
     }
 
@@ -744,15 +859,42 @@ impl Sender {
     }
 
     fn forget_repairs(&mut self, first: u32, n: u32) {
-        if n == 0 || self.repair_set.is_empty() {
+        if n == 0 {
+            return;
+        }
+        let trail = self.txw.trail();
+        let parity_gone = self
+            .parity
+            .as_mut()
+            .is_some_and(|p| p.forget_before(trail));
+        if parity_gone {
+            self.parity_ncf_sent
+                .retain(|&tg, _| !crate::sqn::lt(tg, trail));
+        }
+        if self.repair_set.is_empty() && !parity_gone {
             return;
         }
         for i in 0..n {
             self.repair_set.remove(&first.wrapping_add(i));
         }
-        let set = &self.repair_set;
-        self.repairs.retain(|s| set.contains(s));
+        let (set, parity) = (&self.repair_set, &self.parity);
+        self.repairs.retain(|r| match r {
+            Repair::Data(s) => set.contains(s),
+            Repair::Parity(tg) => parity.as_ref().is_some_and(|p| p.is_pending(*tg)),
+        });
         self.ncf_sent.retain(|s, _| set.contains(s));
+    }
+
+    /// Bytes the repair `r` takes on the wire (for parity not yet encoded, at most).
+    fn repair_len(&self, r: Repair) -> Option<usize> {
+        match r {
+            Repair::Data(s) => self.txw.get_sent(s).map(|p| p.data.len() + DATA_OVERHEAD),
+            Repair::Parity(tg) => {
+                let max = self.config.max_tsdu() + 2;
+                let p = self.parity.as_ref()?;
+                Some(p.next_len(tg, max) + PARITY_OVERHEAD)
+            }
+        }
     }
 
     /// When `handle_timeout` (or `poll_transmit`) next has something to do.
@@ -764,16 +906,12 @@ impl Sender {
         if let Some(h) = self.next_heartbeat {
             t = t.min(h);
         }
-        if let Some(list) = self.ncfs.front() {
+        if let Some((_, list)) = self.ncfs.front() {
             t = t.min(self.budget_ready_at(ncf_len(list)));
         }
         // As poll_transmit: a waiting repair goes first, unless only the repair budget holds
         // it back, in which case new data may go meanwhile.
-        let repair = self
-            .repairs
-            .front()
-            .and_then(|&s| self.txw.get_sent(s))
-            .map(|p| p.data.len() + DATA_OVERHEAD);
+        let repair = self.repairs.front().and_then(|&r| self.repair_len(r));
         let data_may_go = match repair {
             Some(len) => {
                 let (budget, limiter) = (self.budget_ready_at(len), self.limiter_ready_at(len));
@@ -799,10 +937,10 @@ impl Sender {
     /// Writes the next datagram to send into `buf` (which must hold
     /// [`SenderConfig::max_tpdu`] bytes) and says where it goes; `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if let Some(len) = self.ncfs.front().map(ncf_len) {
+        if let Some(len) = self.ncfs.front().map(|(_, l)| ncf_len(l)) {
             if self.budget_allows(now, len) {
-                if let Some(list) = self.ncfs.pop_front() {
-                    return self.emit_ncf(now, &list, buf);
+                if let Some((parity, list)) = self.ncfs.pop_front() {
+                    return self.emit_ncf(now, &list, parity, buf);
                 }
             }
         }
@@ -812,11 +950,13 @@ impl Sender {
         if spm_due {
             return self.emit_spm(now, buf);
         }
-        while let Some(&sqn) = self.repairs.front() {
-            let Some(len) = self.txw.get_sent(sqn).map(|p| p.data.len() + DATA_OVERHEAD) else {
+        while let Some(&r) = self.repairs.front() {
+            let Some(len) = self.repair_len(r) else {
                 self.repairs.pop_front();
-                self.repair_set.remove(&sqn);
-                self.ncf_sent.remove(&sqn);
+                if let Repair::Data(sqn) = r {
+                    self.repair_set.remove(&sqn);
+                    self.ncf_sent.remove(&sqn);
+                }
                 continue;
             };
             if !self.budget_allows(now, len) {
@@ -826,10 +966,28 @@ impl Sender {
             if !self.rate_allows(now, len) {
                 return None;
             }
-            self.repairs.pop_front();
-            self.repair_set.remove(&sqn);
-            self.ncf_sent.remove(&sqn);
-            return self.emit_data(now, sqn, true, buf);
+            match r {
+                Repair::Data(sqn) => {
+                    self.repairs.pop_front();
+                    self.repair_set.remove(&sqn);
+                    self.ncf_sent.remove(&sqn);
+                    return self.emit_data(now, sqn, true, buf);
+                }
+                Repair::Parity(tg) => {
+                    let next = self.parity.as_mut().and_then(|p| p.next(tg, &self.txw));
+                    let Some((packet, more)) = next else {
+                        self.repairs.pop_front();
+                        continue;
+                    };
+                    if !more {
+                        self.repairs.pop_front();
+                    }
+                    if let Some(p) = self.parity.as_mut() {
+                        p.sent(now, tg);
+                    }
+                    return self.emit_parity(now, &packet, buf);
+                }
+            }
         }
         let (sqn, len) = self
             .txw
@@ -877,7 +1035,13 @@ impl Sender {
         }
     }
 
-    fn emit_ncf(&mut self, now: Instant, list: &SqnList, buf: &mut [u8]) -> Option<Transmit> {
+    fn emit_ncf(
+        &mut self,
+        now: Instant,
+        list: &SqnList,
+        parity: bool,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
         let (&first, rest) = list.as_slice().split_first()?;
         let body = Body::Ncf(NakRepr {
             sqn: first,
@@ -886,7 +1050,11 @@ impl Sender {
         });
         let mut opts = Options::nak(rest, None);
         opts.grtt = self.grtt_option(now);
-        let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
+        let mut repr =
+            Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
+        if parity {
+            repr.header_flags |= OPT_PARITY;
+        }
         self.stats.ncf_packets += 1;
         if let Some(b) = &mut self.budget {
             b.charge(now, ncf_len(list));
@@ -905,6 +1073,12 @@ impl Sender {
         let opts = Options {
             fin,
             grtt: self.grtt_option(now),
+            fec: self.parity.as_ref().map(|p| Fec {
+                proactive: false,
+                on_demand: true,
+                code: FEC_RS_VANDERMONDE_GF256,
+                tgs: p.tg_size(),
+            }),
             ..Options::default()
         };
         let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
@@ -996,6 +1170,66 @@ impl Sender {
         })
     }
 }
+
+impl Sender {
+    /// Sends one on-demand parity packet: RDATA with OPT_PARITY (and OPT_VAR_PKTLEN when the
+    /// group's payload lengths differ), its encoded OPT_FRAGMENT when the group has one.
+    fn emit_parity(
+        &mut self,
+        now: Instant,
+        packet: &ParityPacket,
+        buf: &mut [u8],
+    ) -> Option<Transmit> {
+        let trail = self.txw.trail();
+        let layout = packet.layout;
+        let p = layout.parity_payload_len();
+        let (payload, encoded) = packet.shard.split_at(p);
+        let opts = Options {
+            fragment_encoded: layout
+                .frag
+                .then(|| <[u8; FRAGMENT_BODY_LEN]>::try_from(encoded).ok())
+                .flatten(),
+            ..Options::default()
+        };
+        let body = Body::Rdata(DataRepr {
+            sqn: packet.sqn,
+            trail,
+        });
+        let mut repr = Repr::downstream(self.config.tsi, self.config.dport, body)
+            .with_options(opts)
+            .with_payload(payload);
+        repr.header_flags |= OPT_PARITY;
+        if layout.var {
+            repr.header_flags |= OPT_VAR_PKTLEN;
+        }
+        let len = match repr.emit(buf) {
+            Ok(len) => len,
+            Err(e) => {
+                debug!(error = %e, sqn = packet.sqn, "sender: cannot emit parity");
+                return None;
+            }
+        };
+        if let Some(cc) = self.cc.as_mut() {
+            cc.on_repair_sent(now, packet.sqn);
+        }
+        self.charge(now, len);
+        self.drain_cc_events();
+        if let Some(b) = &mut self.budget {
+            b.charge(now, len);
+        }
+        self.stats.rdata_packets += 1;
+        self.stats.rdata_bytes += p as u64;
+        self.stats.parity_packets += 1;
+        Some(Transmit {
+            dst: Destination::Group,
+            len,
+        })
+    }
+}
+
+/// Bytes a parity packet takes beyond its payload: headers, OPT_LENGTH and an encoded
+/// OPT_FRAGMENT.
+const PARITY_OVERHEAD: usize = 16 + 8 + 4 + 16;
 
 /// Bytes an NCF for `list` takes on the wire, at most (IPv6 NLAs, OPT_NAK_LIST, OPT_GRTT).
 fn ncf_len(list: &SqnList) -> usize {

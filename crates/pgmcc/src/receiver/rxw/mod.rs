@@ -9,6 +9,8 @@
 //!  any state ──(data arrives)──► received;  retries exhausted or trail passes ──► lost
 //! ```
 
+mod parity;
+
 use std::collections::VecDeque;
 
 use pgm_wire::Fragment;
@@ -16,6 +18,9 @@ use pgm_wire::Fragment;
 use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
+
+pub(crate) use parity::ParityInsert;
+use parity::ParityWindow;
 
 /// NAK timers and the give-up time (see [`ReceiverConfig`](super::ReceiverConfig)).
 #[derive(Debug, Clone, Copy)]
@@ -129,6 +134,8 @@ pub(crate) struct ReceiveWindow {
     /// Outputs already decided when the window skipped far ahead (see `skip_to`); `drain`
     /// hands them out first.
     carry: Vec<Output>,
+    /// On-demand parity, when the source offers it (`parity.rs`).
+    parity: Option<ParityWindow>,
 }
 
 impl ReceiveWindow {
@@ -141,6 +148,7 @@ impl ReceiveWindow {
             max_sqns: max_sqns.max(1),
             max_apdu,
             carry: Vec::new(),
+            parity: None,
         }
     }
 
@@ -179,6 +187,9 @@ impl ReceiveWindow {
             self.give_up_before(new_base);
         }
         let deadline = now + t.backoff(rng);
+        if let Some(p) = self.parity.as_mut() {
+            p.lead_moved = now;
+        }
         while sqn::lt(self.lead(), up_to) {
             self.slots.push_back(Slot::Missing(NakState {
                 phase: Phase::BackOff,
@@ -284,6 +295,7 @@ impl ReceiveWindow {
                     data: data.to_vec(),
                     fragment,
                 };
+                self.keep_copy(s, data, fragment);
                 Insert::New
             }
         }
@@ -318,8 +330,10 @@ impl ReceiveWindow {
         false
     }
 
-    /// Runs expired NAK timers. Sequence numbers whose NAK is due are appended to `nak`.
-    /// With `can_nak` false (no source path known yet), due NAKs back off again uncounted.
+    /// Runs expired NAK timers. Sequence numbers whose NAK is due are appended to `nak`,
+    /// and parity NAKs for whole groups (`TG_SQN | (count - 1)`) to `parity_nak` when the
+    /// source offers parity. With `can_nak` false (no source path known yet), due NAKs back
+    /// off again uncounted.
     pub(crate) fn on_timeout(
         &mut self,
         now: Instant,
@@ -327,7 +341,9 @@ impl ReceiveWindow {
         rng: &mut Rng,
         can_nak: bool,
         nak: &mut Vec<u32>,
+        parity_nak: &mut Vec<u32>,
     ) {
+        let first_due = nak.len();
         // One back-off draw per expiry round, shared, so retries batch like first NAKs do.
         let retry_at = now + t.backoff(rng);
         let mut cur = self.base;
@@ -363,6 +379,11 @@ impl ReceiveWindow {
                 }
             }
         }
+        if self.parity.is_some() && nak.len() > first_due {
+            let mut due = nak.split_off(first_due);
+            self.split_parity_naks(now, &mut due, parity_nak, t.rpt_ivl, retry_at, t.rpt_ivl);
+            nak.append(&mut due);
+        }
     }
 
     /// The earliest NAK deadline.
@@ -394,6 +415,7 @@ impl ReceiveWindow {
             }
         }
         self.drain_slots(out);
+        self.prune_parity();
     }
 
     fn drain_slots(&mut self, out: &mut Vec<Output>) {
