@@ -11,7 +11,7 @@ help:
 	@echo "make test    everything CI checks: rustfmt, clippy -D warnings, all tests"
 	@echo "make fuzz    run every cargo-fuzz target (parser, sender and receiver cores) for FUZZ_SECONDS (default $(FUZZ_SECONDS)) each"
 	@echo "make bench   (root) core cost + loopback throughput: ours vs OpenPGM vs a UDP ceiling, one table"
-	@echo "make bench-sim  simulator speed and memory (Fig. 7 setup, 100 and 10,000 receivers); repairs per packet at 100 and 1000 receivers"
+	@echo "make bench-sim  simulator speed and memory (Fig. 7 setup, 100 and 10,000 receivers); repairs per packet at 100 and 1000 receivers, selective and FEC parity"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"
 	@echo "make grid    the fairness grid (3 seeds): pgmcc vs TCP on 54 dumbbells -> its section of docs/reproduction.md"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
@@ -68,7 +68,9 @@ bench-sim: deps
 	./target/release/examples/bench_sim 10000 600 unreliable
 	$(CARGO) build --release --locked -p netsim --example repair_scale
 	./target/release/examples/repair_scale independent 100 300
+	./target/release/examples/repair_scale independent 100 300 --fec 64
 	./target/release/examples/repair_scale independent 1000 300
+	./target/release/examples/repair_scale independent 1000 300 --fec 64
 	./target/release/examples/repair_scale shared 100 300 100 500
 
 interop: deps

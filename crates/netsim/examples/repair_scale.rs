@@ -3,6 +3,7 @@
 //! Usage: repair_scale independent [RECEIVERS] [SECONDS]   (defaults 100, 300)
 //!        repair_scale shared [RECEIVERS] [SECONDS] [MIN_RTT_MS] [MAX_RTT_MS]
 //!                                                         (defaults 100, 300, 100, 500)
+//!        either with `--fec K`: on-demand parity over groups of K packets (default: none)
 //!
 //! `independent`: one `pgmcc` source; every receiver behind its own link with 1% random loss
 //! (1 Mbit/s, 50 ms, 30 KB queue: RTT ~100 ms), all from 0 s, reliable. Prints RDATA per
@@ -32,14 +33,29 @@ mod common;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: repair_scale independent [RECEIVERS] [SECONDS]\n       \
-         repair_scale shared [RECEIVERS] [SECONDS] [MIN_RTT_MS] [MAX_RTT_MS]"
+        "usage: repair_scale independent [RECEIVERS] [SECONDS] [--fec K]\n       \
+         repair_scale shared [RECEIVERS] [SECONDS] [MIN_RTT_MS] [MAX_RTT_MS] [--fec K]"
     );
     std::process::exit(2)
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let fec = match args.iter().position(|a| a == "--fec") {
+        None => None,
+        Some(i) => {
+            let k = args
+                .get(i + 1)
+                .and_then(|k| k.parse().ok())
+                .unwrap_or_else(|| usage());
+            if !pgmcc::fec::valid_tg_size(k) {
+                eprintln!("--fec: a power of two from 2 to 128");
+                std::process::exit(2);
+            }
+            args.drain(i..i + 2);
+            Some(k)
+        }
+    };
     let num = |i: usize, default: u64| -> u64 {
         match args.get(i) {
             None => default,
@@ -69,6 +85,7 @@ fn main() {
     let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
     cfg.cc = Controller::Pgmcc.config();
     cfg.max_tpdu = 1400 + 84;
+    cfg.fec = fec;
     let tx = sim.add_agent(
         s,
         Box::new(PgmSenderAgent::new(1, group, cfg, None)),
@@ -161,6 +178,17 @@ fn main() {
         "  RDATA/ODATA         {:.3}",
         st.rdata_packets as f64 / odata
     );
+    if let Some(k) = fec {
+        println!(
+            "  parity (k = {k})      {} parity packets ({:.3} per ODATA), {} parity NAKs, \
+             {} groups asked ({:.1}% more than once)",
+            st.parity_packets,
+            st.parity_packets as f64 / odata,
+            st.parity_naks_received,
+            st.tgs_naked,
+            100.0 * st.tgs_naked_again as f64 / st.tgs_naked.max(1) as f64
+        );
+    }
     if !shared {
         // Expected fraction of ODATA lost by at least one receiver. Random loss strikes
         // after the queue, independently per link; the identical links see the same

@@ -37,13 +37,14 @@ use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 6] = [
+const PGMCC_KNOBS: [&str; 7] = [
     "c",
     "model",
     "rtt_unit",
     "adaptive_timeout",
     "accounting",
     "recovery",
+    "report_bar",
 ];
 
 /// Band around the phase's final mean that counts as settled (+-25%).

@@ -7,7 +7,9 @@
 use netsim::run::run;
 use netsim::scenario::parse;
 
-fn scenario(ne: bool) -> String {
+/// `fec`: the flow's `fec` key (0: selective repairs, which the NE eliminates and
+/// constrains; 64: on-demand parity, which it passes through).
+fn scenario(ne: bool, fec: u32) -> String {
     let mut s = format!(
         r#"
 duration = "120s"
@@ -44,6 +46,7 @@ from = "S"
 rate_limit = "500kbit"
 bytes = 5000000
 "#;
+    s += &format!("fec = {fec}\n");
     for i in 0..8 {
         s += &format!("[[flow.receiver]]\nnode = \"A{i}\"\n");
     }
@@ -61,8 +64,8 @@ fn counter(f: &netsim::run::FlowResult, k: &str) -> f64 {
 
 #[test]
 fn a_network_element_eliminates_duplicate_naks_from_its_subtree() {
-    let mut with = parse("ne.toml", &scenario(true), "ne", None).unwrap();
-    let mut without = parse("no-ne.toml", &scenario(false), "no-ne", None).unwrap();
+    let mut with = parse("ne.toml", &scenario(true, 0), "ne", None).unwrap();
+    let mut without = parse("no-ne.toml", &scenario(false, 0), "no-ne", None).unwrap();
     let (w, wo) = (run(&mut with, |_| {}), run(&mut without, |_| {}));
     let naks_with = counter(&w.flows[0], "naks_received");
     let naks_without = counter(&wo.flows[0], "naks_received");
@@ -89,4 +92,22 @@ fn a_network_element_eliminates_duplicate_naks_from_its_subtree() {
         "{naks_with} vs {naks_without}"
     );
     assert!(ne.rdata_forwarded > 0);
+}
+
+/// On-demand parity passes through the NE (no repair state for it): parity NAKs go up,
+/// parity NCFs and parity packets come down, and every receiver still gets everything.
+#[test]
+fn on_demand_parity_passes_through_a_network_element() {
+    let mut sc = parse("ne-fec.toml", &scenario(true, 64), "ne-fec", None).unwrap();
+    let w = run(&mut sc, |_| {});
+    let ne = sc.sim.ne(1).unwrap().stats().clone();
+    let parity = counter(&w.flows[0], "parity_packets");
+    eprintln!("parity packets {parity}; NE {ne:?}");
+    for r in &w.flows[0].receivers {
+        assert_eq!(r.bytes, 5_000_000, "{} got {} bytes", r.node, r.bytes);
+    }
+    assert!(
+        parity > 0.0 && ne.ncfs_sent > 0 && ne.nak_sqns_forwarded > 0,
+        "{ne:?}"
+    );
 }

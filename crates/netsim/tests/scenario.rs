@@ -146,7 +146,7 @@ fn errors_name_file_line_and_key() {
 }
 
 #[test]
-fn pgmcc_is_pgmcc_paper_with_its_two_knobs_and_none_is_kind_pgm() {
+fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
     // The preset and the knob spelled out run the same controller: the same summary, byte
     // for byte.
     let summary = |src: &str| {
@@ -160,14 +160,17 @@ fn pgmcc_is_pgmcc_paper_with_its_two_knobs_and_none_is_kind_pgm() {
         summary(&recommended),
         "pgmcc is the default"
     );
-    let paper_piped = with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"");
+    let paper_piped =
+        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true");
     assert_eq!(summary(&recommended), summary(&paper_piped));
     // ... and not the paper's token rule (an acker switch at 30 s).
     let paper = with("cc = \"pgmcc-paper\"");
     assert_ne!(summary(&paper), summary(&recommended));
     assert_eq!(
         summary(&paper),
-        summary(&with("accounting = \"tokens\"\nrecovery = \"grow\""))
+        summary(&with(
+            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false"
+        ))
     );
 
     let e = error_of(&with("accounting = \"credit\""));
@@ -178,6 +181,19 @@ fn pgmcc_is_pgmcc_paper_with_its_two_knobs_and_none_is_kind_pgm() {
     assert!(e.contains("flow.repair_budget") && e.contains("inf"), "{e}");
     let e = error_of(&with("repair_budget = nan"));
     assert!(e.contains("flow.repair_budget"), "{e}");
+    let e = error_of(&with("fec = 48"));
+    assert!(e.contains("flow.fec") && e.contains("power of two"), "{e}");
+    let e = error_of(&with("report_bar = 1"));
+    assert!(e.contains("expected a boolean"), "{e}");
+    // FEC is on by default (groups of 64); `fec = 0` turns it off, and changes this run.
+    assert_eq!(
+        summary(&recommended),
+        summary(&with("cc = \"pgmcc\"\nfec = 64"))
+    );
+    assert_ne!(
+        summary(&recommended),
+        summary(&with("cc = \"pgmcc\"\nfec = 0"))
+    );
     // A budget of inf is none at all. Neither knob changes this run (what it measures).
     assert_eq!(
         summary(&recommended),

@@ -54,7 +54,7 @@ pub use options::{
     Fec, Fragment, Grtt, LowWeight, NakBoIvl, NakBoRng, Options, Opx, ParityPrm, PgmccData,
     PgmccFeedback, Pseudofed, RepList, Rst, SqnList, TfmccData, UnknownOption,
     FEC_RS_VANDERMONDE_GF256, FRAGMENT_BODY_LEN, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES,
-    OPT_FEC, OPT_GRTT, OPT_LOWWEIGHT, OPT_PSEUDOFED, PF_CI, PF_FULL, PF_HAVE_CI,
+    OPT_FEC, OPT_GRTT, OPT_LOWWEIGHT, OPT_PSEUDOFED, OPT_REPORT_BAR, PF_CI, PF_FULL, PF_HAVE_CI,
 };
 pub use poll::{PollRepr, PolrRepr};
 pub use repr::{Body, ChecksumPolicy, Repr};

@@ -74,14 +74,14 @@ fn body() -> impl Strategy<Value = Body> {
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
     // Codes 0x14..=0x7f are unassigned, except our OPT_TFMCC_DATA (0x1e), OPT_PSEUDOFED
-    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32) and OPT_FEC (0x33), which are typed; 0x10/0x11
+    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32), OPT_FEC (0x33) and OPT_REPORT_BAR (0x34), which are typed; 0x10/0x11
     // (OPT_CR/CRQST) are also kept as unknown.
     let code = prop_oneof![
         Just(0x10u8),
         Just(0x11u8),
         0x14u8..=0x1d,
         0x1fu8..=0x2f,
-        0x34u8..=0x7f
+        0x35u8..=0x7f
     ];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
@@ -108,12 +108,13 @@ prop_compose! {
         pgmcc_data in prop::option::of((any::<u32>(), ip())),
         lowweight in prop::option::of((any::<u8>(), any::<u32>())),
         grtt in prop::option::of((any::<u32>(), any::<u32>())),
-        (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded) in (
+        (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded, report_bar) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
             prop::option::of((any::<u8>(), any::<u32>(), any::<u8>(), any::<u8>(), any::<u32>(), prop::collection::vec(ip(), 0..=8))),
             prop::option::of((any::<bool>(), any::<bool>(), any::<u8>(), any::<u32>())),
             prop::option::of(any::<[u8; 13]>()),
+            prop::option::of(any::<u16>()),
         ),
     ) -> Options<'static> {
         Options {
@@ -144,6 +145,7 @@ prop_compose! {
             lowweight: lowweight.map(|(flags, rate)| LowWeight { flags, rate }),
             grtt: grtt.map(|(grtt_us, gsize)| Grtt { grtt_us, gsize }),
             fec: fec.map(|(proactive, on_demand, code, tgs)| Fec { proactive, on_demand, code, tgs }),
+            report_bar,
             unknown: Vec::new(),
         }
     }
@@ -355,6 +357,10 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         let mut b = vec![bits, f.code, 0, 0, 0];
         b.extend_from_slice(&be(f.tgs));
         v.push((0x33, 0, b));
+    }
+    if let Some(l) = o.report_bar {
+        // OPT_REPORT_BAR (ours, docs/wire.md): rsv u8, loss u16, rsv u16
+        v.push((0x34, 0, [&[0][..], &l.to_be_bytes(), &[0, 0]].concat()));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

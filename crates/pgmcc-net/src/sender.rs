@@ -18,6 +18,10 @@ use crate::clock::{entropy, Clock};
 use crate::error::Error;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 
+/// Group RTTs a linger lasts at least: one NAK round of a receiver whose timers follow the
+/// advertised group RTT (back-off up to 4, NCF wait 2, repair wait 2), and some.
+pub const LINGER_GRTTS: u32 = 10;
+
 /// How a source is set up. [`SenderOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
 pub struct SenderOptions {
@@ -42,7 +46,12 @@ pub struct SenderOptions {
     /// Packets kept for repairs (TXW_SQNS). Default 16384 (about 23 MB of 1,400-byte
     /// packets: 190 ms at 1 Gbit/s). A receiver further behind than this loses data.
     pub txw_sqns: u32,
-    /// After `close`, keep answering NAKs until no repair was needed for this long. Default 3 s.
+    /// On-demand FEC parity over transmission groups of this many packets (the core's
+    /// `SenderConfig::fec`, docs/core.md "FEC parity"). Default `Some(64)`. Set `None` when
+    /// OpenPGM receivers are in the group.
+    pub fec: Option<u32>,
+    /// After `close`, keep answering NAKs until no repair was needed for this long. Default 3 s;
+    /// at least [`LINGER_GRTTS`] group RTTs once the source has measured one.
     pub linger: Duration,
     /// Upper bound on the linger, counted from when the last data left: a peer that keeps
     /// NAKing cannot hold the source open for ever. Default 60 s.
@@ -77,6 +86,7 @@ impl SenderOptions {
             cc: CcConfig::Pgmcc(pgmcc),
             max_tpdu: 1472,
             txw_sqns: 16384,
+            fec: Some(64),
             linger: Duration::from_secs(3),
             max_linger: Duration::from_secs(60),
             gsi: None,
@@ -99,7 +109,7 @@ pub struct SenderStatus {
     /// The current acker.
     pub acker: Option<IpAddr>,
     /// The acker's reported loss rate (0..1).
-    pub acker_loss: Option<f64>,
+    pub report_bar: Option<f64>,
     /// Packets per round trip: the congestion window, or rate × RTT for rate-based
     /// controllers.
     pub window: Option<f64>,
@@ -163,6 +173,7 @@ impl Sender {
         config.max_tpdu = opts.max_tpdu;
         config.txw_sqns = opts.txw_sqns;
         config.cc = opts.cc;
+        config.fec = opts.fec;
         config.rate_limit = opts.rate_limit.map(|r| RateLimit {
             bytes_per_sec: r,
             burst: (r / 50).max(opts.max_tpdu as u64 * 4),
@@ -325,10 +336,16 @@ impl Driver {
             // The linger starts when the last data has left (not at close: data may still be
             // queued then, and the SPMs announcing the end, OPT_FIN with the final lead, only
             // go out once the queue is empty).
+            // Receivers pace their NAKs by the group RTT the source advertises (back-off up to
+            // 4 group RTTs, then 2 for the NCF and 2 for the repair): a quiet spell shorter
+            // than one such round proves nothing.
+            let linger = self
+                .core
+                .grtt(now)
+                .map_or(self.linger, |g| self.linger.max(g * LINGER_GRTTS));
             if let Some(drained) = self.drained_at {
                 let since = quiet_since.max(drained);
-                let quiet =
-                    self.core.is_idle() && now.saturating_duration_since(since) >= self.linger;
+                let quiet = self.core.is_idle() && now.saturating_duration_since(since) >= linger;
                 // Whatever happens, the linger ends `max_linger` after the data went out.
                 if quiet || now.saturating_duration_since(drained) >= self.max_linger {
                     break;
@@ -336,7 +353,7 @@ impl Driver {
             }
             let mut deadline = self.core.poll_timeout();
             if let Some(drained) = self.drained_at {
-                let end = (quiet_since.max(drained) + self.linger).min(drained + self.max_linger);
+                let end = (quiet_since.max(drained) + linger).min(drained + self.max_linger);
                 deadline = Some(deadline.map_or(end, |d| d.min(end)));
             }
             let wake = self.clock.deadline(
@@ -462,7 +479,7 @@ impl Driver {
             elapsed_secs: now.as_nanos() as f64 / 1e9,
             stats: self.core.stats().clone(),
             acker: m.as_ref().and_then(|m| m.acker),
-            acker_loss: m
+            report_bar: m
                 .as_ref()
                 .and_then(|m| m.acker_report)
                 .map(|op| f64::from(op.loss) / 65536.0),

@@ -159,21 +159,36 @@ impl Layout {
     }
 }
 
-/// The codec for `k` data and at least `m` parity shards, shared by every source and
-/// receiver of the process: building one inverts a `k`×`k` matrix, and its cache of decoding
-/// matrices is worth sharing. `m` is rounded up to a power of two, so few are ever built.
+/// Decoding matrices the codec of one group size keeps (the `reed-solomon-erasure` crate's
+/// LRU cache, keyed by the pattern of missing shards).
+pub const DECODE_MATRICES_CACHED: usize = 254;
+
+/// The most memory the process-wide codec of group size `k` takes once its cache of
+/// decoding matrices is full: that many `k`×`k` byte matrices, plus the `2k`×`k` generator
+/// (bookkeeping overhead aside). For the default `k` = 64: about 1 MiB.
+pub fn codec_bytes_max(k: usize) -> usize {
+    (DECODE_MATRICES_CACHED + 2) * k * k
+}
+
+/// The codec for groups of `k` data shards with up to `k` parity shards, one per `k`,
+/// shared by every source and receiver of the process: building one inverts a `k`×`k`
+/// matrix, and its cache of decoding matrices ([`codec_bytes_max`]) is worth sharing.
 fn codec(k: usize, m: usize) -> Option<Arc<ReedSolomon>> {
-    static CODECS: OnceLock<Mutex<HashMap<(usize, usize), Arc<ReedSolomon>>>> = OnceLock::new();
-    let m = m.max(1).next_power_of_two().min(256usize.checked_sub(k)?);
+    type Codecs = Mutex<HashMap<usize, Arc<ReedSolomon>>>;
+    static CODECS: OnceLock<Codecs> = OnceLock::new();
+    if m > k {
+        return None;
+    }
+    let m = k.min(256usize.checked_sub(k)?);
     let mut codecs = CODECS
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|e| e.into_inner());
-    if let Some(c) = codecs.get(&(k, m)) {
+    if let Some(c) = codecs.get(&k) {
         return Some(c.clone());
     }
     let c = Arc::new(ReedSolomon::new(k, m).ok()?);
-    codecs.insert((k, m), c.clone());
+    codecs.insert(k, c.clone());
     Some(c)
 }
 

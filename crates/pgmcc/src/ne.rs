@@ -23,6 +23,11 @@
 //! Repair state is bounded ([`NeConfig::max_repair_states`]); NAKs that would exceed it are
 //! confirmed but not forwarded, and counted.
 //!
+//! Parity (RFC 3208 §11.6, simplified): a parity NAK is confirmed by a parity NCF and
+//! forwarded upstream as it is, without repair state or elimination, and parity RDATA goes
+//! down the whole multicast tree. So on-demand parity works through this NE, but its
+//! repairs are neither deduplicated nor constrained to the interfaces that asked.
+//!
 //! pgmcc (paper §3.7): forwarded NAKs keep their OPT_PGMCC_FEEDBACK report, and
 //! [`NeConfig::suppression`] selects how duplicates are eliminated: always (RFC 3208), unless
 //! they report a higher loss than the NAK forwarded (the paper's fix), or with a probability
@@ -31,7 +36,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::net::IpAddr;
 
-use pgm_wire::{Body, NakRepr, Options, PgmccFeedback, Repr, SpmRepr, Tsi};
+use pgm_wire::{Body, NakRepr, Options, PgmccFeedback, Repr, SpmRepr, Tsi, OPT_PARITY};
 use serde::Serialize;
 use tracing::trace;
 
@@ -251,10 +256,16 @@ impl NetworkElement {
                 return Verdict::Forward;
             }
         };
+        let parity = repr.header_flags & OPT_PARITY != 0;
         match repr.body {
             Body::Spm(spm) => self.on_spm(&repr, spm, in_iface, downstream),
+            Body::Nak(n) if parity => self.on_parity_nak(&repr, &n, in_iface),
             Body::Nak(n) => self.on_nak(now, &repr, &n, in_iface),
+            // Parity NCFs from upstream: nothing to confirm (no parity state here).
+            Body::Ncf(_) if parity => Verdict::Consumed,
             Body::Ncf(n) => self.on_ncf(now, &repr, &n, in_iface),
+            // Parity RDATA: down the whole tree (no parity repair state to constrain it).
+            Body::Rdata(_) if parity => Verdict::Forward,
             Body::Rdata(d) => self.on_rdata(&repr, d.sqn, datagram),
             _ => Verdict::Forward,
         }
@@ -412,6 +423,36 @@ impl NetworkElement {
         }
         let (upstream, dport, source, group) = (s.upstream, s.dport, n.source, n.group);
         self.forward_nak(tsi, dport, source, group, upstream, &forward, report);
+        Verdict::Consumed
+    }
+
+    /// A parity NAK: a parity NCF back where it came from, the NAK itself upstream.
+    fn on_parity_nak(&mut self, repr: &Repr<'_>, n: &NakRepr, in_iface: Iface) -> Verdict {
+        let Some(s) = self.sessions.get(&repr.tsi()) else {
+            self.stats.naks_unroutable += 1;
+            return Verdict::Forward;
+        };
+        let (dport, upstream) = (s.dport, s.upstream);
+        let count = 1 + repr.options.nak_list.map_or(0, |l| l.as_slice().len()) as u64;
+        self.stats.nak_sqns_received += count;
+        let mut ncf = Repr::downstream(repr.tsi(), dport, Body::Ncf(*n));
+        if let Some(list) = repr.options.nak_list {
+            ncf = ncf.with_options(Options {
+                nak_list: Some(list),
+                ..Options::default()
+            });
+        }
+        ncf.header_flags |= OPT_PARITY;
+        if let Ok(bytes) = ncf.to_vec() {
+            self.out
+                .push_back((NeDestination::Multicast(in_iface), bytes));
+            self.stats.ncfs_sent += 1;
+        }
+        if let Ok(bytes) = repr.to_vec() {
+            self.out
+                .push_back((NeDestination::Unicast(upstream), bytes));
+            self.stats.nak_sqns_forwarded += count;
+        }
         Verdict::Consumed
     }
 

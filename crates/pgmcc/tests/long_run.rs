@@ -132,9 +132,13 @@ fn memory_stays_flat_over_simulated_hours_for_every_controller() {
         let (live, dropped) = run(ctl, &[minutes(20), minutes(60), minutes(120)]);
         let (settled, end) = (live[0], live[2]);
         // Every queue and table is bounded: after the first 20 minutes nothing may grow by
-        // more than allocator noise (measured: at most 16 KiB).
+        // more than allocator noise (measured: at most 16 KiB), except the process-wide FEC
+        // codec's cache of decoding matrices, which fills for hours towards its bound as new
+        // patterns of loss come up (measured: +696 KiB from 20 to 120 minutes, the first
+        // controller to run; the controllers without parity stay flat).
+        let codec = pgmcc::fec::codec_bytes_max(64);
         assert!(
-            end <= settled + 256 * 1024,
+            end <= settled + 256 * 1024 + codec,
             "{ctl}: resident memory grew from {settled} to {end} bytes ({live:?})"
         );
         // Every controller but Pseudofed (which raises few events on this path) reports

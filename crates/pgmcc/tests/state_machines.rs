@@ -565,3 +565,67 @@ fn opt_grtt_scales_the_receivers_nak_timers() {
         "gave up at {now:?}"
     );
 }
+
+/// A receiver whose loss rate is above the report bar the source advertises (OPT_REPORT_BAR)
+/// is not suppressed by an NCF: its NAK, with its report, still goes out. Below the bar the
+/// NCF suppresses it as RFC 3208 says.
+#[test]
+fn a_receiver_above_the_report_bar_naks_despite_an_ncf() {
+    let run = |bar: u16| {
+        let mut r = receiver();
+        let with_bar = Options {
+            report_bar: Some(bar),
+            ..Options::default()
+        };
+        let spm = Repr::downstream(
+            TSI,
+            7500,
+            Body::Spm(SpmRepr {
+                sqn: 0,
+                trail: 0,
+                lead: u32::MAX,
+                path_nla: SRC,
+            }),
+        )
+        .with_options(with_bar.clone());
+        r.handle(ms(0), SRC, &spm.to_vec().unwrap());
+        // ODATA with OPT_PGMCC_DATA (the timestamp a report echoes), then a gap at 1.
+        let data = |sqn: u32| {
+            Repr::downstream(TSI, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
+                .with_options(Options {
+                    pgmcc_data: Some(PgmccData {
+                        tstamp: sqn,
+                        acker: IpAddr::V4(Ipv4Addr::new(10, 0, 9, 9)),
+                    }),
+                    ..Options::default()
+                })
+                .with_payload(b"x")
+                .to_vec()
+                .unwrap()
+        };
+        r.handle(ms(1), SRC, &data(0));
+        r.handle(ms(2), SRC, &data(2));
+        let ncf = Repr::downstream(
+            TSI,
+            7500,
+            Body::Ncf(NakRepr {
+                sqn: 1,
+                source: SRC,
+                group: GROUP,
+            }),
+        )
+        .with_options(with_bar);
+        r.handle(ms(2), SRC, &ncf.to_vec().unwrap());
+        r.handle_timeout(ms(60));
+        let naks: Vec<u32> = sent_by(&mut r, ms(60))
+            .iter()
+            .filter(|(_, b)| matches!(Repr::parse(b).unwrap().body, Body::Nak(_)))
+            .flat_map(|(_, b)| nak_sqns(b))
+            .collect();
+        (naks, r.stats().naks_suppressed)
+    };
+    // One loss in three packets is far above a bar of 1/65535: the NAK goes out.
+    assert_eq!(run(1), (vec![1], 0));
+    // The highest bar: the NCF suppresses the NAK.
+    assert_eq!(run(u16::MAX), (vec![], 1));
+}

@@ -552,5 +552,8 @@ fn on_demand_parity_repairs_independent_losses_with_fewer_packets() {
     // crossed a burst are answered again, which keeps the saving to about a third (seeded:
     // 1,149 repairs against 1,635).
     let ratio = fec.rdata_packets as f64 / plain.rdata_packets as f64;
-    assert!((0.6..0.8).contains(&ratio), "repairs with parity / without: {ratio}");
+    assert!(
+        (0.6..0.8).contains(&ratio),
+        "repairs with parity / without: {ratio}"
+    );
 }

@@ -164,6 +164,7 @@ impl Agent for PgmSenderAgent {
                 odata_bytes: st.odata_bytes,
                 odata_packets: st.odata_packets,
                 rdata_packets: st.rdata_packets,
+                parity_packets: st.parity_packets,
                 naks_received: st.naks_received,
                 acks: cc.acks,
                 acker_switches: cc.acker_switches,

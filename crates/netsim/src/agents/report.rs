@@ -32,6 +32,8 @@ pub struct PgmSenderReport {
     pub odata_packets: u64,
     /// RDATA packets sent.
     pub rdata_packets: u64,
+    /// Parity packets sent (on-demand FEC; also in `rdata_packets`).
+    pub parity_packets: u64,
     /// NAK packets received.
     pub naks_received: u64,
     /// ACKs from the acker processed.
@@ -122,6 +124,7 @@ impl AgentReport {
                 ("odata_bytes", r.odata_bytes as f64),
                 ("odata_packets", r.odata_packets as f64),
                 ("rdata_packets", r.rdata_packets as f64),
+                ("parity_packets", r.parity_packets as f64),
                 ("naks_received", r.naks_received as f64),
                 ("acks", r.acks as f64),
                 ("acker_switches", r.acker_switches as f64),

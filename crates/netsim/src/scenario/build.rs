@@ -142,7 +142,7 @@ pub fn load_with_pgmcc(
                 .and_then(|c| c.as_str())
                 .is_none_or(|c| c.parse::<Controller>().is_ok_and(Controller::is_pgmcc))
         },
-        &["accounting", "recovery"],
+        &["accounting", "recovery", "report_bar", "fec"],
     );
     let text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
     let stem = path
@@ -414,6 +414,9 @@ fn build_pgm(
     }
     if let Some(h) = fl.repair_holdoff {
         cfg.repair_holdoff = h;
+    }
+    if let Some(k) = validate::fec(fl, cx)? {
+        cfg.fec = k;
     }
     // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
     let loss_events = cfg.cc.receiver_loss_events();

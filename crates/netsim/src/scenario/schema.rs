@@ -109,9 +109,11 @@ pub(super) struct FlowSpec {
     pub(super) repairs: Option<bool>,
     pub(super) repair_budget: Option<Spanned<f64>>,
     pub(super) repair_holdoff: Option<bool>,
+    pub(super) fec: Option<Spanned<u32>>,
     pub(super) realign_tokens: Option<bool>,
     pub(super) accounting: Option<Spanned<String>>,
     pub(super) recovery: Option<Spanned<String>>,
+    pub(super) report_bar: Option<bool>,
     pub(super) cc: Option<Spanned<String>>,
     /// Pseudofed knobs (`cc = "pseudofed"`, docs/pseudofed.md).
     pub(super) representatives: Option<Spanned<u32>>,

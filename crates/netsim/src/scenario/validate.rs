@@ -260,6 +260,22 @@ pub(super) fn repair_budget(
     Ok(Some(v.is_finite().then_some(v)))
 }
 
+/// `flow.fec`: on-demand parity over groups of this many packets, `0` for none.
+pub(super) fn fec(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<Option<u32>>, ScenarioError> {
+    let Some(k) = &fl.fec else {
+        return Ok(None);
+    };
+    match *k.get_ref() {
+        0 => Ok(Some(None)),
+        k if pgmcc::fec::valid_tg_size(k) => Ok(Some(Some(k))),
+        _ => cx.err(
+            k.span(),
+            "flow.fec",
+            "the transmission group size: a power of two from 2 to 128, or 0 for no parity",
+        ),
+    }
+}
+
 /// `flow.rate_limit`, the session's TXW_MAX_RTE.
 pub(super) fn rate_limit(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<RateLimit>, ScenarioError> {
     let Some(r) = &fl.rate_limit else {
@@ -319,6 +335,7 @@ pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("repairs", fl.repairs.is_some()),
         ("repair_budget", fl.repair_budget.is_some()),
         ("repair_holdoff", fl.repair_holdoff.is_some()),
+        ("fec", fl.fec.is_some()),
         ("cc", fl.cc.is_some()),
     ] {
         if present {

@@ -45,8 +45,8 @@ mod redirect;
 mod session;
 
 pub use experimental::{
-    Fec, Grtt, FEC_RS_VANDERMONDE_GF256, LowWeight, Pseudofed, RepList, TfmccData, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES,
-    PF_CI, PF_FULL, PF_HAVE_CI,
+    Fec, Grtt, LowWeight, Pseudofed, RepList, TfmccData, FEC_RS_VANDERMONDE_GF256, LW_NO_ACKS,
+    LW_QUICK_NAK, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI,
 };
 pub use fec::ParityPrm;
 pub use fragment::{Fragment, FRAGMENT_BODY_LEN};
@@ -113,6 +113,11 @@ pub const OPT_GRTT: u8 = 0x32;
 /// 0x33 is unassigned by RFC 3208 and OpenPGM). Sent on SPMs with flags 0 (OPX "ignore").
 /// Layout in [`Fec`] and `docs/wire.md`.
 pub const OPT_FEC: u8 = 0x33;
+/// OPT_REPORT_BAR: the loss rate above which a receiver should report to the pgmcc source
+/// whatever suppression says (ours, experimental:
+/// 0x34 is unassigned by RFC 3208 and OpenPGM). Sent on NCFs and SPMs with flags 0.
+/// Layout in `docs/wire.md`.
+pub const OPT_REPORT_BAR: u8 = 0x34;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -253,6 +258,9 @@ pub struct Options<'a> {
     pub grtt: Option<Grtt>,
     /// OPT_FEC (ours, experimental code 0x33).
     pub fec: Option<Fec>,
+    /// OPT_REPORT_BAR (ours, experimental code 0x34): the loss rate above which a receiver
+    /// reports despite suppression, 65535 = 100%.
+    pub report_bar: Option<u16>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -469,6 +477,9 @@ impl<'a> Options<'a> {
         if let Some(v) = &self.fec {
             put::<Fec, _>(v, &mut f)?;
         }
+        if let Some(v) = &self.report_bar {
+            put::<experimental::ReportBar, _>(v, &mut f)?;
+        }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
                 return Err(Error::Unencodable("unknown option code must be 1..=127"));
@@ -643,6 +654,7 @@ impl<'a> Options<'a> {
             OPT_LOWWEIGHT => take::<LowWeight>(&mut self.lowweight, body)?,
             OPT_GRTT => take::<Grtt>(&mut self.grtt, body)?,
             OPT_FEC => take::<Fec>(&mut self.fec, body)?,
+            OPT_REPORT_BAR => take::<experimental::ReportBar>(&mut self.report_bar, body)?,
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -686,6 +698,7 @@ pub(crate) mod tests {
         assert_eq!(<LowWeight as Codec>::CODE, OPT_LOWWEIGHT);
         assert_eq!(<Grtt as Codec>::CODE, OPT_GRTT);
         assert_eq!(<Fec as Codec>::CODE, OPT_FEC);
+        assert_eq!(<experimental::ReportBar as Codec>::CODE, OPT_REPORT_BAR);
     }
 
     #[test]

@@ -51,9 +51,16 @@ pub(crate) struct SendArgs {
     /// Do not loop multicast back to receivers on this host.
     #[arg(long)]
     no_loop: bool,
-    /// After the end of the input, keep answering NAKs until none arrived for this long.
+    /// After the end of the input, keep answering NAKs until none arrived for this long (at
+    /// least ten group RTTs, one NAK round of the farthest receiver, once measured).
     #[arg(long, value_name = "DURATION", default_value = "3s", value_parser = parse_duration)]
     linger: Duration,
+    /// Repair losses with FEC parity over groups of N packets (a power of two, 2 to 128): one
+    /// parity packet repairs different losses at different receivers. Our receivers use it;
+    /// OpenPGM receivers ignore it and NAK as usual, but may be confused by parity others
+    /// asked for: use 0 (selective repairs only) when OpenPGM receivers are in the group.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = parse_fec)]
+    fec: u32,
     /// Packets kept for repairs (TXW_SQNS); a receiver further behind than this loses data.
     /// The default holds about 23 MB of 1,400-byte packets (190 ms at 1 Gbit/s).
     #[arg(long, value_name = "PACKETS", default_value_t = 16384)]
@@ -95,6 +102,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.rate_limit = args.rate_max;
     opts.linger = args.linger;
     opts.txw_sqns = args.txw.max(1);
+    opts.fec = (args.fec > 0).then_some(args.fec);
     opts.drop_every = args.drop_every;
     opts.gso_segments = usize::from(args.gso);
     opts.cc = cc_config(args, opts.max_tpdu)?;
@@ -253,7 +261,7 @@ fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
     let mut m = String::new();
     if let Some(a) = st.acker {
         m.push_str(&format!("acker {a}"));
-        if let Some(l) = st.acker_loss {
+        if let Some(l) = st.report_bar {
             m.push_str(&format!(" loss {:.2}%", l * 100.0));
         }
     }
@@ -265,6 +273,22 @@ fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
         st.stats.naks_received, st.stats.rdata_packets
     ));
     m
+}
+
+/// `--fec N`: 0, or a transmission group size the code supports.
+fn parse_fec(s: &str) -> Result<u32, String> {
+    let n: u32 = s
+        .parse()
+        .map_err(|_| format!("`{s}`: a number of packets (0 for none)"))?;
+    if n == 0 || pgmcc::fec::valid_tg_size(n) {
+        Ok(n)
+    } else {
+        Err(format!(
+            "`{n}`: a power of two from {} to {}, or 0 for no parity",
+            pgmcc::fec::MIN_TG_SIZE,
+            pgmcc::fec::MAX_TG_SIZE
+        ))
+    }
 }
 
 #[cfg(test)]

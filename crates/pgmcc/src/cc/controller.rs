@@ -111,6 +111,11 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
         let _ = (now, sqn);
     }
+    /// Options the controller adds to the source's NCFs and SPMs (pgmcc's OPT_REPORT_BAR).
+    /// Default: none.
+    fn control_options(&self, opts: &mut Options<'_>) {
+        let _ = opts;
+    }
     /// A validated ACK of this session arrived.
     fn on_ack(&mut self, now: Instant, ack: &Ack<'_>);
     /// A NAK of this session arrived.

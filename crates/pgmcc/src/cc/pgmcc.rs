@@ -85,6 +85,14 @@ pub struct PgmccConfig {
     /// Window growth during the round trip after a loss reaction (paper: [`Recovery::Grow`];
     /// our recommended controller: [`Recovery::Hold`]).
     pub recovery: Recovery,
+    /// Reports despite suppression (ours; paper: false, recommended: true): the source puts
+    /// a report bar on NCFs and SPMs (OPT_REPORT_BAR): the acker's loss rate over `c²`,
+    /// which a receiver with the acker's RTT must exceed to replace it. A receiver whose own
+    /// loss rate is above the bar lets no NCF or peer NAK suppress its NAK, and NAKs
+    /// selectively rather than wait for FEC parity, so its report reaches the election
+    /// (`docs/pgmcc.md`, "Reports despite suppression"). The paper's receivers report only
+    /// on the NAKs suppression leaves them.
+    pub advertise_report_bar: bool,
 }
 
 impl Default for PgmccConfig {
@@ -100,6 +108,7 @@ impl Default for PgmccConfig {
             accounting: Accounting::Tokens,
             min_interval: None,
             recovery: Recovery::Grow,
+            advertise_report_bar: false,
         }
     }
 }
@@ -152,6 +161,7 @@ impl PgmccConfig {
         PgmccConfig {
             accounting: Accounting::Pipe,
             recovery: Recovery::Hold,
+            advertise_report_bar: true,
             ..PgmccConfig::default()
         }
     }
@@ -665,6 +675,16 @@ impl CongestionControl for Pgmcc {
 
     fn poll_event(&mut self) -> Option<CcEvent> {
         self.events.pop()
+    }
+
+    fn control_options(&self, opts: &mut Options<'_>) {
+        if self.cfg.advertise_report_bar {
+            if let Some(a) = self.acker {
+                let c = self.cfg.switch_bias.as_f64().clamp(0.01, 1.0);
+                let bar = f64::from(a.op.loss) / (c * c);
+                opts.report_bar = Some(bar.min(f64::from(u16::MAX)) as u16);
+            }
+        }
     }
 
     fn metrics(&self) -> Metrics {

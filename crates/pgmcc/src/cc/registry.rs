@@ -209,6 +209,13 @@ impl CcConfig {
         }
     }
 
+    /// True when the controller's loss signal is the sequence numbers receivers NAK (the
+    /// low-weight controllers' quick NAKs): FEC parity, whose NAKs name a group and a
+    /// count, would hide it, so the source offers no parity under them.
+    pub fn needs_selective_naks(&self) -> bool {
+        matches!(self, CcConfig::LowWeight(_) | CcConfig::PgmccAckless(_))
+    }
+
     /// Bytes a data packet must keep free for the controller's own options beyond
     /// OPT_PGMCC_DATA (OPT_PSEUDOFED, OPT_TFMCC_DATA, OPT_LOWWEIGHT); 0 for pgmcc.
     pub fn data_option_room(&self) -> usize {

@@ -42,7 +42,7 @@ use crate::time::Instant;
 use crate::transmit::Transmit;
 pub use config::{JoinPolicy, ReceiverConfig};
 pub use event::{ReceiverEvent, ReceiverStats};
-use rxw::{Insert, NakTimers, Output, ParityInsert, ReceiveWindow};
+use rxw::{fragment_is_sane, Insert, NakTimers, Output, ParityInsert, ReceiveWindow};
 use session::{Admit, Peer, Sessions};
 use transmit::{Outbox, Pending};
 
@@ -268,6 +268,10 @@ impl Receiver {
         let ins = w.insert(s, repr.payload, repr.options.fragment);
         if matches!(ins, Insert::New) {
             peer.fb.on_packet(s);
+            // A repair or late packet may complete a group whose parity is waiting.
+            if let Some(r) = w.rebuild_if_ready(s) {
+                note_parity(r, &mut peer.fb, &mut self.stats);
+            }
         }
         let mut report_gap = None;
         let mut lost_first = None;
@@ -324,7 +328,6 @@ impl Receiver {
     /// rebuilt packets go into the window as RDATA would.
     fn on_parity(&mut self, now: Instant, repr: &Repr<'_>, s: u32, trail: u32) {
         self.stats.parity_packets += 1;
-        let max_apdu = self.config.max_apdu;
         let Some(peer) = self.sessions.get_mut(&repr.tsi()) else {
             self.stats.ignored += 1;
             return;
@@ -352,26 +355,8 @@ impl Receiver {
         // A parity packet shows that its whole group was sent (§11.5).
         w.extend_to(tg.wrapping_add(k - 1), now, &timers, &mut self.rng);
         w.set_trail(trail);
-        match w.insert_parity(tg, s.wrapping_sub(tg), layout, shard) {
-            ParityInsert::Held => {}
-            ParityInsert::Duplicate => self.stats.duplicates += 1,
-            ParityInsert::Malformed => self.stats.malformed += 1,
-            ParityInsert::Rebuilt(packets) => {
-                for (q, payload, fragment) in packets {
-                    if let Some(f) = &fragment {
-                        if !fragment_is_sane(f, payload.len(), q, max_apdu) {
-                            self.stats.malformed += 1;
-                            continue;
-                        }
-                    }
-                    if matches!(w.insert(q, &payload, fragment), Insert::New) {
-                        peer.fb.on_packet(q);
-                        self.stats.parity_rebuilt += 1;
-                        self.stats.gaps_filled += 1;
-                    }
-                }
-            }
-        }
+        let r = w.insert_parity(tg, s.wrapping_sub(tg), layout, shard);
+        note_parity(r, &mut peer.fb, &mut self.stats);
     }
 
     /// Moves the ACKs `tsi`'s feedback wants sent into the transmit queue.
@@ -405,6 +390,7 @@ impl Receiver {
         peer.spm_sqn = Some(spm.sqn);
         peer.path = Some(spm.path_nla);
         peer.note_grtt(&repr.options);
+        peer.fb.on_control(&repr.options);
         // On-demand parity with our code (OPT_FEC); an SPM without it turns parity off.
         let parity_k = repr
             .options
@@ -450,7 +436,9 @@ impl Receiver {
         };
         if !peer_nak {
             peer.note_grtt(&repr.options);
+            peer.fb.on_control(&repr.options);
         }
+        let suppress = !(self.config.pgmcc && peer.fb.must_report(now));
         let timers = peer.timers(&self.timers);
         let Some(w) = peer.rxw.as_mut() else {
             return;
@@ -463,16 +451,22 @@ impl Receiver {
             for &e in core::iter::once(&n.sqn).chain(list.as_slice()) {
                 let tg = crate::fec::tg_sqn(e, k);
                 let count = e.wrapping_sub(tg) + 1;
-                let n = w.on_parity_ncf(tg, count, now, timers.rdata_ivl, peer_nak);
+                let n = w.on_parity_ncf(tg, count, now, timers.rdata_ivl, peer_nak, suppress);
                 self.stats.naks_suppressed += u64::from(n);
             }
             return;
         }
         for &s in core::iter::once(&n.sqn).chain(list.as_slice()) {
-            let suppressed = if peer_nak {
+            let suppressed = if !suppress {
+                // Our report must reach the source: an NCF only confirms NAKs already sent.
+                if !peer_nak {
+                    w.on_ncf(s, now, &timers, false);
+                }
+                false
+            } else if peer_nak {
                 w.on_peer_nak(s, now, &timers)
             } else {
-                w.on_ncf(s, now, &timers)
+                w.on_ncf(s, now, &timers, true)
             };
             if suppressed {
                 self.stats.naks_suppressed += 1;
@@ -484,6 +478,7 @@ impl Receiver {
     pub fn handle_timeout(&mut self, now: Instant) {
         let base = self.timers;
         let coalesce = self.config.coalesce_acks;
+        let pgmcc = self.config.pgmcc;
         let (rng, transmits, stats) = (&mut self.rng, &mut self.transmits, &mut self.stats);
         let (mut due, mut parity_due) = (Vec::new(), Vec::new());
         self.sessions.for_each_mut(|peer| {
@@ -504,7 +499,10 @@ impl Receiver {
             }
             due.clear();
             parity_due.clear();
-            w.on_timeout(now, &timers, rng, can_nak, &mut due, &mut parity_due);
+            // A receiver whose report must reach the source NAKs selectively, at once, rather
+            // than wait for its group to complete and perhaps be rebuilt by others' parity.
+            let parity = (!(pgmcc && peer.fb.must_report(now))).then_some(&mut parity_due);
+            w.on_timeout(now, &timers, rng, can_nak, &mut due, parity);
             for chunk in due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
                 transmits.push(tsi, Pending::Nak(chunk.to_vec()));
             }
@@ -622,11 +620,19 @@ impl Receiver {
     }
 }
 
-/// True when an OPT_FRAGMENT fits the `len`-byte TSDU of packet `s` it came with.
-fn fragment_is_sane(f: &pgm_wire::Fragment, len: usize, s: u32, max_apdu: usize) -> bool {
-    let len = len as u64;
-    !(f.apdu_len as usize > max_apdu
-        || u64::from(f.offset) + len > u64::from(f.apdu_len)
-        || sqn::gt(f.first_sqn, s)
-        || (len == 0 && f.apdu_len > 0))
+/// Counts what a parity packet, or a data packet completing a group, did.
+fn note_parity(r: ParityInsert, fb: &mut Feedback, stats: &mut ReceiverStats) {
+    match r {
+        ParityInsert::Held => {}
+        ParityInsert::Duplicate => stats.duplicates += 1,
+        ParityInsert::Malformed => stats.malformed += 1,
+        ParityInsert::Rebuilt { filled, malformed } => {
+            stats.malformed += u64::from(malformed);
+            for q in filled {
+                fb.on_packet(q);
+                stats.parity_rebuilt += 1;
+                stats.gaps_filled += 1;
+            }
+        }
+    }
 }

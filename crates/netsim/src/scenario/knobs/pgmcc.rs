@@ -1,4 +1,4 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`), for
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`), for
 //! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
 use pgmcc::cc::pgmcc::{Accounting, PgmccConfig, Recovery, RttUnit};
@@ -9,7 +9,7 @@ use super::switch_bias;
 use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`) on the
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
@@ -84,6 +84,9 @@ pub(super) fn apply(
             }
         };
     }
+    if let Some(a) = fl.report_bar {
+        pc.advertise_report_bar = a;
+    }
     Ok(())
 }
 
@@ -102,6 +105,7 @@ pub(super) fn refuse(
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
         ("accounting", fl.accounting.is_some()),
         ("recovery", fl.recovery.is_some()),
+        ("report_bar", fl.report_bar.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {

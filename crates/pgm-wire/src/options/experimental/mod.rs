@@ -8,6 +8,7 @@
 //! | 0x31 | [`OPT_LOWWEIGHT`](super::OPT_LOWWEIGHT) | low-weight (`docs/lowweight.md`) | `lowweight.rs` |
 //! | 0x32 | [`OPT_GRTT`](super::OPT_GRTT) | NAK timers, any controller (`docs/core.md`) | `grtt.rs` |
 //! | 0x33 | [`OPT_FEC`](super::OPT_FEC) | FEC parity, any controller (`docs/core.md`) | `fec.rs` |
+//! | 0x34 | [`OPT_REPORT_BAR`](super::OPT_REPORT_BAR) | pgmcc reports despite suppression (`docs/pgmcc.md`) | `report_bar.rs` |
 //!
 //! The codes are unassigned in RFC 3208 and OpenPGM. We always send these options with
 //! flags byte 0: OPX 00, "ignore", so a PGM peer or network element that does not know them
@@ -18,10 +19,12 @@ mod fec;
 mod grtt;
 mod lowweight;
 mod pseudofed;
+mod report_bar;
 mod tfmcc;
 
 pub use fec::{Fec, FEC_RS_VANDERMONDE_GF256};
 pub use grtt::Grtt;
 pub use lowweight::{LowWeight, LW_NO_ACKS, LW_QUICK_NAK};
 pub use pseudofed::{Pseudofed, RepList, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI};
+pub(super) use report_bar::ReportBar;
 pub use tfmcc::TfmccData;

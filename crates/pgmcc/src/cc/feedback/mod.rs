@@ -134,6 +134,9 @@ pub(crate) struct Feedback {
     role: Role,
     /// ACKs waiting for [`Feedback::poll_transmit`]; a hook queues at most two.
     out: VecDeque<FeedbackAck>,
+    /// The loss rate above which this receiver's reports must reach the source, as the
+    /// source last advertised it (OPT_REPORT_BAR).
+    report_bar: Option<u16>,
 }
 
 /// ACKs one hook call may queue (the receiver drains them after each call).
@@ -147,6 +150,7 @@ impl Feedback {
             acker: pgmcc::Acker::default(),
             role: Role::Pgmcc,
             out: VecDeque::new(),
+            report_bar: None,
         }
     }
 
@@ -181,6 +185,28 @@ impl Feedback {
     /// True once a report can be built (the source's timestamp was heard).
     pub(crate) fn can_report(&self) -> bool {
         self.report.can_report()
+    }
+
+    /// An NCF or SPM from the source arrived with options `opts`.
+    pub(crate) fn on_control(&mut self, opts: &Options<'_>) {
+        if let Some(l) = opts.report_bar {
+            self.report_bar = Some(l);
+        }
+    }
+
+    /// True when this receiver's loss rate is above the report bar the source last
+    /// advertised: it may be a worse receiver than the acker, so its NAKs, which carry
+    /// its report, go out whatever NCFs, peer NAKs or FEC parity would have spared
+    /// (`docs/pgmcc.md`, "Reports despite suppression"). Never without the advertisement.
+    pub(crate) fn must_report(&self, now: Instant) -> bool {
+        let Some(acker) = self.report_bar else {
+            return false;
+        };
+        matches!(self.role, Role::Pgmcc)
+            && self
+                .report
+                .feedback(now)
+                .is_some_and(|f| f.loss_rate > acker)
     }
 
     /// The report a NAK carries now, if any.

@@ -136,6 +136,9 @@ pub(crate) struct ReceiveWindow {
     carry: Vec<Output>,
     /// On-demand parity, when the source offers it (`parity.rs`).
     parity: Option<ParityWindow>,
+    /// The first sequence number the window wanted: packets before it were never asked for,
+    /// so the group holding it cannot be rebuilt from parity.
+    origin: u32,
 }
 
 impl ReceiveWindow {
@@ -149,6 +152,7 @@ impl ReceiveWindow {
             max_apdu,
             carry: Vec::new(),
             parity: None,
+            origin: base,
         }
     }
 
@@ -301,13 +305,17 @@ impl ReceiveWindow {
         }
     }
 
-    /// An NCF or another receiver's NAK for `s` was heard.
-    pub(crate) fn on_ncf(&mut self, s: u32, now: Instant, t: &NakTimers) -> bool {
+    /// An NCF for `s` was heard. With `suppress` false, a NAK still backing off is left to
+    /// go out (its report must reach the source).
+    pub(crate) fn on_ncf(&mut self, s: u32, now: Instant, t: &NakTimers, suppress: bool) -> bool {
         let Some(i) = self.index(s) else {
             return false;
         };
         if let Slot::Missing(st) = &mut self.slots[i] {
             let suppressed = st.phase == Phase::BackOff;
+            if suppressed && !suppress {
+                return false;
+            }
             st.phase = Phase::WaitData;
             st.deadline = now + t.rdata_ivl;
             return suppressed;
@@ -331,8 +339,8 @@ impl ReceiveWindow {
     }
 
     /// Runs expired NAK timers. Sequence numbers whose NAK is due are appended to `nak`,
-    /// and parity NAKs for whole groups (`TG_SQN | (count - 1)`) to `parity_nak` when the
-    /// source offers parity. With `can_nak` false (no source path known yet), due NAKs back
+    /// and parity NAKs for whole groups (`TG_SQN | (count - 1)`) to `parity_nak` when given
+    /// and the source offers parity. With `can_nak` false (no source path known yet), due NAKs back
     /// off again uncounted.
     pub(crate) fn on_timeout(
         &mut self,
@@ -341,7 +349,7 @@ impl ReceiveWindow {
         rng: &mut Rng,
         can_nak: bool,
         nak: &mut Vec<u32>,
-        parity_nak: &mut Vec<u32>,
+        parity_nak: Option<&mut Vec<u32>>,
     ) {
         let first_due = nak.len();
         // One back-off draw per expiry round, shared, so retries batch like first NAKs do.
@@ -379,10 +387,12 @@ impl ReceiveWindow {
                 }
             }
         }
-        if self.parity.is_some() && nak.len() > first_due {
-            let mut due = nak.split_off(first_due);
-            self.split_parity_naks(now, &mut due, parity_nak, t.rpt_ivl, retry_at, t.rpt_ivl);
-            nak.append(&mut due);
+        if let Some(parity_nak) = parity_nak.filter(|_| self.parity.is_some()) {
+            if nak.len() > first_due {
+                let mut due = nak.split_off(first_due);
+                self.split_parity_naks(now, &mut due, parity_nak, t, retry_at);
+                nak.append(&mut due);
+            }
         }
     }
 
@@ -560,6 +570,16 @@ fn push_lost(out: &mut Vec<Output>, first: u32, last: u32) {
         }
     }
     out.push(Output::Lost { first, last });
+}
+
+/// True when an OPT_FRAGMENT fits the `len`-byte TSDU of packet `s` it came with, in a
+/// window taking APDUs of at most `max_apdu` bytes.
+pub(crate) fn fragment_is_sane(f: &Fragment, len: usize, s: u32, max_apdu: usize) -> bool {
+    let len = len as u64;
+    !(f.apdu_len as usize > max_apdu
+        || u64::from(f.offset) + len > u64::from(f.apdu_len)
+        || sqn::gt(f.first_sqn, s)
+        || (len == 0 && f.apdu_len > 0))
 }
 
 #[cfg(test)]

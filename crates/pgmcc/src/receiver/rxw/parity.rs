@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use pgm_wire::Fragment;
 
-use super::{Phase, ReceiveWindow, Slot};
+use super::{NakTimers, Phase, ReceiveWindow, Slot};
 use crate::fec::{self, Layout, Original};
 use crate::sqn;
 use crate::time::{Duration, Instant};
@@ -18,6 +18,9 @@ struct Held {
     shards: Vec<(u32, Vec<u8>)>,
 }
 
+/// A received data packet: payload and OPT_FRAGMENT.
+type Received = (Vec<u8>, Option<Fragment>);
+
 /// The parity state of a window whose source offers on-demand parity.
 #[derive(Debug)]
 pub(crate) struct ParityWindow {
@@ -25,10 +28,20 @@ pub(crate) struct ParityWindow {
     held: BTreeMap<u32, Held>,
     /// Copies of the received packets of groups not yet wholly delivered: rebuilding a group
     /// needs its packets that already went up to the application.
-    copies: BTreeMap<u32, Vec<Option<(Vec<u8>, Option<Fragment>)>>>,
+    copies: BTreeMap<u32, Vec<Option<Received>>>,
     /// When the window's lead last moved: while data flows, a gap in the group still being
     /// sent waits for the group to complete instead of NAKing selectively.
     pub(super) lead_moved: Instant,
+}
+
+/// How a gap is asked for.
+enum Group {
+    /// Its group is complete: parity for the group starting here.
+    Complete(u32),
+    /// Its group is still being sent.
+    Partial,
+    /// Selectively: its group began before the window did.
+    Selective,
 }
 
 /// What a parity packet did.
@@ -36,8 +49,9 @@ pub(crate) struct ParityWindow {
 pub(crate) enum ParityInsert {
     /// Kept: the group still misses more than the parity held.
     Held,
-    /// The group was rebuilt: these packets (sequence number, payload, OPT_FRAGMENT).
-    Rebuilt(Vec<(u32, Vec<u8>, Option<Fragment>)>),
+    /// The group was rebuilt: these sequence numbers were filled, and `malformed` rebuilt
+    /// packets were dropped (an OPT_FRAGMENT that does not fit its packet).
+    Rebuilt { filled: Vec<u32>, malformed: u32 },
     /// The group misses nothing, is behind the window, or already has this parity index.
     Duplicate,
     /// Inconsistent with the group's other parity or data (length, layout): dropped.
@@ -126,29 +140,41 @@ impl ReceiveWindow {
         p.k.saturating_sub(have + parity)
     }
 
-    /// True when the group holding `s` may be asked for parity: its last packet exists
-    /// (the lead reached it), so every loss in it is known.
-    fn group_complete(&self, s: u32) -> Option<u32> {
-        let k = self.parity.as_ref()?.k;
+    /// How a gap at `s` is asked for.
+    fn group_of(&self, s: u32) -> Group {
+        let Some(k) = self.parity_k() else {
+            return Group::Selective;
+        };
         let tg = fec::tg_sqn(s, k);
-        (!sqn::lt(self.lead(), tg.wrapping_add(k - 1))).then_some(tg)
+        if sqn::lt(tg, self.origin) {
+            // The group began before this receiver joined: it cannot have its other packets.
+            Group::Selective
+        } else if sqn::lt(self.lead(), tg.wrapping_add(k - 1)) {
+            Group::Partial
+        } else {
+            // Its last packet exists (the lead reached it): every loss in it is known.
+            Group::Complete(tg)
+        }
     }
 
     /// Splits the sequence numbers whose NAK back-off expired (`due`, in order) into
     /// selective NAKs (left in `due`) and parity NAKs (`TG_SQN | (count - 1)`, into
     /// `parity`). A gap in a complete group asks for parity for the whole group, and every
     /// missing packet of it then waits for the NCF. A gap in the group still being sent waits
-    /// (backing off again) while the lead keeps moving; once the data pauses it is NAKed
-    /// selectively, as RFC 3208 §11.5 allows for a partial group.
+    /// (backing off again) while the lead keeps moving, for at most `max_wait` since it was
+    /// found; once the data pauses, or a slow session would keep it waiting longer, it is
+    /// NAKed selectively, as RFC 3208 §11.5 allows for a partial group.
     pub(super) fn split_parity_naks(
         &mut self,
         now: Instant,
         due: &mut Vec<u32>,
         parity: &mut Vec<u32>,
-        rpt_ivl: Duration,
+        t: &NakTimers,
         defer_until: Instant,
-        pause: Duration,
     ) {
+        // Data pauses when the lead stood still for one NCF wait; a gap waits for its group
+        // at most two (four group RTTs).
+        let (rpt_ivl, pause, max_wait) = (t.rpt_ivl, t.rpt_ivl, t.rpt_ivl * 2);
         let Some(p) = self.parity.as_ref() else {
             return;
         };
@@ -156,14 +182,16 @@ impl ReceiveWindow {
         let mut selective = Vec::new();
         let mut groups: Vec<u32> = Vec::new();
         for &s in due.iter() {
-            match self.group_complete(s) {
-                Some(tg) => {
+            match self.group_of(s) {
+                Group::Complete(tg) => {
                     if groups.last() != Some(&tg) {
                         groups.push(tg);
                     }
                 }
-                None if flowing => self.set_phase(s, Phase::BackOff, defer_until),
-                None => selective.push(s),
+                Group::Partial if flowing && self.missing_for(s, now) < max_wait => {
+                    self.set_phase(s, Phase::BackOff, defer_until)
+                }
+                Group::Partial | Group::Selective => selective.push(s),
             }
         }
         *due = selective;
@@ -184,6 +212,14 @@ impl ReceiveWindow {
         }
     }
 
+    /// How long slot `s` has been missing (zero if it is not).
+    fn missing_for(&self, s: u32, now: Instant) -> Duration {
+        match self.index(s).and_then(|i| self.slots.get(i)) {
+            Some(Slot::Missing(st)) => now.saturating_duration_since(st.since),
+            _ => Duration::ZERO,
+        }
+    }
+
     /// Moves a missing slot to `phase` until `deadline` (nothing if it is not missing).
     fn set_phase(&mut self, s: u32, phase: Phase, deadline: Instant) {
         if let Some(Slot::Missing(st)) = self.index(s).and_then(|i| self.slots.get_mut(i)) {
@@ -194,8 +230,8 @@ impl ReceiveWindow {
 
     /// A parity NCF, or another receiver's parity NAK, for `count` packets of group `tg`:
     /// when it covers what this receiver needs, its missing packets of the group wait for
-    /// data (suppressing a NAK still backing off; `peer` NAKs only do that). Returns the
-    /// number of NAKs suppressed.
+    /// data (suppressing a NAK still backing off, unless `suppress` is false; `peer` NAKs
+    /// only suppress). Returns the number of NAKs suppressed.
     pub(crate) fn on_parity_ncf(
         &mut self,
         tg: u32,
@@ -203,6 +239,7 @@ impl ReceiveWindow {
         now: Instant,
         rdata_ivl: Duration,
         peer: bool,
+        suppress: bool,
     ) -> u32 {
         let Some(k) = self.parity_k() else {
             return 0;
@@ -217,6 +254,9 @@ impl ReceiveWindow {
                 continue;
             };
             if st.phase == Phase::BackOff {
+                if !suppress {
+                    continue;
+                }
                 suppressed += 1;
             } else if peer {
                 continue;
@@ -266,7 +306,17 @@ impl ReceiveWindow {
         self.rebuild(tg)
     }
 
-    /// Rebuilds group `tg` from its data and parity; the parity is dropped either way.
+    /// Rebuilds the group of data packet `s` if parity is held for it and it has become
+    /// complete enough (a repair or late packet arrived after the parity).
+    pub(crate) fn rebuild_if_ready(&mut self, s: u32) -> Option<ParityInsert> {
+        let k = self.parity_k()?;
+        let tg = fec::tg_sqn(s, k);
+        let held = self.parity.as_ref()?.held.contains_key(&tg);
+        (held && self.needed(tg) == 0).then(|| self.rebuild(tg))
+    }
+
+    /// Rebuilds group `tg` from its data and parity and fills its missing slots; the
+    /// parity is dropped either way.
     fn rebuild(&mut self, tg: u32) -> ParityInsert {
         let Some(k) = self.parity_k() else {
             return ParityInsert::Duplicate;
@@ -291,11 +341,119 @@ impl ReceiveWindow {
         };
         let mut out = Vec::with_capacity(rebuilt.len());
         for (i, shard) in rebuilt {
-            let Some((payload, fragment)) = layout.unshard(&shard) else {
+            let Some(packet) = layout.unshard(&shard) else {
                 return ParityInsert::Malformed;
             };
-            out.push((tg.wrapping_add(i as u32), payload, fragment));
+            out.push((tg.wrapping_add(i as u32), packet));
         }
-        ParityInsert::Rebuilt(out)
+        let (mut filled, mut malformed) = (Vec::with_capacity(out.len()), 0);
+        for (q, (payload, fragment)) in out {
+            let sane = fragment
+                .is_none_or(|f| super::fragment_is_sane(&f, payload.len(), q, self.max_apdu));
+            if !sane {
+                malformed += 1;
+            } else if matches!(self.insert(q, &payload, fragment), super::Insert::New) {
+                filled.push(q);
+            }
+        }
+        ParityInsert::Rebuilt { filled, malformed }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::receiver::rxw::Output;
+    use crate::rng::Rng;
+
+    fn timers() -> NakTimers {
+        NakTimers {
+            bo_ivl: Duration::from_millis(50),
+            bo_lambda: None,
+            rpt_ivl: Duration::from_millis(200),
+            rdata_ivl: Duration::from_millis(200),
+            give_up: Duration::from_secs(30),
+            bo_grtts: 4.0,
+        }
+    }
+
+    fn payload(i: u32) -> Vec<u8> {
+        (0..100 + 10 * i).map(|b| (b * 3 + i * 7) as u8).collect()
+    }
+
+    /// Group 0..4 with packets 1 and 2 lost, parity index 1 of it.
+    fn setup() -> (ReceiveWindow, Layout, Vec<u8>, Instant) {
+        let now = Instant::ZERO;
+        let mut w = ReceiveWindow::new(0, 0, 64, 65535);
+        w.set_parity(Some(4), now);
+        let data: Vec<Vec<u8>> = (0..4).map(payload).collect();
+        let group: Vec<Original<'_>> = data
+            .iter()
+            .map(|p| Original {
+                payload: p,
+                fragment: None,
+            })
+            .collect();
+        let (layout, mut parity) = fec::encode(&group, &[1]).unwrap();
+        let (t, mut rng) = (timers(), Rng::new(1));
+        for s in [0u32, 3] {
+            w.extend_to(s, now, &t, &mut rng);
+            assert_eq!(
+                w.insert(s, &data[s as usize], None),
+                super::super::Insert::New
+            );
+        }
+        (w, layout, parity.remove(0), now)
+    }
+
+    fn delivered(w: &mut ReceiveWindow) -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        w.drain(&mut out);
+        out.into_iter()
+            .map(|o| match o {
+                Output::Apdu { data, .. } => data,
+                Output::Lost { .. } => panic!("lost"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_complete_group_asks_for_what_it_misses_and_parity_rebuilds_it() {
+        let (mut w, layout, parity, now) = setup();
+        let (t, mut rng) = (timers(), Rng::new(1));
+        assert_eq!(w.needed(0), 2);
+        // Both gaps are due: one parity NAK for group 0, count 2 (sequence 0 | 1).
+        let later = now + Duration::from_secs(1);
+        let (mut nak, mut parity_nak) = (Vec::new(), Vec::new());
+        w.on_timeout(later, &t, &mut rng, true, &mut nak, Some(&mut parity_nak));
+        assert!(nak.is_empty());
+        assert_eq!(parity_nak, vec![1]);
+        // One parity packet is not enough; a selective repair of packet 1 then is.
+        assert_eq!(w.insert_parity(0, 1, layout, parity), ParityInsert::Held);
+        assert_eq!(w.insert(1, &payload(1), None), super::super::Insert::New);
+        assert_eq!(
+            w.rebuild_if_ready(1),
+            Some(ParityInsert::Rebuilt {
+                filled: vec![2],
+                malformed: 0
+            })
+        );
+        assert_eq!(delivered(&mut w), (0..4).map(payload).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn parity_that_disagrees_with_the_group_is_refused() {
+        let (mut w, layout, parity, _) = setup();
+        let short = parity[..parity.len() - 1].to_vec();
+        assert_eq!(
+            w.insert_parity(0, 1, layout, short),
+            ParityInsert::Malformed
+        );
+        // Beyond the group size, or for a group already whole, it is a duplicate.
+        assert_eq!(
+            w.insert_parity(0, 4, layout, parity.clone()),
+            ParityInsert::Duplicate
+        );
+        assert_eq!(w.insert_parity(0, 1, layout, parity), ParityInsert::Held);
     }
 }
