@@ -24,9 +24,10 @@
 //! confirmed but not forwarded, and counted.
 //!
 //! Parity (RFC 3208 §11.6, simplified): a parity NAK is confirmed by a parity NCF and
-//! forwarded upstream as it is, without repair state or elimination, and parity RDATA goes
-//! down the whole multicast tree. So on-demand parity works through this NE, but its
-//! repairs are neither deduplicated nor constrained to the interfaces that asked.
+//! forwarded upstream as it is (no elimination), and its interface is remembered for the
+//! group for NAK_RPT_IVL + NAK_RDATA_IVL: parity RDATA of the group goes only there, as
+//! selective RDATA does. Without the group size (the source's OPT_FEC on SPMs) parity RDATA
+//! goes down the whole tree.
 //!
 //! pgmcc (paper §3.7): forwarded NAKs keep their OPT_PGMCC_FEEDBACK report, and
 //! [`NeConfig::suppression`] selects how duplicates are eliminated: always (RFC 3208), unless
@@ -191,6 +192,10 @@ struct Session {
     dport: u16,
     last_spm: u32,
     repairs: HashMap<u32, RepairState>,
+    /// Transmission group size the source advertises (OPT_FEC), if any.
+    tg_size: Option<u32>,
+    /// Interfaces that asked for parity of each group, and until when.
+    parity: HashMap<u32, (BTreeSet<Iface>, Instant)>,
 }
 
 /// A PGM network element.
@@ -259,13 +264,12 @@ impl NetworkElement {
         let parity = repr.header_flags & OPT_PARITY != 0;
         match repr.body {
             Body::Spm(spm) => self.on_spm(&repr, spm, in_iface, downstream),
-            Body::Nak(n) if parity => self.on_parity_nak(&repr, &n, in_iface),
+            Body::Nak(n) if parity => self.on_parity_nak(now, &repr, &n, in_iface),
             Body::Nak(n) => self.on_nak(now, &repr, &n, in_iface),
             // Parity NCFs from upstream: nothing to confirm (no parity state here).
             Body::Ncf(_) if parity => Verdict::Consumed,
             Body::Ncf(n) => self.on_ncf(now, &repr, &n, in_iface),
-            // Parity RDATA: down the whole tree (no parity repair state to constrain it).
-            Body::Rdata(_) if parity => Verdict::Forward,
+            Body::Rdata(d) if parity => self.on_parity_rdata(&repr, d.sqn, datagram),
             Body::Rdata(d) => self.on_rdata(&repr, d.sqn, datagram),
             _ => Verdict::Forward,
         }
@@ -295,6 +299,8 @@ impl NetworkElement {
                     dport: repr.dport,
                     last_spm: spm.sqn.wrapping_sub(1),
                     repairs: HashMap::new(),
+                    tg_size: None,
+                    parity: HashMap::new(),
                 },
             );
         }
@@ -306,6 +312,11 @@ impl NetworkElement {
             return Verdict::Forward;
         }
         s.last_spm = spm.sqn;
+        s.tg_size = repr
+            .options
+            .fec
+            .map(|f| f.tgs)
+            .filter(|&k| crate::fec::valid_tg_size(k));
         s.upstream = spm.path_nla;
         s.upstream_iface = in_iface;
         s.dport = repr.dport;
@@ -426,12 +437,34 @@ impl NetworkElement {
         Verdict::Consumed
     }
 
-    /// A parity NAK: a parity NCF back where it came from, the NAK itself upstream.
-    fn on_parity_nak(&mut self, repr: &Repr<'_>, n: &NakRepr, in_iface: Iface) -> Verdict {
-        let Some(s) = self.sessions.get(&repr.tsi()) else {
+    /// A parity NAK: a parity NCF back where it came from, the NAK itself upstream, and the
+    /// interface remembered for the group's parity.
+    fn on_parity_nak(
+        &mut self,
+        now: Instant,
+        repr: &Repr<'_>,
+        n: &NakRepr,
+        in_iface: Iface,
+    ) -> Verdict {
+        let until = now + self.config.nak_rpt_ivl + self.config.nak_rdata_ivl;
+        let max = self.config.max_repair_states;
+        let Some(s) = self.sessions.get_mut(&repr.tsi()) else {
             self.stats.naks_unroutable += 1;
             return Verdict::Forward;
         };
+        if let Some(k) = s.tg_size {
+            let list = repr.options.nak_list.unwrap_or_default();
+            for &e in core::iter::once(&n.sqn).chain(list.as_slice()) {
+                let tg = crate::fec::tg_sqn(e, k);
+                if s.parity.len() >= max && !s.parity.contains_key(&tg) {
+                    self.stats.naks_unroutable += 1;
+                    continue;
+                }
+                let st = s.parity.entry(tg).or_insert((BTreeSet::new(), until));
+                st.0.insert(in_iface);
+                st.1 = until;
+            }
+        }
         let (dport, upstream) = (s.dport, s.upstream);
         let count = 1 + repr.options.nak_list.map_or(0, |l| l.as_slice().len()) as u64;
         self.stats.nak_sqns_received += count;
@@ -452,6 +485,28 @@ impl NetworkElement {
             self.out
                 .push_back((NeDestination::Unicast(upstream), bytes));
             self.stats.nak_sqns_forwarded += count;
+        }
+        Verdict::Consumed
+    }
+
+    /// Parity RDATA: to the interfaces that asked for the group's parity; down the whole
+    /// tree when the group size is unknown.
+    fn on_parity_rdata(&mut self, repr: &Repr<'_>, q: u32, datagram: &[u8]) -> Verdict {
+        let Some(s) = self.sessions.get(&repr.tsi()) else {
+            return Verdict::Forward;
+        };
+        let Some(k) = s.tg_size else {
+            return Verdict::Forward;
+        };
+        match s.parity.get(&crate::fec::tg_sqn(q, k)) {
+            Some((ifaces, _)) => {
+                for &iface in ifaces {
+                    self.out
+                        .push_back((NeDestination::Multicast(iface), datagram.to_vec()));
+                    self.stats.rdata_forwarded += 1;
+                }
+            }
+            None => self.stats.rdata_unrequested += 1,
         }
         Verdict::Consumed
     }
@@ -581,6 +636,7 @@ impl NetworkElement {
                 }
                 RepairPhase::Outstanding { rdata_until, .. } => now < *rdata_until,
             });
+            s.parity.retain(|_, (_, until)| now < *until);
             let expired = before - s.repairs.len();
             self.repair_count -= expired;
             self.stats.states_expired += expired as u64;
@@ -604,6 +660,10 @@ impl NetworkElement {
         if !self.out.is_empty() {
             return Some(Instant::ZERO);
         }
+        let parity = self
+            .sessions
+            .values()
+            .flat_map(|s| s.parity.values().map(|(_, until)| *until));
         self.sessions
             .values()
             .flat_map(|s| s.repairs.values())
@@ -611,6 +671,7 @@ impl NetworkElement {
                 RepairPhase::Pending { until, next_repeat } => until.min(next_repeat),
                 RepairPhase::Outstanding { rdata_until, .. } => rdata_until,
             })
+            .chain(parity)
             .min()
     }
 
