@@ -229,7 +229,7 @@ impl NetworkElement {
         &self.stats
     }
 
-    /// Repair states currently held.
+    /// Repair states currently held (selective, and parity per group).
     pub fn repair_states(&self) -> usize {
         self.repair_count
     }
@@ -456,9 +456,13 @@ impl NetworkElement {
             let list = repr.options.nak_list.unwrap_or_default();
             for &e in core::iter::once(&n.sqn).chain(list.as_slice()) {
                 let tg = crate::fec::tg_sqn(e, k);
-                if s.parity.len() >= max && !s.parity.contains_key(&tg) {
-                    self.stats.naks_unroutable += 1;
-                    continue;
+                if !s.parity.contains_key(&tg) {
+                    // Parity state counts against the one bound on repair state.
+                    if self.repair_count >= max {
+                        self.stats.naks_unroutable += 1;
+                        continue;
+                    }
+                    self.repair_count += 1;
                 }
                 let st = s.parity.entry(tg).or_insert((BTreeSet::new(), until));
                 st.0.insert(in_iface);
@@ -636,8 +640,9 @@ impl NetworkElement {
                 }
                 RepairPhase::Outstanding { rdata_until, .. } => now < *rdata_until,
             });
+            let before_parity = s.parity.len();
             s.parity.retain(|_, (_, until)| now < *until);
-            let expired = before - s.repairs.len();
+            let expired = before - s.repairs.len() + before_parity - s.parity.len();
             self.repair_count -= expired;
             self.stats.states_expired += expired as u64;
             if let (false, Some(group)) = (again.is_empty(), s.group) {
