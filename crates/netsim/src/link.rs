@@ -68,6 +68,9 @@ pub struct LinkStats {
     pub bytes: u64,
     /// Packets dropped because the queue was full.
     pub queue_drops: u64,
+    /// The same drops by flow: `(flow id, drops)`, one entry per flow that lost a packet
+    /// here (a scenario has few flows, so a short list scanned on each drop).
+    pub queue_drops_by_flow: Vec<(u32, u64)>,
     /// Packets lost to the random loss model.
     pub random_losses: u64,
     /// Nanoseconds the link spent transmitting.
@@ -133,6 +136,15 @@ impl Link {
             self.queue.push_back(p);
         } else {
             self.stats.queue_drops += 1;
+            match self
+                .stats
+                .queue_drops_by_flow
+                .iter_mut()
+                .find(|(f, _)| *f == p.flow)
+            {
+                Some((_, n)) => *n += 1,
+                None => self.stats.queue_drops_by_flow.push((p.flow, 1)),
+            }
         }
         None
     }

@@ -35,6 +35,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
         .collect();
     let mut window: Vec<Vec<f64>> = vec![Vec::new(); n_flows];
     let mut naks: Vec<Vec<u64>> = vec![Vec::new(); n_flows];
+    let mut drops: Vec<Vec<u64>> = vec![Vec::new(); n_flows];
     let flows = sc.flows.clone();
     let end = Instant::ZERO + sc.duration;
     let total = sc.duration.as_secs_f64();
@@ -54,6 +55,7 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             };
             window[i].push(w);
             naks[i].push(n);
+            drops[i].push(sim.flow_queue_drops(f.id));
         }
         progress(t / total);
     });
@@ -122,6 +124,8 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
                 Vec::new()
             },
             naks: deltas(&naks[i]),
+            drops: deltas(&drops[i]),
+            queue_drops: sc.sim.flow_queue_drops(f.id),
             acker_switches,
             receivers,
             report,
@@ -140,6 +144,19 @@ pub fn run(sc: &mut Scenario, mut progress: impl FnMut(f64)) -> Summary {
             utilisation: link.stats.busy_ns as f64 / 1e9 / total.max(1e-9),
             packets: link.stats.packets,
             queue_drops: link.stats.queue_drops,
+            queue_drops_by_flow: link
+                .stats
+                .queue_drops_by_flow
+                .iter()
+                .map(|(id, n)| {
+                    let name = sc
+                        .flows
+                        .iter()
+                        .find(|f| f.id == *id)
+                        .map_or_else(|| format!("flow {id}"), |f| f.name.clone());
+                    (name, *n)
+                })
+                .collect(),
             random_losses: link.stats.random_losses,
         });
     }
@@ -171,6 +188,7 @@ pub fn write(summary: &Summary, dir: &Path) -> std::io::Result<()> {
         if !f.window.is_empty() {
             let _ = write!(csv, ",{}_window", f.name);
         }
+        let _ = write!(csv, ",{}_drops", f.name);
     }
     csv.push('\n');
     for (k, t) in summary.times.iter().enumerate() {
@@ -183,6 +201,7 @@ pub fn write(summary: &Summary, dir: &Path) -> std::io::Result<()> {
             if !f.window.is_empty() {
                 let _ = write!(csv, ",{:.2}", f.window.get(k).copied().unwrap_or(0.0));
             }
+            let _ = write!(csv, ",{}", f.drops.get(k).copied().unwrap_or(0));
         }
         csv.push('\n');
     }

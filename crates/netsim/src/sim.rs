@@ -204,6 +204,16 @@ impl Sim {
         &self.links[l]
     }
 
+    /// Queue drops of one flow's packets (either direction) on all links so far.
+    pub fn flow_queue_drops(&self, flow: u32) -> u64 {
+        self.links
+            .iter()
+            .flat_map(|l| &l.stats.queue_drops_by_flow)
+            .filter(|(f, _)| *f == flow)
+            .map(|(_, n)| n)
+            .sum()
+    }
+
     /// Number of links.
     pub fn link_count(&self) -> usize {
         self.links.len()

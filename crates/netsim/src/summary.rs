@@ -53,6 +53,11 @@ pub struct FlowResult {
     pub window: Vec<f64>,
     /// NAKs received by the source per sample (PGM only).
     pub naks: Vec<u64>,
+    /// Queue drops of this flow's packets (data, ACKs, NAKs, ...) on any link per sample:
+    /// which flow a full queue hit, and when.
+    pub drops: Vec<u64>,
+    /// The same drops over the whole run.
+    pub queue_drops: u64,
     /// Acker switches (pgmcc only).
     pub acker_switches: Vec<AckerSwitch>,
     /// Receivers (PGM) or the sink (TCP).
@@ -76,6 +81,8 @@ pub struct LinkResult {
     pub packets: u64,
     /// Queue (drop-tail) drops.
     pub queue_drops: u64,
+    /// The same drops by flow name (flows that lost nothing here are left out).
+    pub queue_drops_by_flow: std::collections::BTreeMap<String, u64>,
     /// Random losses.
     pub random_losses: u64,
 }

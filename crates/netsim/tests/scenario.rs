@@ -77,6 +77,16 @@ fn a_scenario_runs_and_measures_the_acker_move() {
         .links
         .iter()
         .any(|l| l.from == "R" && l.to == "A" && l.utilisation > 0.6));
+    // Queue drops are attributed to the flow whose packet was dropped: the one flow here
+    // lost every packet the queues dropped, and its per-sample series adds up to its total.
+    let link_drops: u64 = s.links.iter().map(|l| l.queue_drops).sum();
+    assert!(link_drops > 0, "the 400 and 500 kbit/s queues overflow");
+    assert_eq!(f.queue_drops, link_drops);
+    assert_eq!(f.drops.iter().sum::<u64>(), link_drops);
+    for l in &s.links {
+        let by_flow: u64 = l.queue_drops_by_flow.values().sum();
+        assert_eq!(by_flow, l.queue_drops, "{} -> {}", l.from, l.to);
+    }
 }
 
 #[test]
