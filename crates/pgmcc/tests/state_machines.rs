@@ -629,3 +629,71 @@ fn a_receiver_above_the_report_bar_naks_despite_an_ncf() {
     // The highest bar: the NCF suppresses the NAK.
     assert_eq!(run(u16::MAX), (vec![], 1));
 }
+
+/// An ACK from `RX` for `rx_max` (and the 31 before it), echoing `echo_ms`.
+fn ack_with_report(rx_max: u32, echo_ms: u32) -> Vec<u8> {
+    Repr::upstream(
+        TSI,
+        7500,
+        Body::Ack(AckRepr {
+            rx_max,
+            bitmap: u32::MAX,
+        }),
+    )
+    .with_options(Options {
+        pgmcc_feedback: Some(PgmccFeedback {
+            tstamp: echo_ms,
+            loss_rate: 0,
+            rx: RX,
+        }),
+        ..Options::default()
+    })
+    .to_vec()
+    .unwrap()
+}
+
+/// The first SPM `s` sends after `from`, stepping through its own deadlines up to `until`.
+fn first_spm_after(s: &mut Sender, from: Instant, until: Instant) -> Option<Instant> {
+    let mut now = from;
+    while now <= until {
+        now = s.poll_timeout()?.max(now);
+        s.handle_timeout(now);
+        if count(&drain(s, now), PacketType::Spm) > 0 {
+            return Some(now);
+        }
+    }
+    None
+}
+
+#[test]
+fn a_window_limited_source_waits_one_group_rtt_before_a_heartbeat() {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.cc = pgmcc::cc::Controller::Pgmcc.config();
+    let mut s = Sender::new(cfg, Instant::ZERO);
+    for i in 0..10u8 {
+        s.send(&[i; 100]).unwrap();
+    }
+    // A window of one: packet 0 goes out; the first report elects RX and measures 300 ms.
+    assert_eq!(count(&drain(&mut s, ms(0)), PacketType::Odata), 1);
+    s.handle(ms(300), RX, &nak_with_report(0, 0, 0));
+    drain(&mut s, ms(300));
+    assert_eq!(s.grtt(ms(300)), Some(Duration::from_millis(300)));
+    // Its ACK opens the window a little; the rest of the data waits for the next ACK.
+    s.handle(ms(300), RX, &ack_with_report(0, 0));
+    let sent = count(&drain(&mut s, ms(300)), PacketType::Odata);
+    assert!(sent >= 1, "the ACK let data go");
+    assert!(
+        s.queued_packets() > 0,
+        "and data still waits for the window"
+    );
+    // IHB_MIN (100 ms) would send a heartbeat at 400 ms into this wait; the ACK clock
+    // resumes within a round trip, so the heartbeat waits one group RTT.
+    let hb = first_spm_after(&mut s, ms(300), ms(2000)).expect("a heartbeat still comes");
+    assert_eq!(hb, ms(600), "one group RTT after the last ODATA");
+    // With nothing left to send, heartbeats follow RFC 3208's IHB_MIN again.
+    let mut idle = sender();
+    drain(&mut idle, ms(0));
+    idle.send(b"x").unwrap();
+    drain(&mut idle, ms(0));
+    assert_eq!(first_spm_after(&mut idle, ms(0), ms(1000)), Some(ms(100)));
+}

@@ -352,6 +352,9 @@ pub struct Sender {
     spm_sqn: u32,
     next_ambient: Instant,
     next_heartbeat: Option<Instant>,
+    /// No heartbeat before this while new data waits to be sent: the last ODATA plus the
+    /// group RTT then ([`Sender::heartbeat_at`]).
+    heartbeat_floor: Option<Instant>,
     heartbeat_ivl: Duration,
     spm_now: bool,
     syn_sent: bool,
@@ -391,6 +394,7 @@ impl Sender {
             spm_sqn: 0,
             next_ambient: now + config.spm_ambient,
             next_heartbeat: None,
+            heartbeat_floor: None,
             heartbeat_ivl: config.ihb_min,
             spm_now: true,
             syn_sent: false,
@@ -904,7 +908,7 @@ impl Sender {
             return Some(Instant::ZERO);
         }
         let mut t = self.next_ambient;
-        if let Some(h) = self.next_heartbeat {
+        if let Some(h) = self.heartbeat_at() {
             t = t.min(h);
         }
         if let Some((_, list)) = self.ncfs.front() {
@@ -947,7 +951,7 @@ impl Sender {
         }
         let spm_due = self.spm_now
             || now >= self.next_ambient
-            || self.next_heartbeat.is_some_and(|h| now >= h);
+            || self.heartbeat_at().is_some_and(|h| now >= h);
         if spm_due {
             return self.emit_spm(now, buf);
         }
@@ -998,6 +1002,26 @@ impl Sender {
             return None;
         }
         self.emit_data(now, sqn, false, buf)
+    }
+
+    /// When the next heartbeat SPM is due.
+    ///
+    /// RFC 3208 §6.1 sends heartbeats "to provoke prompt detection of missing packets in the
+    /// absence of data to transmit", IHB_MIN after the last ODATA. While new data waits for
+    /// the congestion controller (or the rate limit), data is not absent: the controller's
+    /// feedback lets the next ODATA go within about one round trip, and that ODATA shows
+    /// receivers the lead as well as an SPM would. So, with new data queued, the first
+    /// heartbeat waits at least one group RTT after the last ODATA. Without the wait, a
+    /// window-limited source on a path longer than IHB_MIN sends one SPM in every idle gap
+    /// of its ACK clock, at the same point of every round trip; on a drop-tail dumbbell that
+    /// one small packet decided which flow's train met the full queue (docs/pgmcc.md,
+    /// "Heartbeat SPMs and the drop-tail phase").
+    fn heartbeat_at(&self) -> Option<Instant> {
+        let h = self.next_heartbeat?;
+        match self.heartbeat_floor {
+            Some(floor) if self.txw.peek_unsent().is_some() => Some(h.max(floor)),
+            _ => Some(h),
+        }
     }
 
     /// Congestion control grants tokens to new data only (repairs are not regulated, §3.8).
@@ -1092,7 +1116,7 @@ impl Sender {
         self.spm_sqn = self.spm_sqn.wrapping_add(1);
         self.spm_now = false;
         self.next_ambient = now + self.config.spm_ambient;
-        if self.next_heartbeat.is_some_and(|h| now >= h) {
+        if self.heartbeat_at().is_some_and(|h| now >= h) {
             self.heartbeat_ivl = (self.heartbeat_ivl * 2).min(self.config.ihb_max);
             self.next_heartbeat = Some(now + self.heartbeat_ivl);
         }
@@ -1170,6 +1194,7 @@ impl Sender {
             // Data resets the heartbeat schedule to IHB_MIN (§6.1).
             self.heartbeat_ivl = self.config.ihb_min;
             self.next_heartbeat = Some(now + self.heartbeat_ivl);
+            self.heartbeat_floor = self.grtt(now).map(|g| now + g);
         }
         Some(Transmit {
             dst: Destination::Group,
