@@ -669,6 +669,7 @@ fn first_spm_after(s: &mut Sender, from: Instant, until: Instant) -> Option<Inst
 fn a_window_limited_source_waits_one_group_rtt_before_a_heartbeat() {
     let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
     cfg.cc = pgmcc::cc::Controller::Pgmcc.config();
+    cfg.heartbeat_waits_for_grtt = true;
     let mut s = Sender::new(cfg, Instant::ZERO);
     for i in 0..10u8 {
         s.send(&[i; 100]).unwrap();

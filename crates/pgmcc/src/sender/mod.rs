@@ -116,6 +116,13 @@ pub struct SenderConfig {
     pub ihb_min: Duration,
     /// IHB_MAX: heartbeat interval ceiling, reached by doubling from IHB_MIN. Default 8 s.
     pub ihb_max: Duration,
+    /// While new data waits to be sent, the first heartbeat waits at least one group RTT
+    /// after the last ODATA (`Sender::heartbeat_at`). Default false (RFC 3208's IHB_MIN):
+    /// on, it removes a drop-tail phase bias at long RTTs, but the report bar and OPT_GRTT
+    /// then reach receivers only on NCFs and ambient SPMs, and the Fig. 5 row of the
+    /// recommended column went from 124% to 53% (docs/pgmcc.md, "Heartbeat SPMs and the
+    /// drop-tail phase").
+    pub heartbeat_waits_for_grtt: bool,
     /// First ODATA sequence number. Default 0.
     pub initial_sqn: u32,
     /// When set, ODATA carries OPT_JOIN allowing late joiners to ask for this many packets
@@ -198,6 +205,7 @@ impl SenderConfig {
             spm_ambient: Duration::from_secs(30),
             ihb_min: Duration::from_millis(100),
             ihb_max: Duration::from_secs(8),
+            heartbeat_waits_for_grtt: false,
             initial_sqn: 0,
             join_window: None,
             send_queue: 1024,
@@ -1010,8 +1018,9 @@ impl Sender {
     /// absence of data to transmit", IHB_MIN after the last ODATA. While new data waits for
     /// the congestion controller (or the rate limit), data is not absent: the controller's
     /// feedback lets the next ODATA go within about one round trip, and that ODATA shows
-    /// receivers the lead as well as an SPM would. So, with new data queued, the first
-    /// heartbeat waits at least one group RTT after the last ODATA. Without the wait, a
+    /// receivers the lead as well as an SPM would. So, with new data queued and
+    /// [`SenderConfig::heartbeat_waits_for_grtt`] on, the first heartbeat waits at least one
+    /// group RTT after the last ODATA. Without the wait, a
     /// window-limited source on a path longer than IHB_MIN sends one SPM in every idle gap
     /// of its ACK clock, at the same point of every round trip; on a drop-tail dumbbell that
     /// one small packet decided which flow's train met the full queue (docs/pgmcc.md,
@@ -1194,7 +1203,9 @@ impl Sender {
             // Data resets the heartbeat schedule to IHB_MIN (§6.1).
             self.heartbeat_ivl = self.config.ihb_min;
             self.next_heartbeat = Some(now + self.heartbeat_ivl);
-            self.heartbeat_floor = self.grtt(now).map(|g| now + g);
+            if self.config.heartbeat_waits_for_grtt {
+                self.heartbeat_floor = self.grtt(now).map(|g| now + g);
+            }
         }
         Some(Transmit {
             dst: Destination::Group,
