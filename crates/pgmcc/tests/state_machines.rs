@@ -667,9 +667,19 @@ fn first_spm_after(s: &mut Sender, from: Instant, until: Instant) -> Option<Inst
 
 #[test]
 fn a_window_limited_source_waits_one_group_rtt_before_a_heartbeat() {
+    // RFC 3208's rule (the knob off): IHB_MIN after the last ODATA, in the ACK clock's gap.
+    assert_eq!(heartbeat_in_a_window_wait(false), ms(400));
+    // The default: one group RTT after it.
+    assert_eq!(heartbeat_in_a_window_wait(true), ms(600));
+    assert!(SenderConfig::new(TSI, SRC, GROUP).heartbeat_waits_for_grtt);
+}
+
+/// A window-limited pgmcc source on a 300 ms path: when its first heartbeat SPM goes out
+/// while data waits for the next ACK.
+fn heartbeat_in_a_window_wait(waits_for_grtt: bool) -> Instant {
     let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
     cfg.cc = pgmcc::cc::Controller::Pgmcc.config();
-    cfg.heartbeat_waits_for_grtt = true;
+    cfg.heartbeat_waits_for_grtt = waits_for_grtt;
     let mut s = Sender::new(cfg, Instant::ZERO);
     for i in 0..10u8 {
         s.send(&[i; 100]).unwrap();
@@ -687,14 +697,16 @@ fn a_window_limited_source_waits_one_group_rtt_before_a_heartbeat() {
         s.queued_packets() > 0,
         "and data still waits for the window"
     );
-    // IHB_MIN (100 ms) would send a heartbeat at 400 ms into this wait; the ACK clock
-    // resumes within a round trip, so the heartbeat waits one group RTT.
+    // IHB_MIN (100 ms) sends a heartbeat at 400 ms into this wait; the ACK clock resumes
+    // within a round trip, so with the knob on the heartbeat waits one group RTT.
     let hb = first_spm_after(&mut s, ms(300), ms(2000)).expect("a heartbeat still comes");
-    assert_eq!(hb, ms(600), "one group RTT after the last ODATA");
-    // With nothing left to send, heartbeats follow RFC 3208's IHB_MIN again.
-    let mut idle = sender();
+    // With nothing left to send, heartbeats follow RFC 3208's IHB_MIN either way.
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.heartbeat_waits_for_grtt = waits_for_grtt;
+    let mut idle = Sender::new(cfg, Instant::ZERO);
     drain(&mut idle, ms(0));
     idle.send(b"x").unwrap();
     drain(&mut idle, ms(0));
     assert_eq!(first_spm_after(&mut idle, ms(0), ms(1000)), Some(ms(100)));
+    hb
 }
