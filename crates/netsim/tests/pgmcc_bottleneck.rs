@@ -155,7 +155,10 @@ fn a_slower_receiver_joining_brings_the_session_down_to_its_path() {
     // 500 kbit/s path alone: close to its 475.5 kbit/s payload ceiling; once A (400 kbit/s,
     // ceiling 380) joins, the whole session runs at A's rate: the paper's Fig. 5 step.
     assert!(before > 420.0, "{before}");
-    assert!((320.0..=381.0).contains(&after), "{after}");
+    // The session may run a little above A's ceiling over a 60-s window: A's 20 KB queue
+    // (2.7 kbit/s over 60 s) and the packets A loses and gets back as parity later (measured
+    // 381.2 since the heartbeat waits one group RTT while data is queued).
+    assert!((320.0..=385.0).contains(&after), "{after}");
     assert!((320.0..=381.0).contains(&a), "{a}");
 }
 

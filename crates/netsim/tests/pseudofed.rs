@@ -188,12 +188,19 @@ fn pseudofed_two_node_table1() {
     assert!(pf_both > 10.0, "{pf_both}");
     assert!(tcp_both > pf_both, "{tcp_both} vs {pf_both}");
     assert!(pf_both + tcp_both > 90.0, "{pf_both} + {tcp_both}");
-    // Reliable delivery: the receiver has (almost) all the data sent.
+    // Reliable delivery: nothing given up, and the receiver has all the data sent but what
+    // still waits for a repair when the run ends: at ~14 kbit/s, 5 s of data is 2% (one
+    // repair cycle on this ~0.4 s path is a NAK back-off of up to four group RTTs plus the
+    // repair; measured: 16 packets short, 1.5%).
     let rx = &both.flows[0].receivers[0];
+    assert_eq!(counter(&rx.report.counters(), "unrecoverable_sqns"), 0.0);
+    let pf = &both.flows[0];
+    let short = pf.bytes as f64 - rx.bytes as f64;
     assert!(
-        rx.bytes as f64 >= 0.99 * both.flows[0].bytes as f64,
-        "{}",
-        rx.bytes
+        short <= pf.mean_kbps * 1000.0 / 8.0 * 5.0,
+        "{} of {}",
+        rx.bytes,
+        pf.bytes
     );
 }
 

@@ -710,3 +710,36 @@ fn heartbeat_in_a_window_wait(waits_for_grtt: bool) -> Instant {
     assert_eq!(first_spm_after(&mut idle, ms(0), ms(1000)), Some(ms(100)));
     hb
 }
+
+#[test]
+fn a_new_group_rtt_reaches_the_receivers_on_an_spm_while_data_flows() {
+    // Receivers scale their NAK timers to OPT_GRTT, which rides on SPMs and NCFs; with data
+    // flowing, heartbeats wait, so the source sends an SPM when the group RTT changes.
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.cc = pgmcc::cc::Controller::Pgmcc.config();
+    let mut s = Sender::new(cfg, Instant::ZERO);
+    for i in 0..50u8 {
+        s.send(&[i; 100]).unwrap();
+    }
+    let spm_grtt = |out: &[Repr<'static>]| {
+        out.iter()
+            .filter(|r| r.packet_type() == PacketType::Spm)
+            .map(|r| r.options.grtt.map(|g| g.grtt_us))
+            .collect::<Vec<_>>()
+    };
+    let first = drain(&mut s, ms(0));
+    assert_eq!(spm_grtt(&first), vec![None], "no RTT measured yet");
+    // The first report measures 50 ms: news, but not sooner than IHB_MIN after the last SPM.
+    s.handle(ms(50), RX, &ack_with_report(0, 0));
+    let out = drain(&mut s, ms(50));
+    assert!(count(&out, PacketType::Odata) >= 1);
+    assert!(spm_grtt(&out).is_empty());
+    assert_eq!(s.poll_timeout(), Some(ms(100)));
+    let out = drain(&mut s, ms(100));
+    assert_eq!(spm_grtt(&out), vec![Some(50_000)]);
+    // The same RTT again is no news: the next SPM is the heartbeat, IHB_MIN after the ODATA
+    // this ACK let out.
+    s.handle(ms(150), RX, &ack_with_report(1, 100));
+    assert!(count(&drain(&mut s, ms(150)), PacketType::Odata) >= 1);
+    assert_eq!(first_spm_after(&mut s, ms(150), ms(1000)), Some(ms(250)));
+}

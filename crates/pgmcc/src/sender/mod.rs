@@ -154,8 +154,11 @@ pub struct SenderConfig {
     /// every NAK is answered as RFC 3208 §6.2 says. Default true.
     pub repair_holdoff: bool,
     /// Put OPT_GRTT (the group RTT and group size, `docs/wire.md`) on SPMs and NCFs once an
-    /// RTT has been measured, so that receivers scale their NAK timers to it. OpenPGM's
-    /// receivers ignore the option. Default true.
+    /// RTT has been measured, so that receivers scale their NAK timers to it; an SPM goes
+    /// out as soon as the group RTT differs by more than a quarter from the one the last SPM
+    /// carried (at most one per IHB_MIN or group RTT, whichever is longer), so receivers
+    /// learn it even while data keeps heartbeats away. OpenPGM's receivers ignore the
+    /// option. Default true.
     pub advertise_grtt: bool,
     /// How long one receiver's RTT counts towards the group RTT, and its reports towards the
     /// group size (see [`crate::grtt`]). Default 30 s.
@@ -365,6 +368,12 @@ pub struct Sender {
     /// group RTT then ([`Sender::heartbeat_at`]).
     heartbeat_floor: Option<Instant>,
     heartbeat_ivl: Duration,
+    /// When the last SPM went out.
+    last_spm: Instant,
+    /// The group RTT the last SPM carried (OPT_GRTT).
+    grtt_told: Option<Duration>,
+    /// When an SPM should carry a changed group RTT (`Sender::note_grtt_news`).
+    grtt_spm_at: Option<Instant>,
     spm_now: bool,
     syn_sent: bool,
     closing: bool,
@@ -405,6 +414,9 @@ impl Sender {
             next_heartbeat: None,
             heartbeat_floor: None,
             heartbeat_ivl: config.ihb_min,
+            last_spm: now,
+            grtt_told: None,
+            grtt_spm_at: None,
             spm_now: true,
             syn_sent: false,
             closing: false,
@@ -679,6 +691,7 @@ impl Sender {
     fn note_receiver(&mut self, now: Instant, from: IpAddr, rtt: Option<RttSample>) {
         if let Some(r) = rtt.filter(|r| r.raw_millis() <= crate::cc::rtt::MAX_RTT_MS) {
             self.grtt.note(now, from, r.secs());
+            self.note_grtt_news(now);
         }
         if self.heard.len() >= MAX_GROUP_TRACKED && !self.heard.contains_key(&from) {
             let expiry = self.config.grtt_expiry;
@@ -917,6 +930,9 @@ impl Sender {
             return Some(Instant::ZERO);
         }
         let mut t = self.next_ambient;
+        if let Some(at) = self.grtt_spm_at {
+            t = t.min(at);
+        }
         if let Some(h) = self.heartbeat_at() {
             t = t.min(h);
         }
@@ -959,6 +975,7 @@ impl Sender {
             }
         }
         let spm_due = self.spm_now
+            || self.grtt_spm_at.is_some_and(|at| now >= at)
             || now >= self.next_ambient
             || self.heartbeat_at().is_some_and(|h| now >= h);
         if spm_due {
@@ -1032,6 +1049,23 @@ impl Sender {
             Some(floor) if self.txw.peek_unsent().is_some() => Some(h.max(floor)),
             _ => Some(h),
         }
+    }
+
+    /// Schedules an SPM when the group RTT differs by more than a quarter from the one the
+    /// last SPM carried (or none did yet): at most one per IHB_MIN or group RTT after the
+    /// last SPM, whichever is longer ([`SenderConfig::advertise_grtt`]).
+    fn note_grtt_news(&mut self, now: Instant) {
+        if !self.config.advertise_grtt {
+            return;
+        }
+        let Some(g) = self.grtt(now) else {
+            return;
+        };
+        let news = self.grtt_told.is_none_or(|told| {
+            let (hi, lo) = (g.max(told), g.min(told));
+            hi - lo > told / 4
+        });
+        self.grtt_spm_at = news.then(|| self.last_spm + self.config.ihb_min.max(g));
     }
 
     /// Congestion control grants tokens to new data only (repairs are not regulated, §3.8).
@@ -1108,9 +1142,14 @@ impl Sender {
             path_nla: self.config.source_nla,
         });
         let fin = self.closing && self.txw.queued() == 0;
+        let grtt = self.grtt_option(now);
+        if grtt.is_some() {
+            self.grtt_told = self.grtt(now);
+            self.grtt_spm_at = None;
+        }
         let mut opts = Options {
             fin,
-            grtt: self.grtt_option(now),
+            grtt,
             fec: self.parity.as_ref().map(|p| Fec {
                 proactive: false,
                 on_demand: true,
@@ -1125,6 +1164,7 @@ impl Sender {
         let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
         self.spm_sqn = self.spm_sqn.wrapping_add(1);
         self.spm_now = false;
+        self.last_spm = now;
         self.next_ambient = now + self.config.spm_ambient;
         if self.heartbeat_at().is_some_and(|h| now >= h) {
             self.heartbeat_ivl = (self.heartbeat_ivl * 2).min(self.config.ihb_max);
