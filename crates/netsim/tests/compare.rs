@@ -36,36 +36,49 @@ fn fig5_shortened_gives_sane_metrics_for_pgmcc_and_tfmcc() {
         .find(|t| t.label.starts_with("Fig. 5"))
         .unwrap()
         .clone();
-    // TCP from 120 s; measure 130-180 s of a 180-s run, the step phase to 180 s.
-    t.duration = Some("180s".into());
-    t.to_s = Some(180.0);
-    t.step = Some((120.0, 180.0));
+    // TCP from 120 s to 240 s; measure 130-240 s of a 240-s run, the step phase to 240 s.
+    // Not shorter: with host jitter, TCP Reno's first loss episode sometimes times out, pgmcc
+    // then overruns L1 and PR1 is the acker for 10-20 s (docs/pgmcc.md), so a 50-s window
+    // can be all excursion.
+    t.duration = Some("240s".into());
+    t.to_s = Some(240.0);
+    t.step = Some((120.0, 240.0));
     for cc in ["pgmcc", "tfmcc"] {
-        let mut sc = build(&t, cc, 1).unwrap();
-        let s = run(&mut sc, |_| {});
-        let m = measure(&s, &t);
-        eprintln!("{cc}: {m:?}, {} spins", s.spins);
-        // Not for tfmcc: its sender's token deadline, (1 - tokens) / rate converted to whole
-        // nanoseconds, can land a fraction of a nanosecond before the token is complete, so
-        // poll_timeout() returns the current instant again (about 4000 times in 300 s of
-        // Fig. 5); the guard sends that packet 1 µs late. Pseudofed shares the rounding.
-        if cc == "pgmcc" {
-            assert_eq!(s.spins, 0, "{cc}: the livelock guard fired");
+        let mut fs = Vec::new();
+        for seed in 1..=SEEDS {
+            let mut sc = build(&t, cc, seed).unwrap();
+            let s = run(&mut sc, |_| {});
+            let m = measure(&s, &t);
+            eprintln!("{cc} seed {seed}: {m:?}, {} spins", s.spins);
+            fs.push(m.f);
+            // Not for tfmcc: its sender's token deadline, (1 - tokens) / rate converted to whole
+            // nanoseconds, can land a fraction of a nanosecond before the token is complete, so
+            // poll_timeout() returns the current instant again (about 4000 times in 300 s of
+            // Fig. 5); the guard sends that packet 1 µs late. Pseudofed shares the rounding.
+            if cc == "pgmcc" {
+                assert_eq!(s.spins, 0, "{cc}: the livelock guard fired");
+            }
+            // pgmcc's acker ACKs every data packet in the simulator: about one feedback packet
+            // per data packet, plus NAKs. TFMCC's CLR reports once per RTT and the others once
+            // per feedback round at most: a fraction of that.
+            let fb = m.feedback_per_data;
+            match cc {
+                "pgmcc" => assert!(fb > 0.9 && fb < 1.5, "{cc}: {m:?}"),
+                _ => assert!(fb > 0.01 && fb < 0.5, "{cc}: {m:?}"),
+            }
+            // Both find their share of L2 within the phase.
+            assert!(m.settle_s.is_some_and(|s| s < 60.0), "{cc}: {m:?}");
         }
-        // Both are TCP-friendly on L2: f within a factor of two.
-        assert!(m.f > 0.5 && m.f < 2.0, "{cc}: {m:?}");
-        // pgmcc's acker ACKs every data packet in the simulator: about one feedback packet
-        // per data packet, plus NAKs. TFMCC's CLR reports once per RTT and the others once
-        // per feedback round at most: a fraction of that.
-        let fb = m.feedback_per_data;
-        match cc {
-            "pgmcc" => assert!(fb > 0.9 && fb < 1.5, "{cc}: {m:?}"),
-            _ => assert!(fb > 0.01 && fb < 0.5, "{cc}: {m:?}"),
-        }
-        // Both find their share of L2 within the phase.
-        assert!(m.settle_s.is_some_and(|s| s < 60.0), "{cc}: {m:?}");
+        // Both are TCP-friendly on L2 on average: f within a factor of two. One seed is not
+        // enough: each TCP Reno timeout at L2's 30-slot queue lets the multicast flow take
+        // more of L2 (pgmcc, seed 1: 13 timeouts in the run, f = 0.37; seed 5: 3, f = 1.04).
+        let mean = fs.iter().sum::<f64>() / fs.len() as f64;
+        assert!(mean > 0.5 && mean < 2.0, "{cc}: f per seed {fs:?}");
     }
 }
+
+/// Seeds per controller in `fig5_shortened_gives_sane_metrics_for_pgmcc_and_tfmcc`.
+const SEEDS: u64 = 5;
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
     let p = dir.join(name);

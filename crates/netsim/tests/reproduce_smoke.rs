@@ -19,13 +19,20 @@ fn scenarios_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios")
 }
 
-/// One shortened run of a reproduction row.
+/// Seeds each smoke row runs (1..=SEEDS). The scenarios have host jitter, so each seed is a
+/// different drop-tail phase, and one seed's f can sit tens of points from the mean.
+const SEEDS: u64 = 3;
+
+/// Shortened runs of a reproduction row, seeds 1..=[`SEEDS`].
 struct Smoke {
-    /// f = TCP / pgmcc over the shortened measuring window.
+    /// f = TCP / pgmcc over the shortened measuring window, mean over the seeds.
     f: f64,
+    /// Mean over the seeds.
     pgm_kbps: f64,
+    /// Mean over the seeds.
     tcp_kbps: f64,
-    summary: Summary,
+    /// One summary per seed.
+    summaries: Vec<Summary>,
     /// Node name -> address, to read the acker switches.
     addrs: Vec<(String, String)>,
     pgm: usize,
@@ -33,39 +40,55 @@ struct Smoke {
 }
 
 impl Smoke {
-    /// Share of [from, end] during which `node` was the pgmcc acker.
+    /// Share of [from, end] during which `node` was the pgmcc acker, mean over the seeds.
     fn acker_share(&self, node: &str) -> f64 {
         let addr = &self.addrs.iter().find(|(n, _)| n == node).unwrap().1;
-        let end = self.summary.duration_s;
-        let sw = &self.summary.flows[self.pgm].acker_switches;
-        let mut held = 0.0;
-        for (i, a) in sw.iter().enumerate() {
-            let t0 = a.t.max(self.from_s);
-            let t1 = sw.get(i + 1).map_or(end, |b| b.t).min(end);
-            if &a.to == addr && t1 > t0 {
-                held += t1 - t0;
+        let share = |summary: &Summary| {
+            let end = summary.duration_s;
+            let sw = &summary.flows[self.pgm].acker_switches;
+            let mut held = 0.0;
+            for (i, a) in sw.iter().enumerate() {
+                let t0 = a.t.max(self.from_s);
+                let t1 = sw.get(i + 1).map_or(end, |b| b.t).min(end);
+                if &a.to == addr && t1 > t0 {
+                    held += t1 - t0;
+                }
             }
-        }
-        held / (end - self.from_s)
+            held / (end - self.from_s)
+        };
+        self.summaries.iter().map(share).sum::<f64>() / self.summaries.len() as f64
     }
 
-    /// Distinct receivers that held the acker role at some time.
+    /// Distinct receivers that held the acker role at some time, fewest over the seeds.
     fn ackers(&self) -> usize {
-        let sw = &self.summary.flows[self.pgm].acker_switches;
-        sw.iter()
-            .map(|a| a.to.as_str())
-            .collect::<BTreeSet<_>>()
-            .len()
+        self.summaries
+            .iter()
+            .map(|s| {
+                s.flows[self.pgm]
+                    .acker_switches
+                    .iter()
+                    .map(|a| a.to.as_str())
+                    .collect::<BTreeSet<_>>()
+                    .len()
+            })
+            .min()
+            .unwrap_or(0)
     }
 
-    /// Mean pgmcc throughput between two times.
+    /// Acker switches, mean over the seeds.
+    fn acker_switches(&self) -> f64 {
+        let n: usize = self
+            .summaries
+            .iter()
+            .map(|s| s.flows[self.pgm].acker_switches.len())
+            .sum();
+        n as f64 / self.summaries.len() as f64
+    }
+
+    /// Mean pgmcc throughput between two times, mean over the seeds.
     fn pgm_between(&self, a: f64, b: f64) -> f64 {
-        mean_between(
-            &self.summary,
-            &self.summary.flows[self.pgm].series_kbps,
-            a,
-            b,
-        )
+        let one = |s: &Summary| mean_between(s, &s.flows[self.pgm].series_kbps, a, b);
+        self.summaries.iter().map(one).sum::<f64>() / self.summaries.len() as f64
     }
 }
 
@@ -73,8 +96,9 @@ impl Smoke {
 /// recommended `pgmcc` (the second column of `make reproduce`).
 const RECOMMENDED: (&str, &str) = ("cc = \"pgmcc-paper\"", "cc = \"pgmcc\"");
 
-/// Runs `file` with seed 1 for `duration` seconds, measuring from `from_s`, after replacing
-/// each `(old, new)` text in the file (each must occur, so a changed file fails loudly).
+/// Runs `file` with seeds 1..=[`SEEDS`] for `duration` seconds, measuring from `from_s`,
+/// after replacing each `(old, new)` text in the file (each must occur, so a changed file
+/// fails loudly).
 fn smoke(file: &str, duration: u64, from_s: f64, edits: &[(&str, &str)]) -> Smoke {
     let path = scenarios_dir().join(file);
     let mut src = std::fs::read_to_string(&path).unwrap();
@@ -89,33 +113,43 @@ fn smoke(file: &str, duration: u64, from_s: f64, edits: &[(&str, &str)]) -> Smok
         src = src.replace(old, new);
     }
     let stem = file.trim_end_matches(".toml");
-    let mut sc = parse(file, &src, stem, Some(1)).unwrap();
-    let mut rep = sc.reproduce.clone().unwrap();
-    rep.from_s = from_s;
-    rep.to_s = rep.to_s.map(|t| t.min(duration as f64));
-    let addrs = sc
-        .node_names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), sc.sim.addr(i).to_string()))
-        .collect();
-    let summary = run(&mut sc, |_| {});
-    assert_eq!(summary.spins, 0, "{stem}: the livelock guard fired");
-    let m = rep.measure(&summary);
-    eprintln!(
-        "{stem}: f {:.2} (pgmcc {:.0}, tcp {:.0} kbit/s), acker switches {}",
-        m.f,
-        m.pgm_kbps,
-        m.tcp_kbps,
-        summary.flows[rep.pgm].acker_switches.len()
-    );
+    let (mut f, mut pgm_kbps, mut tcp_kbps) = (0.0, 0.0, 0.0);
+    let (mut summaries, mut addrs, mut pgm) = (Vec::new(), Vec::new(), 0);
+    for seed in 1..=SEEDS {
+        let mut sc = parse(file, &src, stem, Some(seed)).unwrap();
+        let mut rep = sc.reproduce.clone().unwrap();
+        rep.from_s = from_s;
+        rep.to_s = rep.to_s.map(|t| t.min(duration as f64));
+        addrs = sc
+            .node_names
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.clone(), sc.sim.addr(i).to_string()))
+            .collect();
+        let summary = run(&mut sc, |_| {});
+        assert_eq!(summary.spins, 0, "{stem}: the livelock guard fired");
+        let m = rep.measure(&summary);
+        eprintln!(
+            "{stem} seed {seed}: f {:.2} (pgmcc {:.0}, tcp {:.0} kbit/s), acker switches {}",
+            m.f,
+            m.pgm_kbps,
+            m.tcp_kbps,
+            summary.flows[rep.pgm].acker_switches.len()
+        );
+        f += m.f / SEEDS as f64;
+        pgm_kbps += m.pgm_kbps / SEEDS as f64;
+        tcp_kbps += m.tcp_kbps / SEEDS as f64;
+        pgm = rep.pgm;
+        summaries.push(summary);
+    }
+    eprintln!("{stem} {edits:?}: mean f {f:.3} over seeds 1..={SEEDS}");
     Smoke {
-        f: m.f,
-        pgm_kbps: m.pgm_kbps,
-        tcp_kbps: m.tcp_kbps,
-        summary,
+        f,
+        pgm_kbps,
+        tcp_kbps,
+        summaries,
         addrs,
-        pgm: rep.pgm,
+        pgm,
         from_s,
     }
 }
@@ -143,22 +177,21 @@ fn every_reproduction_row_has_a_smoke_test() {
 // Fairness benchmark Set 1 (3000 s in the paper; 1000 s here, from 100 s). The benchmark
 // notes that at 300 s the unfairness "was not clear", so this one stays longer.
 // Since the receivers' NAK timers scale to the group RTT and the source holds off repeat
-// repairs (issue 20), the repair storm that took ~0.7 s of queue is gone: f against Reno is
-// 76% here (published 74%; 58% with the fixed 200 ms timers). NewReno and SACK are 73% and
-// 81% (published 92% each). The adaptive timeout now makes pgmcc *slower* than TCP (f =
-// 210%; published 96%): pgmcc stalls once every ~8 s without the repairs' traffic, and TCP
-// Reno, no longer behind the repair queue, times out 4 times in 3000 s instead of 163.
-// Asserted as measured; the adaptive timeout's stalls are open (issue 19).
+// repairs (issue 20), the repair storm that took ~0.7 s of queue is gone. With host jitter
+// (the reproduction's scenarios since issue 19) f against Reno is 75% here, over seeds 1-3
+// (published 74%), NewReno 82% and SACK 83% (published 92% each). The adaptive timeout makes
+// pgmcc *slower* than TCP (f = 136%; published 96%): it stalls about every 11 s. Asserted as measured; the
+// adaptive timeout's stalls are open (issue 19).
 #[test]
 fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
     let reno = smoke("fairness-set1-reno.toml", 1000, 100.0, &[]).f;
     let adaptive = smoke("fairness-set1-reno-adaptive.toml", 1000, 100.0, &[]).f;
     let newreno = smoke("fairness-set1-newreno.toml", 1000, 100.0, &[]).f;
     let sack = smoke("fairness-set1-sack.toml", 1000, 100.0, &[]).f;
-    assert!((0.66..0.86).contains(&reno), "{reno}");
-    assert!((0.63..0.83).contains(&newreno), "{newreno}");
-    assert!((0.71..0.91).contains(&sack), "{sack}");
-    assert!(adaptive > 1.5, "{adaptive}");
+    assert!((0.63..0.83).contains(&reno), "{reno}");
+    assert!((0.76..0.96).contains(&newreno), "{newreno}");
+    assert!((0.70..0.90).contains(&sack), "{sack}");
+    assert!(adaptive > 1.2, "{adaptive}");
 }
 
 // Set 2, high loss: pgmcc is close to fair to TCP1 (f1 = 78%) and unfair to TCP2 on the 8%
@@ -173,8 +206,8 @@ fn set2_high_loss_pgmcc_is_unfair_to_the_high_loss_tcp() {
 
 // Set 2, low loss: the benchmark has f1 = 82%, f2 = 85%. We knowingly disagree with the
 // paper's token rule: the acker flaps between the two equal receivers and pgmcc gets about
-// half of what either TCP gets (f1 = 206%, f2 = 170% over 5 seeds); with token realignment
-// under our recommended `pgmcc` (pipe accounting across switches) f1 comes back near 100%.
+// 70-85% of what either TCP gets (f1 = 140%, f2 = 117% over seeds 1-3); under our
+// recommended `pgmcc` (pipe accounting across switches) f1 comes back near 100% (109%).
 // Asserted: what we measure.
 #[test]
 fn set2_low_loss_acker_flapping_costs_pgmcc_paper_not_pgmcc() {
@@ -188,46 +221,44 @@ fn set2_low_loss_acker_flapping_costs_pgmcc_paper_not_pgmcc() {
     );
     // Since former ackers' ACKs return no tokens under `pgmcc-paper` (issue 19) f2 is 1.15.
     assert!(f2 > 1.05, "disagreement with the paper's 85% changed: {f2}");
-    assert!(f1.summary.flows[f1.pgm].acker_switches.len() > 20);
+    assert!(f1.acker_switches() > 20.0);
     assert!((0.75..1.3).contains(&realign), "{realign}");
 }
 
 // Set 3 as first reconstructed (30-packet bottleneck queue). The benchmark: with NAK
 // elimination pgmcc gets much more than TCP (f = 23%), and its proposed fixes (random
-// suppression; the pgmcc paper's loss-aware rule) should be fairer. Without an NE we measure
-// pgmcc far ahead of TCP (the benchmark: "similar to experiment 1"), because TCP Reno times
-// out behind the ~670 ms queue and MR3 is too little slower than MR1 to be elected (rows'
-// explanations). Since issue 20's repair hold-off and RTT-scaled NAK timers, the NE variants
-// are the fairer ones (f ~ 65% against ~30% without an NE): the NE's elimination on top of the
-// source's hold-off keeps repairs off the bottleneck. Asserted: what we measure; the fixes
-// change f by only a few points.
+// suppression; the pgmcc paper's loss-aware rule) should be fairer. We measure pgmcc a little
+// ahead of TCP Reno in every variant (f = 77% without an NE, as the benchmark's "similar to
+// experiment 1"; 89% with elimination, where the benchmark has 23%): MR3 is too little slower
+// than MR1 to hold the acker role throughout (rows' explanations), so hiding its NAKs
+// changes little. Asserted: what we measure; the fixes change f by only a few points.
 #[test]
 fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
     let none = smoke("fairness-set3-no-ne.toml", 1000, 100.0, &[]);
     let supp = smoke("fairness-set3-suppression.toml", 1000, 100.0, &[]);
     let aware = smoke("fairness-set3-loss-aware.toml", 1000, 100.0, &[]).f;
     let prob = smoke("fairness-set3-probabilistic.toml", 1000, 100.0, &[]).f;
-    // pgmcc gets more than TCP under elimination (published 23%).
-    assert!((0.5..0.85).contains(&supp.f), "{}", supp.f);
-    // Disagreement: more so without an NE, and the fixes do not bring TCP near pgmcc.
-    assert!(none.f < 0.5, "{}", none.f);
+    // Disagreement: pgmcc is only a little ahead under elimination (published 23%), about as
+    // without an NE, and the fixes change that by a few points.
+    assert!((0.7..1.0).contains(&supp.f), "{}", supp.f);
+    assert!((0.65..0.95).contains(&none.f), "{}", none.f);
     for fix in [aware, prob] {
         assert!(
-            fix < 0.85 && (fix - supp.f).abs() < 0.1,
+            fix < 1.0 && (fix - supp.f).abs() < 0.12,
             "{fix} vs {}",
             supp.f
         );
     }
-    // MR3 is not clearly the slowest here: it holds the acker only a minority of the time,
-    // even without elimination.
-    assert!(none.acker_share("MR3") < 0.5, "{}", none.acker_share("MR3"));
+    // MR3 is not clearly the slowest here: even without elimination it holds the acker only
+    // part of the time.
+    assert!(none.acker_share("MR3") < 0.8, "{}", none.acker_share("MR3"));
 }
 
 // Set 3b (5-packet bottleneck queue): MR3 is clearly the slowest receiver. We measure MR3
 // as the acker almost throughout with every policy: one NAK of MR3 that escapes elimination
 // elects it, and its ACKs (never eliminated) keep it there, so elimination changes nothing
-// and neither do the fixes. pgmcc still gets far more than TCP, through Reno's timeouts
-// behind the small queue. Asserted: what we measure (the benchmark expected the acker to
+// and neither do the fixes. pgmcc still gets about twice TCP's rate (f = 47-54%), through
+// Reno's timeouts behind the small queue. Asserted: what we measure (the benchmark expected the acker to
 // stay on MR1/MR2 under elimination, and fairness with the fixes).
 #[test]
 fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
@@ -237,7 +268,7 @@ fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
     let prob = smoke("fairness-set3b-probabilistic.toml", 300, 50.0, &[]);
     for r in [&none, &supp, &aware, &prob] {
         assert!(r.acker_share("MR3") > 0.9, "{}", r.acker_share("MR3"));
-        assert!(r.f < 0.4, "{}", r.f);
+        assert!(r.f < 0.6, "{}", r.f);
     }
     for r in [&aware, &prob] {
         assert!((r.f - supp.f).abs() < 0.08, "{} vs {}", r.f, supp.f);
@@ -245,19 +276,19 @@ fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
 }
 
 // Set 4: with 200 ms to MR3 the acker switches between far and near receivers and pgmcc's
-// throughput becomes "too low", TCP's "much higher". Under our recommended `pgmcc` the
-// penalty disappears and pgmcc is ahead of TCP Reno, which times out behind the queue.
+// throughput becomes "too low", TCP's "much higher" (164% in the Fig. 10 caption). With
+// host jitter we measure both `pgmcc-paper` (f = 0.95 over seeds 1-3) and our recommended
+// `pgmcc` (0.89) close to fair: the switching penalty is not reproduced. Asserted as measured
+// (one seed alone ranged 0.93-1.28 across small changes elsewhere).
 #[test]
 fn set4_acker_switching_costs_pgmcc_paper_not_pgmcc() {
     let sw = smoke("fairness-set4-switching.toml", 1000, 100.0, &[]);
     let realign = smoke("fairness-set4-switching.toml", 1000, 100.0, &[RECOMMENDED]).f;
-    // Measured since issue 19 took the former-acker token credit out of `pgmcc-paper`: f =
-    // 0.52 with 117 stalls (it was 1.59 with the credit; published 1.64). Why removing the
-    // credit makes the stalling sender *faster* against Reno is not yet explained (issue 19
-    // notes); asserted as measured so that any change shows.
-    assert!((0.35..0.75).contains(&sw.f), "{}", sw.f);
+    // Without host jitter this run was one phase-locked trajectory where the stalling
+    // `pgmcc-paper` got *more* than TCP (f = 0.52); asserted as measured so any change shows.
+    assert!((0.8..1.2).contains(&sw.f), "{}", sw.f);
     assert!(sw.ackers() >= 2);
-    assert!(realign < 0.8, "{realign}");
+    assert!((0.75..1.1).contains(&realign), "{realign}");
 }
 
 // pgmcc paper Fig. 5 (full 300 s: the row measures 120-240 s). While TCP shares L2 the two
@@ -271,19 +302,23 @@ fn fig5_pgmcc_and_tcp_share_l2() {
 
 // pgmcc paper Fig. 3: two pgmcc sessions share a non-lossy bottleneck evenly; on a lossy one
 // each rate is set by the loss and the second session does not take from the first. The
-// non-lossy run keeps its full 600 s (it is cheap): the second session, started at 100 s,
-// still holds more than its share at 400 s (f = 1.18 there, 1.05 at 600 s).
+// non-lossy run keeps its full 600 s (it is cheap). With host jitter the second session,
+// started at 100 s, holds about a quarter more than the first with `pgmcc-paper` (f = 1.25
+// over seeds 1-3 here, 1.29 over 5 in the reproduction) and an even share with our
+// recommended `pgmcc`; asserted as measured.
 #[test]
 fn fig3_two_pgmcc_sessions_are_fair_to_each_other() {
     let nonlossy = smoke("paper-fig3-nonlossy.toml", 600, 150.0, &[]).f;
+    let recommended = smoke("paper-fig3-nonlossy.toml", 600, 150.0, &[RECOMMENDED]).f;
     let lossy = smoke("paper-fig3-lossy.toml", 400, 150.0, &[]).f;
-    assert!((0.8..1.25).contains(&nonlossy), "{nonlossy}");
+    assert!((0.8..1.45).contains(&nonlossy), "{nonlossy}");
+    assert!((0.8..1.25).contains(&recommended), "{recommended}");
     assert!((0.75..1.3).contains(&lossy), "{lossy}");
 }
 
 // pgmcc paper Fig. 4: pgmcc and TCP Reno get approximately the same rate. On the lossy link
-// we measure pgmcc somewhat ahead (78% over 5 seeds, Set 1's direction); on the non-lossy
-// one the seeds spread widely (80..150%).
+// we measure pgmcc somewhat ahead (74% over 5 seeds, Set 1's direction); on the non-lossy
+// one the seeds spread widely (86..118%).
 #[test]
 fn fig4_pgmcc_and_tcp_get_similar_rates() {
     let nonlossy = smoke("paper-fig4-nonlossy.toml", 300, 120.0, &[]).f;
@@ -295,24 +330,23 @@ fn fig4_pgmcc_and_tcp_get_similar_rates() {
 // pgmcc paper Fig. 6: with receivers at diverse RTTs there is no single TCP-fair rate and
 // the acker is one of the receivers, not necessarily the farthest: "in presence of
 // suppression ... the selected acker will likely be one of the receivers with the shortest
-// RTTs" (paper §4.4). Since issue 20 our receivers' NAK back-off spans four group RTTs and
-// suppression works: in seed 1 the source hears 50 NAKs instead of 423, the acker moves 4
-// times instead of 21, and pgmcc gets about twice TCP Reno's rate (f = 49% here, 38% with
-// `pgmcc-paper` and 28% with `pgmcc` over 5 seeds; 86% and 55% with the fixed 50 ms back-off).
-// Reports lost to suppression are issue 19's item 4.
+// RTTs" (paper §4.4). With host jitter we measure pgmcc a little *behind* TCP Reno (f = 107%
+// with `pgmcc-paper` and 135% with `pgmcc` over seeds 1-3); without it the same
+// scenario had pgmcc at twice TCP's rate (30-37%): which receiver holds the acker role, and
+// so the rate, depends on the phase. Open in issue 19; asserted as measured.
 #[test]
 fn fig6_acker_moves_among_diverse_receivers() {
     let plain = smoke("paper-fig6.toml", 300, 60.0, &[]);
     let realign = smoke("paper-fig6.toml", 300, 60.0, &[RECOMMENDED]);
     assert!(plain.ackers() >= 2 && realign.ackers() >= 2);
-    assert!((0.3..0.7).contains(&plain.f), "{}", plain.f);
-    assert!(realign.f < 0.6, "{}", realign.f);
+    assert!((0.95..1.45).contains(&plain.f), "{}", plain.f);
+    assert!((1.15..1.65).contains(&realign.f), "{}", realign.f);
 }
 
 // pgmcc paper Fig. 7: 90 more receivers (joining at 300 s in the file, at 150 s here) do not
 // change pgmcc's throughput appreciably. That holds under our recommended `pgmcc`. With the
-// paper's token rule we knowingly disagree: pgmcc falls far below TCP (f = 360% without
-// repairs, 375% with them, over 5 seeds), asserted as measured.
+// paper's token rule we knowingly disagree: pgmcc falls far below TCP (f = 390% without
+// repairs, 301% with them, over 5 seeds), asserted as measured.
 #[test]
 fn fig7_ninety_more_receivers_do_not_change_recommended_pgmcc() {
     let join = [("join = \"300s\"", "join = \"150s\"")];

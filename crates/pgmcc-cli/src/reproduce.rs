@@ -270,7 +270,13 @@ fn markdown(rows: &[Row], args: &Args, wall: f64) -> String {
          Wall time of the run that wrote this file: {wall:.0} s on this 2-core machine.\n\n\
          f = TCP throughput / pgmcc throughput (sender side, payload bytes, measured from the \
          row's start-up cut to the end). Mean over seeds, with the standard deviation and the \
-         range. Plots of seed 1: `out/reproduce/<scenario>/report.html`.\n",
+         range. Plots of seed 1: `out/reproduce/<scenario>/report.html`.\n\n\
+         The scenarios in `scenarios/` set `jitter = \"auto\"`: every host delays each packet \
+         by a random time up to one packet time at the slowest link (Floyd and Jacobson's \
+         remedy for drop-tail phase effects), so the seeds sample the phase. Without it the \
+         seeds of a loss-free scenario repeated one trajectory (+- 0) and a change anywhere \
+         moved its f by tens of points (docs/pgmcc.md, \"Heartbeat SPMs and the drop-tail \
+         phase\").\n",
         args.seeds,
         args.scenarios.display(),
         args.seeds
