@@ -37,7 +37,7 @@ use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 7] = [
+const PGMCC_KNOBS: [&str; 8] = [
     "c",
     "model",
     "rtt_unit",
@@ -45,6 +45,7 @@ const PGMCC_KNOBS: [&str; 7] = [
     "accounting",
     "recovery",
     "report_bar",
+    "slow_start",
 ];
 
 /// Band around the phase's final mean that counts as settled (+-25%).

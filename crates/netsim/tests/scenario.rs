@@ -171,7 +171,7 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
         "pgmcc is the default"
     );
     let paper_piped =
-        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true");
+        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true\nslow_start = \"adaptive\"");
     assert_eq!(summary(&recommended), summary(&paper_piped));
     // ... and not the paper's token rule (an acker switch at 30 s).
     let paper = with("cc = \"pgmcc-paper\"");
@@ -179,7 +179,7 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
     assert_eq!(
         summary(&paper),
         summary(&with(
-            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false"
+            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false\nslow_start = \"fixed\""
         ))
     );
 
@@ -187,6 +187,11 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
     assert!(e.contains("flow.accounting") && e.contains("tokens"), "{e}");
     let e = error_of(&with("recovery = \"freeze\""));
     assert!(e.contains("flow.recovery") && e.contains("hold"), "{e}");
+    let e = error_of(&with("slow_start = \"tcp\""));
+    assert!(
+        e.contains("flow.slow_start") && e.contains("adaptive"),
+        "{e}"
+    );
     let e = error_of(&with("repair_budget = 0.0"));
     assert!(e.contains("flow.repair_budget") && e.contains("inf"), "{e}");
     let e = error_of(&with("repair_budget = nan"));
@@ -204,12 +209,10 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
         summary(&recommended),
         summary(&with("cc = \"pgmcc\"\nfec = 0"))
     );
-    // A budget of inf is none at all. Neither knob changes this run (what it measures).
+    // A budget of inf is none at all: this run is the same.
     assert_eq!(
         summary(&recommended),
-        summary(&with(
-            "cc = \"pgmcc\"\nrepair_budget = inf\nrepair_holdoff = false"
-        ))
+        summary(&with("cc = \"pgmcc\"\nrepair_budget = inf"))
     );
     let e = error_of(&with("realign_tokens = true"));
     assert!(

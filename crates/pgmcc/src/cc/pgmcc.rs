@@ -57,8 +57,11 @@ pub enum TimeoutPolicy {
 /// Every knob of the controller; defaults are the paper's values.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct PgmccConfig {
-    /// Fixed slow-start threshold in packets (§3.4: 6).
+    /// Fixed slow-start threshold in packets (§3.4: 6); unused with [`SlowStart::Adaptive`].
     pub ssthresh: u32,
+    /// How the slow-start threshold is set (paper: [`SlowStart::Fixed`] at `ssthresh`; our
+    /// recommended controller: [`SlowStart::Adaptive`]).
+    pub slow_start: SlowStart,
     /// Later ACKs that declare a hole lost (§3.4: 3).
     pub dupack_threshold: u32,
     /// Switch bias `c`: a report replaces the acker only if `T(new) < c T(acker)` (§3.5: 0.75).
@@ -99,6 +102,7 @@ impl Default for PgmccConfig {
     fn default() -> PgmccConfig {
         PgmccConfig {
             ssthresh: 6,
+            slow_start: SlowStart::Fixed,
             dupack_threshold: 3,
             switch_bias: SwitchBias::PAPER,
             model: ThroughputModel::Simple,
@@ -136,6 +140,23 @@ pub enum Accounting {
     Pipe,
 }
 
+/// How the window's slow-start threshold is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum SlowStart {
+    /// The paper's §3.4: exponential opening up to a small fixed threshold
+    /// ([`PgmccConfig::ssthresh`], 6 packets), at start and after every stall; the paper
+    /// leaves an adaptive threshold to future work.
+    #[default]
+    Fixed,
+    /// Ours (issue 19), TCP's (RFC 5681 §3.1): no threshold until the first loss reaction,
+    /// then the halved window; after a stall, half the window the stall found (at least 2).
+    /// With the fixed 6, a session that starts beside a TCP flow opens linearly from 6
+    /// packets while TCP slow-starts to its share, and on paths of hundreds of packets it
+    /// had not caught up by the end of the fairness grid's measurement (docs/pgmcc.md,
+    /// "Slow start").
+    Adaptive,
+}
+
 /// Whether W grows on the ACKs of packets that were already in flight when the window
 /// reacted to a loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -155,13 +176,14 @@ pub enum Recovery {
 }
 
 impl PgmccConfig {
-    /// Our recommended controller: the paper's with [`Accounting::Pipe`] and
-    /// [`Recovery::Hold`].
+    /// Our recommended controller: the paper's with [`Accounting::Pipe`],
+    /// [`Recovery::Hold`], the report bar and [`SlowStart::Adaptive`].
     pub fn recommended() -> PgmccConfig {
         PgmccConfig {
             accounting: Accounting::Pipe,
             recovery: Recovery::Hold,
             advertise_report_bar: true,
+            slow_start: SlowStart::Adaptive,
             ..PgmccConfig::default()
         }
     }
@@ -279,6 +301,9 @@ impl Pgmcc {
     /// for an election.
     pub fn new(cfg: PgmccConfig, now: Instant) -> Pgmcc {
         let mut window = Window::new(cfg.ssthresh);
+        if cfg.slow_start == SlowStart::Adaptive {
+            window.set_adaptive_ssthresh();
+        }
         window.set_hold_in_recovery(cfg.recovery == Recovery::Hold);
         Pgmcc {
             window,

@@ -22,7 +22,7 @@ use crate::time::{Duration, Instant};
 pub enum Controller {
     /// `pgmcc`: our recommended pgmcc, the default everywhere
     /// ([`pgmcc::PgmccConfig::recommended`]: the paper's controller with TCP's pipe rule,
-    /// [`pgmcc::Accounting::Pipe`]).
+    /// [`pgmcc::Accounting::Pipe`], TCP's recovery and slow start, and the report bar).
     Pgmcc,
     /// `pgmcc-paper`: pgmcc as published, for reproductions (paper §3 with the draft's token
     /// rule; ACKs from former ackers return nothing: [`pgmcc::Accounting::Tokens`]).
@@ -69,7 +69,8 @@ impl Controller {
         match self {
             Controller::Pgmcc => {
                 "pgmcc, recommended: the paper's window and acker election with TCP's pipe \
-                 rule, packets still travelling to a former acker counted (docs/pgmcc.md)"
+                 rule (packets still travelling to a former acker counted), recovery and \
+                 slow start (docs/pgmcc.md)"
             }
             Controller::PgmccPaper => {
                 "pgmcc as published (paper §3, the draft's token rule), for reproductions"

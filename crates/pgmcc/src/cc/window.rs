@@ -15,7 +15,9 @@
 //!                           loss have been sent past (one RTT)
 //! ```
 //!
-//! The slow-start threshold is fixed (6 packets in the paper), not adaptive as in TCP.
+//! The slow-start threshold is fixed (6 packets in the paper), or, with
+//! [`Window::set_adaptive_ssthresh`], TCP's: unbounded until the first loss, then the
+//! halved window.
 
 use crate::sqn;
 
@@ -34,6 +36,8 @@ pub struct Window {
     recover: Option<u32>,
     /// W does not grow while ACKs report no packet beyond `recover` (TCP's fast recovery).
     hold_in_recovery: bool,
+    /// TCP's slow-start threshold: unbounded until the first loss, then the halved window.
+    adaptive_ssthresh: bool,
     /// Counters.
     losses: u64,
     restarts: u64,
@@ -49,6 +53,7 @@ impl Window {
             ignore: 0,
             recover: None,
             hold_in_recovery: false,
+            adaptive_ssthresh: false,
             losses: 0,
             restarts: 0,
         }
@@ -63,6 +68,14 @@ impl Window {
         self.hold_in_recovery = hold;
     }
 
+    /// TCP's slow-start threshold ([`super::pgmcc::SlowStart::Adaptive`]): none until the
+    /// first loss reaction, then the halved window; a restart sets it to half the window it
+    /// found (at least 2 packets).
+    pub fn set_adaptive_ssthresh(&mut self) {
+        self.adaptive_ssthresh = true;
+        self.ssthresh = u64::MAX / 4;
+    }
+
     /// Grants one token if fewer than one is left (the controller's rate floor); the window
     /// is untouched.
     pub fn grant_one(&mut self) {
@@ -71,6 +84,9 @@ impl Window {
 
     /// Session (re)start: `W = T = 1`.
     pub fn restart(&mut self) {
+        if self.adaptive_ssthresh {
+            self.ssthresh = (self.w / 2).max(2 * ONE);
+        }
         self.w = ONE;
         self.t = ONE as i64;
         self.ignore = 0;
@@ -165,6 +181,9 @@ impl Window {
         // flight, nothing could leave to produce the ACKs that declare it lost.
         let floor = if self.hold_in_recovery { 2 * ONE } else { ONE };
         self.w = (realigned / 2).max(floor);
+        if self.adaptive_ssthresh {
+            self.ssthresh = self.w;
+        }
         // "Ignore the next W/2 ACKs", W being the window before halving: that many of the
         // packets in flight are not replaced, so in flight shrinks to the new window.
         self.ignore = (self.w >> 16) as u32;
@@ -187,6 +206,25 @@ mod tests {
         w.on_ack(1);
         assert_eq!(w.window(), 2.0);
         assert_eq!(w.tokens(), 2, "exponential opening: +2 tokens per ACK");
+    }
+
+    #[test]
+    fn adaptive_threshold_opens_exponentially_until_the_first_loss() {
+        let mut w = Window::new(6);
+        w.set_adaptive_ssthresh();
+        w.on_ack(99);
+        assert_eq!(w.window(), 100.0, "no threshold before a loss");
+        assert!(w.on_loss(500, 100, 600));
+        assert_eq!(w.window(), 50.0);
+        // Now linear from the halved window.
+        w.on_ack(50);
+        assert!((w.window() - 51.0).abs() < 0.1, "{}", w.window());
+        // A stall: W = 1, and exponential again up to half the window it found (25.5).
+        w.restart();
+        w.on_ack(25);
+        assert_eq!(w.window(), 26.0);
+        w.on_ack(26);
+        assert!((w.window() - 27.0).abs() < 0.1, "{}", w.window());
     }
 
     #[test]

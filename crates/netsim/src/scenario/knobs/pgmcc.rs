@@ -1,7 +1,7 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`), for
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`), for
 //! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
-use pgmcc::cc::pgmcc::{Accounting, PgmccConfig, Recovery, RttUnit};
+use pgmcc::cc::pgmcc::{Accounting, PgmccConfig, Recovery, RttUnit, SlowStart};
 use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
 
@@ -9,7 +9,7 @@ use super::switch_bias;
 use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`) on the
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
@@ -87,6 +87,21 @@ pub(super) fn apply(
     if let Some(a) = fl.report_bar {
         pc.advertise_report_bar = a;
     }
+    if let Some(v) = &fl.slow_start {
+        pc.slow_start = match v.get_ref().as_str() {
+            "fixed" => SlowStart::Fixed,
+            "adaptive" => SlowStart::Adaptive,
+            other => {
+                return cx.err(
+                    v.span(),
+                    "flow.slow_start",
+                    format!(
+                        "`{other}`: use fixed (the paper's 6 packets) or adaptive (ours, TCP's)"
+                    ),
+                )
+            }
+        };
+    }
     Ok(())
 }
 
@@ -106,6 +121,7 @@ pub(super) fn refuse(
         ("accounting", fl.accounting.is_some()),
         ("recovery", fl.recovery.is_some()),
         ("report_bar", fl.report_bar.is_some()),
+        ("slow_start", fl.slow_start.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {
