@@ -8,6 +8,7 @@ use pgmcc::cc::Controller;
 use super::switch_bias;
 use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
+use toml::Spanned;
 
 /// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
@@ -21,30 +22,29 @@ pub(super) fn apply(
         pc.switch_bias = b;
     }
     if let Some(m) = &fl.model {
-        pc.model = match m.get_ref().as_str() {
-            "simple" => ThroughputModel::Simple,
-            "pftk" => ThroughputModel::Pftk,
-            other => {
-                return cx.err(
-                    m.span(),
-                    "flow.model",
-                    format!("`{other}`: use simple or pftk"),
-                )
-            }
-        };
+        pc.model = choice(
+            m,
+            "flow.model",
+            &[
+                ("simple", ThroughputModel::Simple),
+                ("pftk", ThroughputModel::Pftk),
+            ],
+            "use simple or pftk",
+            cx,
+        )?;
     }
     if let Some(u) = &fl.rtt_unit {
-        pc.rtt_unit = match u.get_ref().as_str() {
-            "packets" => RttUnit::Packets,
-            "ms" | "millis" => RttUnit::Millis,
-            other => {
-                return cx.err(
-                    u.span(),
-                    "flow.rtt_unit",
-                    format!("`{other}`: use packets or ms"),
-                )
-            }
-        };
+        pc.rtt_unit = choice(
+            u,
+            "flow.rtt_unit",
+            &[
+                ("packets", RttUnit::Packets),
+                ("ms", RttUnit::Millis),
+                ("millis", RttUnit::Millis),
+            ],
+            "use packets or ms",
+            cx,
+        )?;
     }
     if fl.adaptive_timeout.unwrap_or(false) {
         *pc = pc.with_adaptive_timeout();
@@ -59,50 +59,55 @@ pub(super) fn apply(
         );
     }
     if let Some(a) = &fl.accounting {
-        pc.accounting = match a.get_ref().as_str() {
-            "tokens" => Accounting::Tokens,
-            "pipe" => Accounting::Pipe,
-            other => {
-                return cx.err(
-                    a.span(),
-                    "flow.accounting",
-                    format!("`{other}`: use tokens (the paper's) or pipe (ours)"),
-                )
-            }
-        };
+        pc.accounting = choice(
+            a,
+            "flow.accounting",
+            &[("tokens", Accounting::Tokens), ("pipe", Accounting::Pipe)],
+            "use tokens (the paper's) or pipe (ours)",
+            cx,
+        )?;
     }
     if let Some(r) = &fl.recovery {
-        pc.recovery = match r.get_ref().as_str() {
-            "grow" => Recovery::Grow,
-            "hold" => Recovery::Hold,
-            other => {
-                return cx.err(
-                    r.span(),
-                    "flow.recovery",
-                    format!("`{other}`: use grow (the paper's) or hold (ours, TCP's)"),
-                )
-            }
-        };
+        pc.recovery = choice(
+            r,
+            "flow.recovery",
+            &[("grow", Recovery::Grow), ("hold", Recovery::Hold)],
+            "use grow (the paper's) or hold (ours, TCP's)",
+            cx,
+        )?;
     }
     if let Some(a) = fl.report_bar {
         pc.advertise_report_bar = a;
     }
     if let Some(v) = &fl.slow_start {
-        pc.slow_start = match v.get_ref().as_str() {
-            "fixed" => SlowStart::Fixed,
-            "adaptive" => SlowStart::Adaptive,
-            other => {
-                return cx.err(
-                    v.span(),
-                    "flow.slow_start",
-                    format!(
-                        "`{other}`: use fixed (the paper's 6 packets) or adaptive (ours, TCP's)"
-                    ),
-                )
-            }
-        };
+        pc.slow_start = choice(
+            v,
+            "flow.slow_start",
+            &[
+                ("fixed", SlowStart::Fixed),
+                ("adaptive", SlowStart::Adaptive),
+            ],
+            "use fixed (the paper's 6 packets) or adaptive (ours, TCP's)",
+            cx,
+        )?;
     }
     Ok(())
+}
+
+/// The value of a knob that names one of `options`; otherwise an error at its span that
+/// quotes it and says `hint`.
+fn choice<T: Copy>(
+    v: &Spanned<String>,
+    key: &str,
+    options: &[(&str, T)],
+    hint: &str,
+    cx: &Ctx<'_>,
+) -> Result<T, ScenarioError> {
+    let name = v.get_ref().as_str();
+    match options.iter().find(|(n, _)| *n == name) {
+        Some(&(_, t)) => Ok(t),
+        None => cx.err(v.span(), key, format!("`{name}`: {hint}")),
+    }
 }
 
 /// Refuses pgmcc's own knobs on a flow run by controller `ctl`; `c` is refused only when
