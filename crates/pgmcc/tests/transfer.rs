@@ -63,6 +63,8 @@ struct Net {
     deaf_until: Vec<Instant>,
     /// Downstream data packets each receiver did not get (drops, not counting deafness).
     drops: Vec<u64>,
+    /// ODATA (receiver, sequence number) pairs lost on purpose, once each.
+    drop_odata: Vec<(usize, u32)>,
     buf: Vec<u8>,
 }
 
@@ -90,6 +92,7 @@ impl Net {
             extra_loss: vec![0.0; n],
             deaf_until: vec![Instant::ZERO; n],
             drops: vec![0; n],
+            drop_odata: Vec::new(),
             buf: vec![0; 2048],
         }
     }
@@ -110,6 +113,15 @@ impl Net {
             }
             for i in 0..self.rxs.len() {
                 if self.now < self.deaf_until[i] {
+                    continue;
+                }
+                if let Some(k) = self.drop_odata.iter().position(|&(r, q)| {
+                    r == i
+                        && pgm_wire::Repr::parse(&bytes)
+                            .is_ok_and(|p| matches!(p.body, pgm_wire::Body::Odata(d) if d.sqn == q))
+                }) {
+                    self.drop_odata.swap_remove(k);
+                    self.drops[i] += 1;
                     continue;
                 }
                 if self.rng.unit() < self.rx_loss + self.extra_loss[i] {
@@ -525,6 +537,47 @@ fn independent_loss_transfer(fec: Option<u32>) -> (pgmcc::SenderStats, Vec<pgmcc
     }
     let rx = net.rxs.iter().map(|r| r.stats().clone()).collect();
     (net.sender.stats().clone(), rx)
+}
+
+#[test]
+fn a_first_packet_rebuilt_from_parity_still_marks_the_stream_start() {
+    // Receiver 0 loses ODATA 0 (the OPT_SYN packet), receiver 1 loses ODATA 3 of the same
+    // group: both ask for parity, and receiver 0 rebuilds packet 0 from a parity packet,
+    // which carries OPT_SYN (RFC 3208 §9.6.2) since packet 0 has no copy of its own.
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.rate_limit = Some(RateLimit {
+        bytes_per_sec: 1_000_000,
+        burst: 15_000,
+    });
+    cfg.fec = Some(16);
+    let mut net = Net::new(cfg, 2, 5, |c| {
+        c.nak_rpt_ivl = Duration::from_millis(200);
+        c.nak_rdata_ivl = Duration::from_millis(200);
+    });
+    net.drop_odata = vec![(0, 0), (1, 3)];
+    let apdus = content(100 * 1024, 4);
+    let whole: Vec<u8> = apdus.concat();
+    net.transfer(&apdus, Duration::from_secs(30));
+    assert!(net.drop_odata.is_empty(), "both drops happened");
+    // One parity packet repaired both (receiver 0's NAK was suppressed by the NCF).
+    assert_eq!(net.sender.stats().parity_packets, 1);
+    assert_eq!(net.sender.stats().rdata_packets, 1);
+    for r in &net.rxs {
+        assert_eq!((r.stats().parity_rebuilt, r.stats().rdata_packets), (1, 0));
+    }
+    for (i, sink) in net.sinks.iter().enumerate() {
+        assert_eq!(sha(&sink.bytes), sha(&whole), "receiver {i}");
+        assert_eq!(
+            sink.started,
+            Some(0),
+            "receiver {i} started at the first packet"
+        );
+        assert_eq!(
+            net.rxs[i].session_syn(&TSI),
+            Some(0),
+            "receiver {i} knows the start"
+        );
+    }
 }
 
 #[test]

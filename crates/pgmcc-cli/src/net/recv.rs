@@ -188,7 +188,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     if (syn_sqn.is_none() || syn_sqn != first) && !args.zmq {
                         let why = match syn_sqn {
                             Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
-                            None => "this receiver never saw the stream's first packet (it joined late, or the source does not mark it with OPT_SYN, as OpenPGM does not)".into(),
+                            None => format!("this receiver never saw the stream's first packet (it started at packet {}: it joined late, lost the start, or the source does not mark it with OPT_SYN, as OpenPGM does not)", first.unwrap_or_default()),
                         };
                         if !args.allow_partial_start {
                             failure = Some(format!(

@@ -350,6 +350,10 @@ impl Receiver {
             return;
         };
         let tg = crate::fec::tg_sqn(s, k);
+        if repr.options.syn {
+            // RFC 3208 §9.6.2: parity of the first group marks its first packet as the SYN.
+            peer.syn_sqn = Some(tg);
+        }
         let mut shard = repr.payload.to_vec();
         shard.extend_from_slice(encoded.as_ref().map_or(&[][..], |e| &e[..]));
         // A parity packet shows that its whole group was sent (§11.5).

@@ -1268,7 +1268,13 @@ impl Sender {
         let layout = packet.layout;
         let p = layout.parity_payload_len();
         let (payload, encoded) = packet.shard.split_at(p);
+        // RFC 3208 §9.6.2: every parity packet of the first transmission group carries
+        // OPT_SYN, so a receiver that rebuilds the first packet still learns the stream start.
+        let first_group = self.parity.as_ref().is_some_and(|q| {
+            crate::fec::tg_sqn(packet.sqn, q.tg_size()) == self.config.initial_sqn
+        });
         let opts = Options {
+            syn: first_group,
             fragment_encoded: layout
                 .frag
                 .then(|| <[u8; FRAGMENT_BODY_LEN]>::try_from(encoded).ok())
