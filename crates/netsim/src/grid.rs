@@ -35,6 +35,12 @@ pub const TCP_PAYLOAD: u32 = 1460;
 pub const PGM_PAYLOAD: u32 = 1428;
 /// Smallest queue in packets.
 pub const MIN_QUEUE: u32 = 4;
+/// Shortest measurement, seconds, where the packet budget allows. Two window-based flows
+/// at low bandwidth trade the larger share back and forth over tens of seconds: at 1 Mbit/s
+/// f over consecutive 100 s windows of one run ranged 0.62-1.36 (sd about 0.2), so 100 s
+/// and 3 seeds could not place a mean within the [0.8, 1.25] band; 500 s and 3 seeds give
+/// about 0.05 (docs/reproduction.md, "Fairness grid").
+pub const MIN_MEASURE_S: f64 = 500.0;
 /// Upper bound on the data packets a measurement may cost at the bottleneck rate; the
 /// 200-RTT minimum wins over it.
 pub const PACKET_BUDGET: f64 = 1.5e6;
@@ -148,10 +154,11 @@ impl Cell {
             .ceil()
     }
 
-    /// Length of the measurement, whole seconds: 8 cycles or 100 s, whichever is longer,
-    /// at most [`PACKET_BUDGET`] packets at the bottleneck rate, never below 200 RTTs.
+    /// Length of the measurement, whole seconds: 8 cycles or [`MIN_MEASURE_S`], whichever is
+    /// longer, at most [`PACKET_BUDGET`] packets at the bottleneck rate, never below 200
+    /// RTTs.
     pub fn measure_s(&self) -> f64 {
-        let want = (8.0 * self.cycle_s()).max(100.0);
+        let want = (8.0 * self.cycle_s()).max(MIN_MEASURE_S);
         let budget = PACKET_BUDGET / self.packet_rate();
         want.min(budget).max(200.0 * self.rtt_s()).ceil()
     }
@@ -246,21 +253,10 @@ impl Cell {
     pub fn measure(&self, s: &Summary) -> Outcome {
         let from = self.warmup_s();
         let to = from + self.measure_s();
-        let delivered = |name: &str| -> f64 {
-            let Some(fl) = s.flows.iter().find(|f| f.name == name) else {
-                return 0.0;
-            };
-            let at = |t: f64| -> u64 {
-                // Cumulative goodput at the last sample at or before t.
-                let k = s.times.partition_point(|&x| x <= t + 1e-9);
-                match k {
-                    0 => 0,
-                    k => fl.sequence_bytes.get(k - 1).copied().unwrap_or(0),
-                }
-            };
-            at(to).saturating_sub(at(from)) as f64
-        };
-        let (tcp, mc) = (delivered("tcp"), delivered("multicast"));
+        let (tcp, mc) = (
+            delivered(s, "tcp", from, to),
+            delivered(s, "multicast", from, to),
+        );
         let secs = (to - from).max(1e-9);
         Outcome {
             f: if mc > 0.0 { tcp / mc } else { f64::INFINITY },
@@ -269,6 +265,23 @@ impl Cell {
             cycles: (to - from) / self.cycle_s(),
         }
     }
+}
+
+/// Payload bytes flow `name` delivered between the samples at or before `from` and `to`
+/// (0 when there is no such flow).
+pub(crate) fn delivered(s: &Summary, name: &str, from: f64, to: f64) -> f64 {
+    let Some(fl) = s.flows.iter().find(|f| f.name == name) else {
+        return 0.0;
+    };
+    let at = |t: f64| -> u64 {
+        // Cumulative goodput at the last sample at or before t.
+        let k = s.times.partition_point(|&x| x <= t + 1e-9);
+        match k {
+            0 => 0,
+            k => fl.sequence_bytes.get(k - 1).copied().unwrap_or(0),
+        }
+    };
+    at(to).saturating_sub(at(from)) as f64
 }
 
 /// What one run of a cell measured.
