@@ -217,6 +217,16 @@ fn scripted_losses(variant: TcpVariant, lost: &[u64]) -> (AgentReport, u64, u64,
         bytes: Some(200 * mss),
         ..TcpConfig::default()
     };
+    scripted_losses_with(variant, lost, cfg)
+}
+
+/// [`scripted_losses`] with the sender's configuration given.
+fn scripted_losses_with(
+    variant: TcpVariant,
+    lost: &[u64],
+    cfg: TcpConfig,
+) -> (AgentReport, u64, u64, Option<f64>) {
+    let mss = u64::from(cfg.mss);
     let sink = LossySink {
         inner: TcpSink::new(1),
         drop: lost.iter().map(|n| n * mss).collect(),
@@ -370,6 +380,31 @@ fn sack_repairs_six_holes_in_one_round_trip() {
     }
     // NewReno fills one hole per round trip (about 100 ms each); SACK fills them together.
     assert!(done[1] + 0.3 < done[0], "{done:?}");
+}
+
+#[test]
+fn limited_transmit_turns_a_small_window_timeout_into_a_fast_retransmit() {
+    // The slow-start threshold of 2 segments keeps the window near 3 when segment 4 is lost:
+    // only two later segments are out, two duplicate ACKs, no fast retransmit.
+    for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
+        let run = |limited_transmit| {
+            let cfg = TcpConfig {
+                initial_ssthresh: Some(2 * 1460),
+                bytes: Some(40 * 1460),
+                limited_transmit,
+                ..TcpConfig::default()
+            };
+            scripted_losses_with(v, &[4], cfg)
+        };
+        let (plain, plain_to, delivered, _) = run(false);
+        assert_eq!(delivered, 40 * 1460);
+        assert_eq!((plain_to, counter(&plain, "limited_transmits")), (1, 0.0), "{v:?}");
+        let (lt, lt_to, delivered, _) = run(true);
+        assert_eq!(delivered, 40 * 1460);
+        assert_eq!(lt_to, 0, "{v:?}: limited transmit should avoid the timeout");
+        assert_eq!(counter(&lt, "fast_retransmits"), 1.0, "{v:?}");
+        assert_eq!(counter(&lt, "limited_transmits"), 2.0, "{v:?}");
+    }
 }
 
 #[test]

@@ -83,6 +83,8 @@ pub struct TcpSenderReport {
     pub timeouts: u64,
     /// Fast retransmits (entries into fast recovery).
     pub fast_retransmits: u64,
+    /// New segments sent on the first two duplicate ACKs (RFC 3042).
+    pub limited_transmits: u64,
     /// Congestion window, bytes.
     pub cwnd_bytes: f64,
     /// Congestion window, segments.
@@ -148,6 +150,7 @@ impl AgentReport {
                     ("retransmits", r.retransmits as f64),
                     ("timeouts", r.timeouts as f64),
                     ("fast_retransmits", r.fast_retransmits as f64),
+                    ("limited_transmits", r.limited_transmits as f64),
                     ("cwnd_bytes", r.cwnd_bytes),
                     ("cwnd_segments", r.cwnd_segments),
                     ("ssthresh_bytes", r.ssthresh_bytes),

@@ -483,6 +483,9 @@ fn build_tcp(
     if let Some(r) = &fl.min_rto {
         cfg.min_rto = cx.dur(r, "flow.min_rto")?;
     }
+    if let Some(lt) = fl.limited_transmit {
+        cfg.limited_transmit = lt;
+    }
     let dst = sim.addr(to);
     let sender = sim.add_agent(
         from,

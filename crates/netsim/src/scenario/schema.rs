@@ -106,6 +106,7 @@ pub(super) struct FlowSpec {
     pub(super) rate_limit: Option<Spanned<String>>,
     pub(super) delayed_ack: Option<bool>,
     pub(super) min_rto: Option<Spanned<String>>,
+    pub(super) limited_transmit: Option<bool>,
     pub(super) repairs: Option<bool>,
     pub(super) repair_budget: Option<Spanned<f64>>,
     pub(super) repair_holdoff: Option<bool>,

@@ -293,6 +293,7 @@ pub(super) fn refuse_tcp_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
     for (k, present) in [
         ("delayed_ack", fl.delayed_ack.is_some()),
         ("min_rto", fl.min_rto.is_some()),
+        ("limited_transmit", fl.limited_transmit.is_some()),
     ] {
         if present {
             return cx.err(fl.kind.span(), &format!("flow.{k}"), "only for TCP flows");

@@ -61,6 +61,11 @@ pub struct TcpConfig {
     pub clock_granularity: Duration,
     /// Bytes to send; `None` means an unlimited bulk transfer. Default `None`.
     pub bytes: Option<u64>,
+    /// Limited transmit (RFC 3042): the first and second duplicate ACKs each send one new
+    /// segment, if the flight stays within cwnd + 2 segments, so a window of 3 or 4 segments
+    /// can still collect the duplicate ACKs fast retransmit needs instead of timing out.
+    /// Linux does it, and so does ns-2 since 2001 (`singledup_ 1`). Default false.
+    pub limited_transmit: bool,
 }
 
 impl Default for TcpConfig {
@@ -77,6 +82,7 @@ impl Default for TcpConfig {
             max_rto: Duration::from_secs(60),
             clock_granularity: Duration::from_millis(1),
             bytes: None,
+            limited_transmit: false,
         }
     }
 }
@@ -119,6 +125,7 @@ pub struct TcpSender {
     retransmits: u64,
     timeouts: u64,
     fast_retransmits: u64,
+    limited_transmits: u64,
     acks_received: u64,
 }
 
@@ -158,6 +165,7 @@ impl TcpSender {
             retransmits: 0,
             timeouts: 0,
             fast_retransmits: 0,
+            limited_transmits: 0,
             acks_received: 0,
         }
     }
@@ -312,6 +320,23 @@ impl TcpSender {
             }
             self.transmit(now, self.snd_nxt, ctx);
             self.snd_nxt += u64::from(len);
+        }
+    }
+
+    /// RFC 3042: one new segment on a duplicate ACK, cwnd unchanged, if the flight stays
+    /// within cwnd + 2 segments (and the advertised window).
+    fn limited_transmit(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        // Only new data: after a timeout `snd_nxt` is resending below `snd_max`.
+        if self.snd_nxt != self.snd_max || !self.may_send(self.snd_nxt) {
+            return;
+        }
+        let len = self.seg_len(self.snd_nxt);
+        let after = self.snd_nxt + u64::from(len) - self.snd_una;
+        let room = self.cwnd + 2.0 * f64::from(self.mss());
+        if after as f64 <= room && after <= self.max_window() {
+            self.transmit(now, self.snd_nxt, ctx);
+            self.snd_nxt += u64::from(len);
+            self.limited_transmits += 1;
         }
     }
 
@@ -474,6 +499,8 @@ impl TcpSender {
                     || (self.variant == TcpVariant::Sack && self.scoreboard.is_lost(self.snd_una));
                 if may_recover && triggered {
                     self.enter_recovery(now, ctx);
+                } else if self.config.limited_transmit && self.dupacks <= 2 {
+                    self.limited_transmit(now, ctx);
                 }
             }
         }
@@ -555,6 +582,7 @@ impl Agent for TcpSender {
             retransmits: self.retransmits,
             timeouts: self.timeouts,
             fast_retransmits: self.fast_retransmits,
+            limited_transmits: self.limited_transmits,
             cwnd_bytes: self.cwnd,
             cwnd_segments: self.cwnd_segments(),
             ssthresh_bytes: self.ssthresh,
