@@ -14,12 +14,19 @@ mod grid;
 mod net;
 mod reproduce;
 mod sim;
+mod sweep;
 
 /// Reliable multicast with TCP-friendly congestion control (PGM, RFC 3208, with pgmcc):
 /// `send` and `recv` move files and streams over a real network, `sim` and `reproduce` run
 /// scenarios and the papers' experiments on a simulated one, `decode` dissects PGM packets.
 #[derive(Debug, Parser)]
-#[command(name = "pgmcc", version, long_about = None)]
+#[command(
+    name = "pgmcc",
+    version,
+    long_about = None,
+    after_help = "Logs: warnings go to standard error; set RUST_LOG for more, e.g. \
+                  RUST_LOG=debug or RUST_LOG=pgmcc=trace,pgmcc_net=debug."
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -86,6 +93,13 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The library crates log with `tracing`; RUST_LOG chooses what reaches standard error.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
     let result = match cli.command {
         Command::Decode(args) => decode::run(&args),
         Command::Sim(args) => sim::run(&args),
