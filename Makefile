@@ -46,11 +46,12 @@ reproduce: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
 	./target/release/pgmcc reproduce --seeds 5
 
-# Not a test (~40 min on 2 cores): issue 19's fairness grid; rewrites only the grid's section
+# Not a test (about an hour on 2 cores): issue 19's fairness grid and receiver sweep; rewrites only their sections
 # of docs/reproduction.md, which `make reproduce` keeps.
 grid: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
 	./target/release/pgmcc grid --seeds 3
+	./target/release/pgmcc grid --seeds 3 --tcp sack,newreno --receivers 1,10,100,1000
 
 # Not a test: criterion core costs and loopback throughput against OpenPGM and a plain UDP
 # blaster, measured in one run (scripts/bench; root for the network namespace).

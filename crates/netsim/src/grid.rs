@@ -163,6 +163,15 @@ impl Cell {
         want.min(budget).max(200.0 * self.rtt_s()).ceil()
     }
 
+    /// Whether `other` is the same scenario: the same rate, RTT and access, and a queue of
+    /// the same number of packets (small BDPs all round up to [`MIN_QUEUE`]).
+    pub fn scenario_eq(&self, other: &Cell) -> bool {
+        self.rate_bps == other.rate_bps
+            && self.rtt_ms == other.rtt_ms
+            && self.access == other.access
+            && self.queue_packets() == other.queue_packets()
+    }
+
     /// A readable label: "10 Mbit/s 100 ms q=1 BDP (83p) fast".
     pub fn label(&self) -> String {
         format!(

@@ -31,6 +31,7 @@ pub mod run;
 pub mod scenario;
 pub mod sim;
 pub mod summary;
+pub mod sweep;
 pub mod units;
 
 pub use agent::{Agent, Ctx};

@@ -398,7 +398,11 @@ fn limited_transmit_turns_a_small_window_timeout_into_a_fast_retransmit() {
         };
         let (plain, plain_to, delivered, _) = run(false);
         assert_eq!(delivered, 40 * 1460);
-        assert_eq!((plain_to, counter(&plain, "limited_transmits")), (1, 0.0), "{v:?}");
+        assert_eq!(
+            (plain_to, counter(&plain, "limited_transmits")),
+            (1, 0.0),
+            "{v:?}"
+        );
         let (lt, lt_to, delivered, _) = run(true);
         assert_eq!(delivered, 40 * 1460);
         assert_eq!(lt_to, 0, "{v:?}: limited transmit should avoid the timeout");

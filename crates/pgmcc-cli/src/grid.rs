@@ -17,49 +17,69 @@ use pgmcc::cc::Controller;
 
 use crate::reproduce::{par_map, stats};
 
-/// Start and end markers of the grid's section in the doc.
-pub(crate) const BEGIN: &str = "<!-- fairness-grid:begin (written by `make grid`) -->";
-pub(crate) const END: &str = "<!-- fairness-grid:end -->";
+/// Start and end markers of a generated section of the doc.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Markers {
+    pub(crate) begin: &'static str,
+    pub(crate) end: &'static str,
+}
+
+/// The dumbbell grid's section.
+pub(crate) const GRID: Markers = Markers {
+    begin: "<!-- fairness-grid:begin (written by `make grid`) -->",
+    end: "<!-- fairness-grid:end -->",
+};
+
+/// The receiver sweep's section (`pgmcc grid --receivers`).
+pub(crate) const SWEEP: Markers = Markers {
+    begin: "<!-- receiver-sweep:begin (written by `make grid`) -->",
+    end: "<!-- receiver-sweep:end -->",
+};
 
 /// The target band for f against SACK and NewReno (issue 19).
-const BAND: (f64, f64) = (0.8, 1.25);
+pub(crate) const BAND: (f64, f64) = (0.8, 1.25);
 
 /// Arguments of `pgmcc grid`.
 #[derive(Debug, ClapArgs)]
 pub(crate) struct Args {
     /// Seeds per cell and TCP variant (1..=N).
     #[arg(long, default_value_t = 3)]
-    seeds: u64,
+    pub(crate) seeds: u64,
     /// The controller in the multicast slot (a registry name: pgmcc, pgmcc-paper, tfmcc, ...).
     #[arg(long, default_value = "pgmcc")]
-    cc: Controller,
+    pub(crate) cc: Controller,
     /// TCP variants to run against, comma-separated: sack, newreno, reno.
     #[arg(long, value_delimiter = ',', default_value = "sack,newreno,reno")]
-    tcp: Vec<String>,
+    pub(crate) tcp: Vec<String>,
     /// Bottleneck rates in Mbit/s, comma-separated (default: 1,10,100).
     #[arg(long, value_delimiter = ',')]
-    rates: Vec<u64>,
+    pub(crate) rates: Vec<u64>,
     /// Round-trip times in ms, comma-separated (default: 20,100,400).
     #[arg(long, value_delimiter = ',')]
-    rtts: Vec<u32>,
+    pub(crate) rtts: Vec<u32>,
     /// Queue sizes in bandwidth-delay products, comma-separated (default: 0.5,1,2).
     #[arg(long, value_delimiter = ',')]
-    queues: Vec<f64>,
+    pub(crate) queues: Vec<f64>,
     /// Senders' access links, comma-separated: fast (10x the bottleneck), slow (0.75x).
     #[arg(long, value_delimiter = ',')]
-    access: Vec<String>,
+    pub(crate) access: Vec<String>,
     /// Skip the control (TCP SACK against TCP SACK on the same cell).
     #[arg(long)]
-    no_control: bool,
+    pub(crate) no_control: bool,
     /// Parallel runs (default: available cores).
     #[arg(long)]
-    jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// The Markdown file whose grid section is (re)written.
     #[arg(long, value_name = "FILE", default_value = "docs/reproduction.md")]
-    doc: PathBuf,
+    pub(crate) doc: PathBuf,
+    /// Run the receiver sweep instead of the dumbbells: one session to each of these numbers
+    /// of receivers with heterogeneous RTT and loss, comma-separated (e.g. 1,10,100,1000),
+    /// against one TCP flow on the slowest receiver's path.
+    #[arg(long, value_delimiter = ',', value_name = "N,...")]
+    pub(crate) receivers: Vec<usize>,
     /// Where grid.csv (every run) and the cells' scenario files go.
     #[arg(long, value_name = "DIR", default_value = "out/grid")]
-    out: PathBuf,
+    pub(crate) out: PathBuf,
 }
 
 fn tcp_kind(name: &str) -> Result<FlowKind> {
@@ -71,7 +91,7 @@ fn tcp_kind(name: &str) -> Result<FlowKind> {
     })
 }
 
-fn short(kind: FlowKind) -> &'static str {
+pub(crate) fn short(kind: FlowKind) -> &'static str {
     match kind {
         FlowKind::TcpSack => "SACK",
         FlowKind::TcpNewReno => "NewReno",
@@ -100,7 +120,29 @@ fn cells(args: &Args) -> Result<Vec<Cell>> {
     if v.is_empty() {
         bail!("no cell of the grid matches --rates/--rtts/--queues/--access");
     }
-    Ok(v)
+    Ok(distinct(v))
+}
+
+/// `cells` without repeats: queue sizes that round to the same packet count (the 4-packet
+/// floor) make the same scenario, run once.
+fn distinct(cells: Vec<Cell>) -> Vec<Cell> {
+    let mut unique: Vec<Cell> = Vec::new();
+    for c in cells {
+        if !unique.iter().any(|u| u.scenario_eq(&c)) {
+            unique.push(c);
+        }
+    }
+    unique
+}
+
+/// The queue column of `c`: every standard queue size that gives its packet count.
+fn queue_label(c: &Cell) -> String {
+    let sizes: Vec<String> = grid::standard()
+        .iter()
+        .filter(|o| o.scenario_eq(c))
+        .map(|o| o.queue_bdp.to_string())
+        .collect();
+    format!("{} BDP ({}p)", sizes.join(", "), c.queue_packets())
 }
 
 /// One run to do.
@@ -111,8 +153,14 @@ struct Task {
     seed: u64,
 }
 
+/// Parallel runs: `--jobs`, or the available cores.
+pub(crate) fn jobs(args: &Args) -> usize {
+    args.jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1)
+}
+
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
-    let cells = cells(args)?;
     let tcps: Vec<FlowKind> = args
         .tcp
         .iter()
@@ -121,9 +169,11 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     if args.seeds == 0 {
         bail!("--seeds must be at least 1");
     }
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if !args.receivers.is_empty() {
+        return crate::sweep::run(args, &args.receivers, &tcps);
+    }
+    let cells = cells(args)?;
+    let jobs = jobs(args);
     let mut tasks = Vec::new();
     for (i, _) in cells.iter().enumerate() {
         for seed in 1..=args.seeds {
@@ -218,7 +268,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
 
     let section = markdown(args, &cells, &tcps, &tasks, &results, wall);
     let old = std::fs::read_to_string(&args.doc).unwrap_or_default();
-    std::fs::write(&args.doc, splice(&old, &section))
+    std::fs::write(&args.doc, splice(&old, &section, GRID))
         .with_context(|| format!("writing {}", args.doc.display()))?;
     println!(
         "wrote the grid section of {} and {} in {wall:.0} s",
@@ -228,11 +278,12 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `old` with its grid section replaced by `section` (appended if it has none).
-pub(crate) fn splice(old: &str, section: &str) -> String {
-    match (old.find(BEGIN), old.find(END)) {
+/// `old` with its section between `m`'s markers replaced by `section` (appended if it has
+/// none).
+pub(crate) fn splice(old: &str, section: &str, m: Markers) -> String {
+    match (old.find(m.begin), old.find(m.end)) {
         (Some(b), Some(e)) if e > b => {
-            format!("{}{section}{}", &old[..b], &old[e + END.len()..])
+            format!("{}{section}{}", &old[..b], &old[e + m.end.len()..])
         }
         _ => {
             let mut s = old.trim_end().to_string();
@@ -246,11 +297,11 @@ pub(crate) fn splice(old: &str, section: &str) -> String {
     }
 }
 
-/// The grid section of `doc`, markers included, if it has one.
-pub(crate) fn section_of(doc: &str) -> Option<&str> {
-    let b = doc.find(BEGIN)?;
-    let e = doc.find(END)?;
-    (e > b).then(|| &doc[b..e + END.len()])
+/// The section of `doc` between `m`'s markers, markers included, if it has one.
+pub(crate) fn section_of(doc: &str, m: Markers) -> Option<&str> {
+    let b = doc.find(m.begin)?;
+    let e = doc.find(m.end)?;
+    (e > b).then(|| &doc[b..e + m.end.len()])
 }
 
 fn markdown(
@@ -274,7 +325,7 @@ fn markdown(
             .collect()
     };
     let mut m = String::new();
-    let _ = writeln!(m, "{BEGIN}");
+    let _ = writeln!(m, "{}", GRID.begin);
     let _ = writeln!(
         m,
         "## Fairness grid: `{cc}` against TCP on a dumbbell\n\n\
@@ -291,10 +342,14 @@ fn markdown(
          periods the measurement spans (fewer than 2: f mostly reflects start-up).\n",
         cc = args.cc,
         seeds = args.seeds,
-        subset = if cells.len() == grid::standard().len() {
+        subset = if cells.len() == distinct(grid::standard()).len() {
             String::new()
         } else {
-            format!(", {} of the {} cells", cells.len(), grid::standard().len())
+            format!(
+                ", {} of the {} distinct cells",
+                cells.len(),
+                distinct(grid::standard()).len()
+            )
         },
         seeds_list = format_args!("1-{}", args.seeds),
         lo = BAND.0 * 100.0,
@@ -333,11 +388,10 @@ fn markdown(
     for (i, c) in cells.iter().enumerate() {
         let _ = write!(
             m,
-            "| {} Mbit/s | {} ms | {} BDP ({}p) | {} |",
+            "| {} Mbit/s | {} ms | {} | {} |",
             c.rate_bps / 1_000_000,
             c.rtt_ms,
-            c.queue_bdp,
-            c.queue_packets(),
+            queue_label(c),
             c.access.name()
         );
         let mut cycles = 0.0;
@@ -366,6 +420,44 @@ fn markdown(
             BAND.1 * 100.0
         );
     }
-    let _ = write!(m, "\n{END}");
+    let _ = write!(m, "\n{}", GRID.end);
     m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn section(m: Markers, body: &str) -> String {
+        format!("{}\n{body}\n{}", m.begin, m.end)
+    }
+
+    #[test]
+    fn queue_sizes_that_give_the_same_packet_count_are_one_cell() {
+        // 1 Mbit/s at 20 ms: 0.5, 1 and 2 BDP are all the 4-packet floor (fast and slow).
+        let cells = distinct(grid::standard());
+        assert_eq!(cells.len(), 54 - 4);
+        let small = cells
+            .iter()
+            .find(|c| c.rate_bps == 1_000_000 && c.rtt_ms == 20)
+            .expect("the standard grid has 1 Mbit/s, 20 ms cells");
+        assert_eq!(queue_label(small), "0.5, 1, 2 BDP (4p)");
+    }
+
+    #[test]
+    fn each_generated_section_is_replaced_alone_and_appended_when_missing() {
+        let doc = format!("# Doc\n\ntext\n\n{}\n\nmore\n", section(GRID, "old grid"));
+        let with_sweep = splice(&doc, &section(SWEEP, "sweep 1"), SWEEP);
+        assert!(
+            with_sweep.contains("old grid") && with_sweep.ends_with(&format!("{}\n", SWEEP.end))
+        );
+        let regrid = splice(&with_sweep, &section(GRID, "new grid"), GRID);
+        assert!(regrid.contains("new grid") && !regrid.contains("old grid"));
+        assert!(regrid.contains("sweep 1") && regrid.contains("\nmore\n"));
+        assert_eq!(
+            section_of(&regrid, SWEEP),
+            Some(section(SWEEP, "sweep 1").as_str())
+        );
+        assert_eq!(section_of("no markers", GRID), None);
+    }
 }

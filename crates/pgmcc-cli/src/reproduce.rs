@@ -212,10 +212,12 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     if let Some(parent) = args.doc.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    // The fairness grid's section belongs to `make grid`: keep it.
+    // The fairness grid's sections belong to `make grid`: keep them.
     let old = std::fs::read_to_string(&args.doc).unwrap_or_default();
-    if let Some(grid) = crate::grid::section_of(&old) {
-        doc = crate::grid::splice(&doc, grid);
+    for m in [crate::grid::GRID, crate::grid::SWEEP] {
+        if let Some(section) = crate::grid::section_of(&old, m) {
+            doc = crate::grid::splice(&doc, section, m);
+        }
     }
     std::fs::write(&args.doc, &doc).with_context(|| format!("writing {}", args.doc.display()))?;
     let mut page = html(&rows, args);
