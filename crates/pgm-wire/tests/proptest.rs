@@ -114,7 +114,7 @@ prop_compose! {
             prop::option::of((any::<u8>(), any::<u32>(), any::<u8>(), any::<u8>(), any::<u32>(), prop::collection::vec(ip(), 0..=8))),
             prop::option::of((any::<bool>(), any::<bool>(), any::<u8>(), any::<u32>())),
             prop::option::of(any::<[u8; 13]>()),
-            prop::option::of(any::<u16>()),
+            prop::option::of((any::<u16>(), any::<bool>())),
         ),
     ) -> Options<'static> {
         Options {
@@ -145,7 +145,7 @@ prop_compose! {
             lowweight: lowweight.map(|(flags, rate)| LowWeight { flags, rate }),
             grtt: grtt.map(|(grtt_us, gsize)| Grtt { grtt_us, gsize }),
             fec: fec.map(|(proactive, on_demand, code, tgs)| Fec { proactive, on_demand, code, tgs }),
-            report_bar,
+            report_bar: report_bar.map(|(loss, intervals)| ReportBar { loss, intervals }),
             unknown: Vec::new(),
         }
     }
@@ -358,9 +358,14 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         b.extend_from_slice(&be(f.tgs));
         v.push((0x33, 0, b));
     }
-    if let Some(l) = o.report_bar {
-        // OPT_REPORT_BAR (ours, docs/wire.md): rsv u8, loss u16, rsv u16
-        v.push((0x34, 0, [&[0][..], &l.to_be_bytes(), &[0, 0]].concat()));
+    if let Some(r) = o.report_bar {
+        // OPT_REPORT_BAR (ours, docs/wire.md): flags u8 (INTERVALS 0x01), loss u16, rsv u16
+        let flags = u8::from(r.intervals);
+        v.push((
+            0x34,
+            0,
+            [&[flags][..], &r.loss.to_be_bytes(), &[0, 0]].concat(),
+        ));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

@@ -45,8 +45,8 @@ mod redirect;
 mod session;
 
 pub use experimental::{
-    Fec, Grtt, LowWeight, Pseudofed, RepList, TfmccData, FEC_RS_VANDERMONDE_GF256, LW_NO_ACKS,
-    LW_QUICK_NAK, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI,
+    Fec, Grtt, LowWeight, Pseudofed, RepList, ReportBar, TfmccData, FEC_RS_VANDERMONDE_GF256,
+    LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI, RB_INTERVALS,
 };
 pub use fec::ParityPrm;
 pub use fragment::{Fragment, FRAGMENT_BODY_LEN};
@@ -259,8 +259,8 @@ pub struct Options<'a> {
     /// OPT_FEC (ours, experimental code 0x33).
     pub fec: Option<Fec>,
     /// OPT_REPORT_BAR (ours, experimental code 0x34): the loss rate above which a receiver
-    /// reports despite suppression, 65535 = 100%.
-    pub report_bar: Option<u16>,
+    /// reports despite suppression, and which loss estimate receivers report.
+    pub report_bar: Option<ReportBar>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }

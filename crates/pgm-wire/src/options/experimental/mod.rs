@@ -26,5 +26,5 @@ pub use fec::{Fec, FEC_RS_VANDERMONDE_GF256};
 pub use grtt::Grtt;
 pub use lowweight::{LowWeight, LW_NO_ACKS, LW_QUICK_NAK};
 pub use pseudofed::{Pseudofed, RepList, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI};
-pub(super) use report_bar::ReportBar;
+pub use report_bar::{ReportBar, RB_INTERVALS};
 pub use tfmcc::TfmccData;
