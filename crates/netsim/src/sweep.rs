@@ -27,7 +27,7 @@ use pgmcc::rng::Rng;
 
 use crate::agents::report::AgentReport;
 use crate::grid::{PGM_PAYLOAD, TCP_PAYLOAD};
-use crate::scenario::FlowKind;
+use crate::scenario::{self, FlowKind, ScenarioError};
 use crate::summary::Summary;
 
 /// Receiver counts of the standard sweep.
@@ -153,6 +153,21 @@ impl Sweep {
         s
     }
 
+    /// Runs `text` (a [`Sweep::scenario`] of this size, perhaps with keys added to its flows)
+    /// with `seed` and measures it.
+    pub fn run(&self, text: &str, seed: u64) -> Result<SweepOutcome, ScenarioError> {
+        let mut sc = scenario::parse(&format!("{}.toml", self.stem()), text, "sweep", Some(seed))?;
+        // Present in every sweep scenario; the acker share is 0 for a text without it.
+        let slowest = sc
+            .node_names
+            .iter()
+            .position(|n| n == "PR0")
+            .map(|i| sc.sim.addr(i).to_string())
+            .unwrap_or_default();
+        let summary = crate::run::run(&mut sc, |_| {});
+        Ok(self.measure(&summary, &slowest))
+    }
+
     /// f, the rates, the losses and the acker's record over the measurement of a run of
     /// [`Sweep::scenario`]. `slowest` is PR0's address in the run (the acker switches name
     /// addresses).
@@ -199,7 +214,6 @@ impl Sweep {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scenario;
 
     #[test]
     fn every_receiver_but_the_first_is_faster_by_the_tcp_equation() {

@@ -179,7 +179,7 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
     assert_eq!(
         summary(&paper),
         summary(&with(
-            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false\nslow_start = \"fixed\""
+            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false\nslow_start = \"fixed\"\nloss_report = \"filter\""
         ))
     );
 
@@ -190,6 +190,20 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
     let e = error_of(&with("slow_start = \"tcp\""));
     assert!(
         e.contains("flow.slow_start") && e.contains("adaptive"),
+        "{e}"
+    );
+    // Receivers asked for their loss intervals report differently: a different run.
+    assert_ne!(
+        summary(&with("loss_report = \"intervals\"")),
+        summary(&recommended)
+    );
+    assert_eq!(
+        summary(&with("loss_report = \"filter\"")),
+        summary(&recommended)
+    );
+    let e = error_of(&with("loss_report = \"soon\""));
+    assert!(
+        e.contains("flow.loss_report") && e.contains("intervals"),
         "{e}"
     );
     let e = error_of(&with("repair_budget = 0.0"));

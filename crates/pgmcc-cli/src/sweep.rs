@@ -8,8 +8,7 @@ use std::process::ExitCode;
 use std::time::Instant as WallClock;
 
 use anyhow::{bail, Context, Result};
-use netsim::run;
-use netsim::scenario::{self, FlowKind};
+use netsim::scenario::FlowKind;
 use netsim::sweep::{self, Sweep, SweepOutcome};
 
 use crate::grid::{short, splice, Args, BAND, SWEEP};
@@ -61,16 +60,7 @@ pub(crate) fn run(args: &Args, sizes: &[usize], tcps: &[FlowKind]) -> Result<Exi
     let results = par_map(&tasks, jobs, |t| -> Result<SweepOutcome> {
         let sw = Sweep { receivers: t.size };
         let text = sw.scenario(t.tcp, args.cc);
-        let mut sc = scenario::parse(&format!("{}.toml", sw.stem()), &text, "sweep", Some(t.seed))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-        let slowest = sc
-            .node_names
-            .iter()
-            .position(|n| n == "PR0")
-            .map(|i| sc.sim.addr(i).to_string())
-            .context("the sweep scenario has no PR0")?;
-        let summary = run::run(&mut sc, |_| {});
-        let o = sw.measure(&summary, &slowest);
+        let o = sw.run(&text, t.seed).map_err(|e| anyhow::anyhow!("{e}"))?;
         let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
         eprintln!(
             "[{n}/{}] {:>5} receivers vs {:<11} seed {}: f = {:.2}, {:.0} kbit/s, {} unrecoverable ({:.0} s)",

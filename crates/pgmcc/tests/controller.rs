@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::{AckRepr, PgmccFeedback};
-use pgmcc::cc::pgmcc::{Pgmcc, PgmccConfig, RttUnit};
+use pgmcc::cc::pgmcc::{LossReport, Pgmcc, PgmccConfig, RttUnit};
 use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
 use pgmcc::cc::{drive, CcEvent, CongestionControl};
 use pgmcc::rng::Rng;
@@ -389,4 +389,56 @@ fn adaptive_timeout_follows_the_rtt_instead_of_a_fixed_three_seconds() {
     );
     // Backed off: the second stall comes about 2 s after the first.
     assert_eq!(l.cc.metrics().stats.stalls, 2);
+}
+
+/// The source's requests to receivers on OPT_REPORT_BAR: the paper's controller sends none
+/// (no bar, the filter); with `LossReport::Intervals` it asks for loss intervals from the
+/// start, and adds its bar once an acker exists.
+#[test]
+fn a_controller_on_loss_intervals_asks_receivers_for_them() {
+    use pgm_wire::{Options, ReportBar};
+    let opts = |cc: &Pgmcc| {
+        let mut o = Options::default();
+        cc.control_options(&mut o);
+        o.report_bar
+    };
+    let paper = Pgmcc::new(PgmccConfig::default(), Instant::ZERO);
+    assert_eq!(opts(&paper), None);
+    let recommended = Pgmcc::new(PgmccConfig::recommended(), Instant::ZERO);
+    assert_eq!(opts(&recommended), None, "no acker, no bar yet");
+    let cfg = PgmccConfig {
+        loss_report: LossReport::Intervals,
+        ..PgmccConfig::recommended()
+    };
+    let mut cc = Pgmcc::new(cfg, Instant::ZERO);
+    assert_eq!(
+        opts(&cc),
+        Some(ReportBar {
+            loss: ReportBar::NONE,
+            intervals: true
+        })
+    );
+    // An acker reporting 1% loss: the bar is its loss over c² = 0.5625.
+    drive::send(&mut cc, Instant::ZERO, 0);
+    drive::ack_fb(
+        &mut cc,
+        ms(100),
+        rx(1),
+        &AckRepr {
+            rx_max: 0,
+            bitmap: 1,
+        },
+        Some(&PgmccFeedback {
+            tstamp: 0,
+            loss_rate: 655,
+            rx: rx(1),
+        }),
+    );
+    assert_eq!(
+        opts(&cc),
+        Some(ReportBar {
+            loss: (655.0 / 0.5625) as u16,
+            intervals: true
+        })
+    );
 }

@@ -574,7 +574,10 @@ fn a_receiver_above_the_report_bar_naks_despite_an_ncf() {
     let run = |bar: u16| {
         let mut r = receiver();
         let with_bar = Options {
-            report_bar: Some(bar),
+            report_bar: Some(ReportBar {
+                loss: bar,
+                intervals: false,
+            }),
             ..Options::default()
         };
         let spm = Repr::downstream(
@@ -628,6 +631,79 @@ fn a_receiver_above_the_report_bar_naks_despite_an_ncf() {
     assert_eq!(run(1), (vec![1], 0));
     // The highest bar: the NCF suppresses the NAK.
     assert_eq!(run(u16::MAX), (vec![], 1));
+}
+
+/// A pgmcc source that sets OPT_REPORT_BAR's INTERVALS flag (and advertises a group RTT)
+/// gets TFRC's average loss interval rate in its receivers' reports; without the flag they
+/// report the paper's loss filter, which jumps at every loss, so a NAK's report reads high.
+#[test]
+fn a_receiver_reports_loss_intervals_when_the_source_asks() {
+    let run = |intervals: bool| {
+        let mut r = receiver();
+        let spm = Repr::downstream(
+            TSI,
+            7500,
+            Body::Spm(SpmRepr {
+                sqn: 0,
+                trail: 0,
+                lead: u32::MAX,
+                path_nla: SRC,
+            }),
+        )
+        .with_options(Options {
+            report_bar: Some(ReportBar {
+                loss: ReportBar::NONE,
+                intervals,
+            }),
+            grtt: Some(Grtt {
+                grtt_us: 50_000,
+                gsize: 1,
+            }),
+            ..Options::default()
+        });
+        r.handle(ms(0), SRC, &spm.to_vec().unwrap());
+        // ODATA 0..=251 at 1 ms each, 100 and 250 lost: loss intervals of 101 and 150
+        // packets, 150 ms apart (more than the 50 ms group RTT: two loss events).
+        let mut reports = Vec::new();
+        for sqn in (0..=251).filter(|s| *s != 100 && *s != 250) {
+            let now = ms(u64::from(sqn) + 1);
+            let odata = Repr::downstream(TSI, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
+                .with_options(Options {
+                    pgmcc_data: Some(PgmccData {
+                        tstamp: sqn,
+                        acker: IpAddr::V4(Ipv4Addr::new(10, 0, 9, 9)),
+                    }),
+                    ..Options::default()
+                })
+                .with_payload(b"x");
+            r.handle(now, SRC, &odata.to_vec().unwrap());
+            r.handle_timeout(now);
+            for (_, b) in sent_by(&mut r, now) {
+                let repr = Repr::parse(&b).unwrap();
+                if let (Body::Nak(n), Some(fb)) = (repr.body, repr.options.pgmcc_feedback) {
+                    reports.push((n.sqn, fb.loss_rate));
+                }
+            }
+        }
+        let mut now = ms(252);
+        while let Some(t) = r.poll_timeout().filter(|t| *t < ms(2_000)) {
+            now = now.max(t);
+            r.handle_timeout(now);
+            for (_, b) in sent_by(&mut r, now) {
+                let repr = Repr::parse(&b).unwrap();
+                if let (Body::Nak(n), Some(fb)) = (repr.body, repr.options.pgmcc_feedback) {
+                    reports.push((n.sqn, fb.loss_rate));
+                }
+            }
+        }
+        reports.into_iter().find(|(s, _)| *s == 250).unwrap().1
+    };
+    // Intervals 150 and 101 (the open one, of 1 packet, is shorter): p = 2 / 251.
+    assert_eq!(run(true), (2.0 / 251.0 * 65535.0_f64).round() as u16);
+    // The filter (W = 65000/65536, fixed point) after 251 packets with losses at 100 and
+    // 250 reads about 1 / 102: a quarter higher, from its jump at 250.
+    let filter = run(false);
+    assert!((635..=650).contains(&filter), "{filter}");
 }
 
 /// An ACK from `RX` for `rx_max` (and the 31 before it), echoing `echo_ms`.

@@ -393,8 +393,7 @@ impl Receiver {
         }
         peer.spm_sqn = Some(spm.sqn);
         peer.path = Some(spm.path_nla);
-        peer.note_grtt(&repr.options);
-        peer.fb.on_control(&repr.options);
+        peer.on_control(&repr.options);
         // On-demand parity with our code (OPT_FEC); an SPM without it turns parity off.
         let parity_k = repr
             .options
@@ -439,8 +438,7 @@ impl Receiver {
             return;
         };
         if !peer_nak {
-            peer.note_grtt(&repr.options);
-            peer.fb.on_control(&repr.options);
+            peer.on_control(&repr.options);
         }
         let suppress = !(self.config.pgmcc && peer.fb.must_report(now));
         let timers = peer.timers(&self.timers);

@@ -47,12 +47,14 @@ impl Peer {
         }
     }
 
-    /// Takes the source's OPT_GRTT from an SPM or NCF of this session.
-    pub(super) fn note_grtt(&mut self, opts: &pgm_wire::Options<'_>) {
+    /// Takes the source's OPT_GRTT and its requests to pgmcc receivers (OPT_REPORT_BAR)
+    /// from an SPM or NCF of this session.
+    pub(super) fn on_control(&mut self, opts: &pgm_wire::Options<'_>) {
         if let Some(g) = opts.grtt {
             let d = Duration::from_micros(u64::from(g.grtt_us)).min(MAX_GRTT);
             self.grtt = Some((d, g.gsize));
         }
+        self.fb.on_control(opts, self.grtt.map(|(g, _)| g));
     }
 }
 

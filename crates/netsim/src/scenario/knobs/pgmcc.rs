@@ -1,7 +1,7 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`), for
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`), for
 //! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
-use pgmcc::cc::pgmcc::{Accounting, PgmccConfig, Recovery, RttUnit, SlowStart};
+use pgmcc::cc::pgmcc::{Accounting, LossReport, PgmccConfig, Recovery, RttUnit, SlowStart};
 use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
 
@@ -10,7 +10,7 @@ use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`) on the
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
@@ -91,6 +91,18 @@ pub(super) fn apply(
             cx,
         )?;
     }
+    if let Some(v) = &fl.loss_report {
+        pc.loss_report = choice(
+            v,
+            "flow.loss_report",
+            &[
+                ("filter", LossReport::Filter),
+                ("intervals", LossReport::Intervals),
+            ],
+            "use filter (the paper's) or intervals (ours, TFRC's loss intervals)",
+            cx,
+        )?;
+    }
     Ok(())
 }
 
@@ -127,6 +139,7 @@ pub(super) fn refuse(
         ("recovery", fl.recovery.is_some()),
         ("report_bar", fl.report_bar.is_some()),
         ("slow_start", fl.slow_start.is_some()),
+        ("loss_report", fl.loss_report.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {

@@ -31,7 +31,7 @@ mod tfmcc;
 use std::collections::VecDeque;
 use std::net::IpAddr;
 
-use pgm_wire::{AckRepr, Options, PgmccFeedback, Pseudofed};
+use pgm_wire::{AckRepr, Options, PgmccFeedback, Pseudofed, ReportBar};
 use serde::Serialize;
 
 use crate::rng::Rng;
@@ -187,10 +187,22 @@ impl Feedback {
         self.report.can_report()
     }
 
-    /// An NCF or SPM from the source arrived with options `opts`.
-    pub(crate) fn on_control(&mut self, opts: &Options<'_>) {
-        if let Some(l) = opts.report_bar {
-            self.report_bar = Some(l);
+    /// An NCF or SPM from the source arrived with options `opts`: the report bar and the
+    /// loss estimate the source asks for; `grtt` is the group RTT it advertised, over which
+    /// loss events merge.
+    pub(crate) fn on_control(&mut self, opts: &Options<'_>, grtt: Option<Duration>) {
+        let Some(bar) = opts.report_bar else {
+            return;
+        };
+        self.report_bar = (bar.loss != ReportBar::NONE).then_some(bar.loss);
+        if !matches!(self.role, Role::Pgmcc) {
+            return;
+        }
+        match (bar.intervals, grtt) {
+            (true, Some(g)) => self.report.use_loss_events(g),
+            // Without a group RTT there is nothing to merge losses over: keep the filter.
+            (true, None) => {}
+            (false, _) => self.report.use_filter(),
         }
     }
 

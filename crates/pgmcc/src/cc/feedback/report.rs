@@ -1,6 +1,8 @@
 //! What every receiver measures for its report, whichever controller runs: the loss estimate
-//! (pgmcc's filter, §3.2.2, or TFRC's loss event rate for the TFMCC baseline), the echo of the
-//! latest OPT_PGMCC_DATA timestamp (draft §2.5.1) and the receive bitmap an ACK carries (§3.3).
+//! (pgmcc's filter, §3.2.2, or TFRC's loss event rate for the TFMCC baseline and for a pgmcc
+//! source that asks for it), the echo of the latest OPT_PGMCC_DATA timestamp (draft §2.5.1)
+//! and the receive bitmap an ACK carries (§3.3). Both loss estimators run from the first
+//! packet, so a source's request switches the report without a cold start.
 
 use std::net::IpAddr;
 
@@ -17,8 +19,11 @@ pub(crate) struct Report {
     /// This receiver's NLA: the `rx` of its reports.
     nla: IpAddr,
     loss: LossFilter,
-    /// TFRC loss events with their merging interval, when reported instead of `loss`.
-    events: Option<(LossEvents, Duration)>,
+    /// TFRC loss events, losses within `merge` of an event's start merged into it.
+    events: LossEvents,
+    merge: Duration,
+    /// Reports carry the loss event rate of `events` instead of `loss`.
+    report_events: bool,
     /// The latest OPT_PGMCC_DATA timestamp and when it arrived.
     tstamp: Option<(u32, Instant)>,
     recv: RecvBitmap,
@@ -30,7 +35,9 @@ impl Report {
         Report {
             nla,
             loss: LossFilter::new(loss_filter_w),
-            events: events.map(|d| (LossEvents::new(), d)),
+            events: LossEvents::new(),
+            merge: events.unwrap_or(Duration::ZERO),
+            report_events: events.is_some(),
             tstamp: None,
             recv: RecvBitmap::default(),
         }
@@ -45,20 +52,16 @@ impl Report {
     /// lead): 1 each in the loss signal (§3.2.2), one loss event for TFRC.
     pub(crate) fn on_gap(&mut self, now: Instant, n: u32) {
         self.loss.update_lost(n);
-        if let Some((ev, rtt)) = self.events.as_mut() {
-            ev.on_packets(n);
-            if n > 0 {
-                ev.on_loss(now, *rtt);
-            }
+        self.events.on_packets(n);
+        if n > 0 {
+            self.events.on_loss(now, self.merge);
         }
     }
 
     /// The ODATA that extended the lead arrived: 0 in the loss signal.
     pub(crate) fn on_lead(&mut self) {
         self.loss.update(false);
-        if let Some((ev, _)) = self.events.as_mut() {
-            ev.on_packets(1);
-        }
+        self.events.on_packets(1);
     }
 
     /// The source's OPT_PGMCC_DATA timestamp `ts` arrived at `now`.
@@ -73,15 +76,18 @@ impl Report {
 
     /// Reports TFRC's loss event rate, merging losses within `merge`, from now on.
     pub(crate) fn use_loss_events(&mut self, merge: Duration) {
-        match self.events.as_mut() {
-            Some((_, d)) => *d = merge,
-            None => self.events = Some((LossEvents::new(), merge)),
-        }
+        self.merge = merge;
+        self.report_events = true;
     }
 
-    /// TFRC's loss event rate, when that estimator runs.
+    /// Reports the pgmcc loss filter from now on.
+    pub(crate) fn use_filter(&mut self) {
+        self.report_events = false;
+    }
+
+    /// TFRC's loss event rate, when it is the one reported.
     pub(crate) fn loss_event_rate(&self) -> Option<f64> {
-        self.events.as_ref().map(|(ev, _)| ev.loss_event_rate())
+        self.report_events.then(|| self.events.loss_event_rate())
     }
 
     /// The OPT_PGMCC_FEEDBACK this receiver sends now, once the source ran pgmcc.
@@ -91,9 +97,9 @@ impl Report {
         let hold = now.saturating_duration_since(at).as_millis() as u32;
         Some(PgmccFeedback {
             tstamp: ts.wrapping_add(hold),
-            loss_rate: match &self.events {
+            loss_rate: match self.loss_event_rate() {
                 // p in the draft's 16-bit scale (65535 = 100%).
-                Some((ev, _)) => (ev.loss_event_rate() * 65535.0).round() as u16,
+                Some(p) => (p.clamp(0.0, 1.0) * 65535.0).round() as u16,
                 None => self.loss.as_u16(),
             },
             rx: self.nla,
