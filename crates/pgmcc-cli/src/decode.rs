@@ -7,6 +7,7 @@ use std::io::{BufReader, Read};
 use std::path::Path;
 use std::process::ExitCode;
 
+use crate::out::{out, outln};
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use etherparse::{NetSlice, SlicedPacket, TransportSlice};
@@ -41,14 +42,14 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let mut bad = 0usize;
     for input in &args.inputs {
         for (label, datagram) in load(input, &args.udp_ports)? {
-            println!("# {label}");
+            outln!("# {label}");
             match describe(&datagram, !args.no_verify) {
                 Ok(text) => {
-                    print!("{text}");
+                    out!("{text}");
                     ok += 1;
                 }
                 Err(e) => {
-                    println!(
+                    outln!(
                         "error: {e} ({} bytes: {})",
                         datagram.len(),
                         preview(&datagram)
@@ -59,7 +60,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         }
     }
     if ok + bad > 1 {
-        println!("# {ok} decoded, {bad} malformed");
+        outln!("# {ok} decoded, {bad} malformed");
     }
     Ok(if bad == 0 {
         ExitCode::SUCCESS

@@ -12,6 +12,7 @@ use clap::{Parser, Subcommand};
 mod decode;
 mod grid;
 mod net;
+mod out;
 mod reproduce;
 mod sim;
 mod sweep;

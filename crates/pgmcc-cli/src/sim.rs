@@ -4,6 +4,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant as WallClock;
 
+use crate::out::outln;
 use anyhow::{Context, Result};
 use clap::Args as ClapArgs;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -91,7 +92,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     run::write(&summary, &out).with_context(|| format!("writing results to {}", out.display()))?;
     report::write_report(&summary, &out)
         .with_context(|| format!("writing the report to {}", out.display()))?;
-    println!(
+    outln!(
         "{}: {:.0} s simulated in {:.1} s ({:.0}x real time, {} events)",
         summary.scenario,
         summary.duration_s,
@@ -112,7 +113,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
                 f.receivers.len() - 8
             ));
         }
-        println!(
+        outln!(
             "  {:<12} {:<11} {:>8.1} kbit/s mean  acker switches {:<3} receivers: {}",
             f.name,
             f.kind,
@@ -133,9 +134,9 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
                     )
                 })
                 .collect();
-            println!("  {:<12} kbit/s by phase  {}", f.name, means.join("  "));
+            outln!("  {:<12} kbit/s by phase  {}", f.name, means.join("  "));
         }
     }
-    println!("report: {}", out.join("report.html").display());
+    outln!("report: {}", out.join("report.html").display());
     Ok(ExitCode::SUCCESS)
 }

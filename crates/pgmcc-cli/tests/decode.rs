@@ -172,3 +172,28 @@ fn pcap_udp_encapsulation_and_raw_ip() {
     assert_eq!(code, 0);
     assert!(out.contains("type: ODATA"), "{out}");
 }
+
+/// A reader that stops early (`pgmcc decode cap.pcap | head`) ends the decode quietly with
+/// status 0, as it would end `cat`: before, `println!` panicked on the closed pipe.
+#[test]
+fn a_reader_that_stops_early_ends_the_decode_quietly() {
+    use std::io::Read;
+    use std::process::Stdio;
+    let p = tmp("many.pcap");
+    // About 20,000 lines of output, far beyond a pipe's buffer.
+    let frames: Vec<Vec<u8>> = (0..2000).map(|_| udp_frame(3056, &odata())).collect();
+    write_pcap(&p, DataLink::ETHERNET, &frames);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pgmcc"))
+        .args(["decode", p.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = [0u8; 64];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    // The read end is dropped here: the next writes fail with EPIPE.
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{:?}: {err}", out.status);
+    assert!(!err.contains("panicked"), "{err}");
+}
