@@ -566,6 +566,22 @@ fn opt_grtt_scales_the_receivers_nak_timers() {
     );
 }
 
+/// ODATA `sqn` (trail 0, one byte) with OPT_PGMCC_DATA, the timestamp a report echoes, naming
+/// another receiver as the acker.
+fn pgmcc_odata(sqn: u32) -> Vec<u8> {
+    Repr::downstream(TSI, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
+        .with_options(Options {
+            pgmcc_data: Some(PgmccData {
+                tstamp: sqn,
+                acker: IpAddr::V4(Ipv4Addr::new(10, 0, 9, 9)),
+            }),
+            ..Options::default()
+        })
+        .with_payload(b"x")
+        .to_vec()
+        .unwrap()
+}
+
 /// A receiver whose loss rate is above the report bar the source advertises (OPT_REPORT_BAR)
 /// is not suppressed by an NCF: its NAK, with its report, still goes out. Below the bar the
 /// NCF suppresses it as RFC 3208 says.
@@ -580,34 +596,10 @@ fn a_receiver_above_the_report_bar_naks_despite_an_ncf() {
             }),
             ..Options::default()
         };
-        let spm = Repr::downstream(
-            TSI,
-            7500,
-            Body::Spm(SpmRepr {
-                sqn: 0,
-                trail: 0,
-                lead: u32::MAX,
-                path_nla: SRC,
-            }),
-        )
-        .with_options(with_bar.clone());
-        r.handle(ms(0), SRC, &spm.to_vec().unwrap());
+        r.handle(ms(0), SRC, &spm_with(0, 0, u32::MAX, with_bar.clone()));
         // ODATA with OPT_PGMCC_DATA (the timestamp a report echoes), then a gap at 1.
-        let data = |sqn: u32| {
-            Repr::downstream(TSI, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
-                .with_options(Options {
-                    pgmcc_data: Some(PgmccData {
-                        tstamp: sqn,
-                        acker: IpAddr::V4(Ipv4Addr::new(10, 0, 9, 9)),
-                    }),
-                    ..Options::default()
-                })
-                .with_payload(b"x")
-                .to_vec()
-                .unwrap()
-        };
-        r.handle(ms(1), SRC, &data(0));
-        r.handle(ms(2), SRC, &data(2));
+        r.handle(ms(1), SRC, &pgmcc_odata(0));
+        r.handle(ms(2), SRC, &pgmcc_odata(2));
         let ncf = Repr::downstream(
             TSI,
             7500,
@@ -640,17 +632,7 @@ fn a_receiver_above_the_report_bar_naks_despite_an_ncf() {
 fn a_receiver_reports_loss_intervals_when_the_source_asks() {
     let run = |intervals: bool| {
         let mut r = receiver();
-        let spm = Repr::downstream(
-            TSI,
-            7500,
-            Body::Spm(SpmRepr {
-                sqn: 0,
-                trail: 0,
-                lead: u32::MAX,
-                path_nla: SRC,
-            }),
-        )
-        .with_options(Options {
+        let opts = Options {
             report_bar: Some(ReportBar {
                 loss: ReportBar::NONE,
                 intervals,
@@ -660,41 +642,31 @@ fn a_receiver_reports_loss_intervals_when_the_source_asks() {
                 gsize: 1,
             }),
             ..Options::default()
-        });
-        r.handle(ms(0), SRC, &spm.to_vec().unwrap());
-        // ODATA 0..=251 at 1 ms each, 100 and 250 lost: loss intervals of 101 and 150
-        // packets, 150 ms apart (more than the 50 ms group RTT: two loss events).
+        };
+        r.handle(ms(0), SRC, &spm_with(0, 0, u32::MAX, opts));
+        // The report on each NAK the receiver sends at `now`, by the NAK's first sqn.
         let mut reports = Vec::new();
-        for sqn in (0..=251).filter(|s| *s != 100 && *s != 250) {
-            let now = ms(u64::from(sqn) + 1);
-            let odata = Repr::downstream(TSI, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
-                .with_options(Options {
-                    pgmcc_data: Some(PgmccData {
-                        tstamp: sqn,
-                        acker: IpAddr::V4(Ipv4Addr::new(10, 0, 9, 9)),
-                    }),
-                    ..Options::default()
-                })
-                .with_payload(b"x");
-            r.handle(now, SRC, &odata.to_vec().unwrap());
-            r.handle_timeout(now);
-            for (_, b) in sent_by(&mut r, now) {
+        let mut collect = |r: &mut Receiver, now: Instant| {
+            for (_, b) in sent_by(r, now) {
                 let repr = Repr::parse(&b).unwrap();
                 if let (Body::Nak(n), Some(fb)) = (repr.body, repr.options.pgmcc_feedback) {
                     reports.push((n.sqn, fb.loss_rate));
                 }
             }
+        };
+        // ODATA 0..=251 at 1 ms each, 100 and 250 lost: loss intervals of 101 and 150
+        // packets, 150 ms apart (more than the 50 ms group RTT: two loss events).
+        for sqn in (0..=251).filter(|s| *s != 100 && *s != 250) {
+            let now = ms(u64::from(sqn) + 1);
+            r.handle(now, SRC, &pgmcc_odata(sqn));
+            r.handle_timeout(now);
+            collect(&mut r, now);
         }
         let mut now = ms(252);
         while let Some(t) = r.poll_timeout().filter(|t| *t < ms(2_000)) {
             now = now.max(t);
             r.handle_timeout(now);
-            for (_, b) in sent_by(&mut r, now) {
-                let repr = Repr::parse(&b).unwrap();
-                if let (Body::Nak(n), Some(fb)) = (repr.body, repr.options.pgmcc_feedback) {
-                    reports.push((n.sqn, fb.loss_rate));
-                }
-            }
+            collect(&mut r, now);
         }
         reports.into_iter().find(|(s, _)| *s == 250).unwrap().1
     };

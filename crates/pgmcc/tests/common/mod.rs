@@ -38,6 +38,19 @@ pub(crate) fn rdata(sqn: u32, trail: u32, payload: &[u8]) -> Vec<u8> {
 }
 
 pub(crate) fn spm(sqn: u32, trail: u32, lead: u32, fin: bool) -> Vec<u8> {
+    spm_with(
+        sqn,
+        trail,
+        lead,
+        Options {
+            fin,
+            ..Options::default()
+        },
+    )
+}
+
+/// An SPM carrying `opts`.
+pub(crate) fn spm_with(sqn: u32, trail: u32, lead: u32, opts: Options<'_>) -> Vec<u8> {
     Repr::downstream(
         TSI,
         7500,
@@ -48,10 +61,7 @@ pub(crate) fn spm(sqn: u32, trail: u32, lead: u32, fin: bool) -> Vec<u8> {
             path_nla: SRC,
         }),
     )
-    .with_options(Options {
-        fin,
-        ..Options::default()
-    })
+    .with_options(opts)
     .to_vec()
     .unwrap()
 }
