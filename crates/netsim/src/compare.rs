@@ -37,7 +37,7 @@ use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 9] = [
+const PGMCC_KNOBS: [&str; 10] = [
     "c",
     "model",
     "rtt_unit",
@@ -47,6 +47,7 @@ const PGMCC_KNOBS: [&str; 9] = [
     "report_bar",
     "slow_start",
     "loss_report",
+    "election",
 ];
 
 /// Band around the phase's final mean that counts as settled (+-25%).

@@ -156,7 +156,7 @@ fn errors_name_file_line_and_key() {
 }
 
 #[test]
-fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
+fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
     // The preset and the knob spelled out run the same controller: the same summary, byte
     // for byte.
     let summary = |src: &str| {
@@ -171,7 +171,7 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
         "pgmcc is the default"
     );
     let paper_piped =
-        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true\nslow_start = \"adaptive\"");
+        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true\nslow_start = \"adaptive\"\nelection = \"like-with-like\"");
     assert_eq!(summary(&recommended), summary(&paper_piped));
     // ... and not the paper's token rule (an acker switch at 30 s).
     let paper = with("cc = \"pgmcc-paper\"");
@@ -179,7 +179,7 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
     assert_eq!(
         summary(&paper),
         summary(&with(
-            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false\nslow_start = \"fixed\"\nloss_report = \"filter\""
+            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false\nslow_start = \"fixed\"\nloss_report = \"filter\"\nelection = \"paper\""
         ))
     );
 
@@ -204,6 +204,11 @@ fn pgmcc_is_pgmcc_paper_with_its_three_knobs_and_none_is_kind_pgm() {
     let e = error_of(&with("loss_report = \"soon\""));
     assert!(
         e.contains("flow.loss_report") && e.contains("intervals"),
+        "{e}"
+    );
+    let e = error_of(&with("election = \"worst\""));
+    assert!(
+        e.contains("flow.election") && e.contains("like-with-like"),
         "{e}"
     );
     let e = error_of(&with("repair_budget = 0.0"));

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::{AckRepr, PgmccFeedback};
-use pgmcc::cc::pgmcc::{LossReport, Pgmcc, PgmccConfig, RttUnit};
+use pgmcc::cc::pgmcc::{Election, LossReport, Pgmcc, PgmccConfig, RttUnit};
 use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
 use pgmcc::cc::{drive, CcEvent, CongestionControl};
 use pgmcc::rng::Rng;
@@ -484,4 +484,105 @@ fn a_nak_time_filter_report_reads_the_loss_rate_high_and_loss_intervals_do_not()
     assert!((0.85..0.96).contains(&filter_ack), "{filter_ack}");
     assert!((1.12..1.22).contains(&intervals_nak), "{intervals_nak}");
     assert!((1.03..1.13).contains(&intervals_ack), "{intervals_ack}");
+}
+
+/// One election run for [`the_acker_is_judged_on_its_report_after_a_loss`]: `rx(1)` elected
+/// at 1.5% loss, then ACKs from it whose filter decays to 0 (no loss for a while), then a NAK
+/// from `rx(2)`, three times faster by the formula, then one more ACK of rx(1) after a loss
+/// and a NAK from `rx(3)`, slower than rx(1) at that loss. Returns the acker after each NAK.
+fn election_after_decay(election: Election) -> (IpAddr, IpAddr) {
+    let cfg = PgmccConfig {
+        rtt_unit: RttUnit::Millis,
+        election,
+        ..PgmccConfig::default()
+    };
+    let mut cc = Pgmcc::new(cfg, Instant::ZERO);
+    let fb = |now: Instant, rtt: u32, loss: u16, who: u8| PgmccFeedback {
+        tstamp: now.as_millis_u32() - rtt,
+        loss_rate: loss,
+        rx: rx(who),
+    };
+    let mut sqn = 0;
+    let mut t = 1000;
+    drive::send(&mut cc, ms(t), sqn);
+    drive::nak(&mut cc, ms(t), &[], Some(&fb(ms(t), 100, 1000, 1)));
+    assert_eq!(cc.metrics().acker, Some(rx(1)));
+    let ack = |cc: &mut Pgmcc, t: u64, sqn: u32, loss: u16| {
+        let ack = AckRepr {
+            rx_max: sqn,
+            bitmap: 1,
+        };
+        drive::ack_fb(cc, ms(t), rx(1), &ack, Some(&fb(ms(t), 100, loss, 1)));
+    };
+    // The filter decays between losses and, in 16.16 fixed point, reaches exactly 0.
+    for loss in [990, 700, 300, 100, 0] {
+        t += 10;
+        sqn += 1;
+        drive::send(&mut cc, ms(t), sqn);
+        ack(&mut cc, t + 1, sqn, loss);
+    }
+    // T(rx 2) / T(rx 1 at 1.5%) = (100 sqrt(1000)) / (30 sqrt(1500)) = 2.7: much faster.
+    t += 10;
+    drive::nak(&mut cc, ms(t), &[], Some(&fb(ms(t), 30, 1500, 2)));
+    let after_fast = cc.metrics().acker.unwrap();
+    // rx(1) loses again (its report reads higher than the one before: 1.8%); rx(3) at the
+    // same RTT and 5% is slower (T ratio sqrt(1200 / 3300) = 0.60 < c).
+    if after_fast == rx(1) {
+        t += 10;
+        sqn += 1;
+        drive::send(&mut cc, ms(t), sqn);
+        ack(&mut cc, t + 1, sqn, 1200);
+        t += 10;
+        drive::nak(&mut cc, ms(t), &[], Some(&fb(ms(t), 100, 3300, 3)));
+    }
+    (after_fast, cc.metrics().acker.unwrap())
+}
+
+/// Issue 19 item 4: the paper's election compares a candidate's report, taken on the NAK
+/// for its latest loss, with the acker's latest, taken on any ACK; between the acker's losses
+/// its filter decays to 0 and any receiver that NAKs wins, however fast. Like with like
+/// (`Election::LikeWithLike`, the recommended `pgmcc`) keeps the acker's reading from just
+/// after its latest loss: the faster receiver does not win, a slower one still does.
+#[test]
+fn the_acker_is_judged_on_its_report_after_a_loss() {
+    assert_eq!(election_after_decay(Election::Paper), (rx(2), rx(2)));
+    assert_eq!(election_after_decay(Election::LikeWithLike), (rx(1), rx(3)));
+    assert_eq!(PgmccConfig::recommended().election, Election::LikeWithLike);
+    assert_eq!(PgmccConfig::default().election, Election::Paper);
+}
+
+/// Issue 19 item 4: before anyone has lost a packet every report reads zero loss and the
+/// paper keeps the first receiver to answer the election request (`M = 0` for all, the
+/// draft §2.4), usually the nearest, whose ACKs then clock the start-up. Equal loss compares
+/// by RTT (`T ∝ 1/RTT`) under like with like: a receiver with more than `1/c` times the RTT
+/// wins, one within `1/c` does not.
+#[test]
+fn at_zero_loss_the_longer_round_trip_is_the_slower_receiver() {
+    for (election, expected) in [
+        (Election::Paper, [rx(1), rx(1)]),
+        (Election::LikeWithLike, [rx(1), rx(3)]),
+    ] {
+        let cfg = PgmccConfig {
+            rtt_unit: RttUnit::Millis,
+            election,
+            ..PgmccConfig::default()
+        };
+        let mut cc = Pgmcc::new(cfg, Instant::ZERO);
+        drive::send(&mut cc, ms(1000), 0);
+        let mut got = Vec::new();
+        for (who, rtt) in [(1u8, 30u32), (2, 38), (3, 64)] {
+            let now = ms(1000 + u64::from(rtt));
+            let fb = PgmccFeedback {
+                tstamp: 1000,
+                loss_rate: 0,
+                rx: rx(who),
+            };
+            drive::nak(&mut cc, now, &[], Some(&fb));
+            if who > 1 {
+                got.push(cc.metrics().acker.unwrap());
+            }
+        }
+        // 38 ms is within 1/c = 1.33 of 30 ms; 64 ms is not.
+        assert_eq!(got, expected, "{election:?}");
+    }
 }

@@ -148,6 +148,7 @@ pub fn load_with_pgmcc(
             "report_bar",
             "slow_start",
             "loss_report",
+            "election",
             "fec",
         ],
     );

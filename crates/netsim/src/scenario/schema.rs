@@ -117,6 +117,7 @@ pub(super) struct FlowSpec {
     pub(super) report_bar: Option<bool>,
     pub(super) slow_start: Option<Spanned<String>>,
     pub(super) loss_report: Option<Spanned<String>>,
+    pub(super) election: Option<Spanned<String>>,
     pub(super) cc: Option<Spanned<String>>,
     /// Pseudofed knobs (`cc = "pseudofed"`, docs/pseudofed.md).
     pub(super) representatives: Option<Spanned<u32>>,

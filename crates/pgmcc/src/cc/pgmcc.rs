@@ -70,6 +70,9 @@ pub struct PgmccConfig {
     /// OPT_REPORT_BAR (both presets: the paper's [`LossReport::Filter`]; see
     /// [`LossReport::Intervals`] for why it is not the recommended default).
     pub loss_report: LossReport,
+    /// How the election compares a candidate's report with the acker's (paper:
+    /// [`Election::Paper`]; our recommended controller: [`Election::LikeWithLike`]).
+    pub election: Election,
     /// Throughput model for election (§3.5: the simple formula).
     pub model: ThroughputModel,
     /// RTT unit for election (§3.2.1: packets).
@@ -110,6 +113,7 @@ impl Default for PgmccConfig {
             dupack_threshold: 3,
             switch_bias: SwitchBias::PAPER,
             loss_report: LossReport::Filter,
+            election: Election::Paper,
             model: ThroughputModel::Simple,
             rtt_unit: RttUnit::Packets,
             timeout: TimeoutPolicy::Fixed(Duration::from_secs(3)),
@@ -185,6 +189,29 @@ pub enum LossReport {
     Intervals,
 }
 
+/// How the election compares a candidate's report with the acker's (§3.5: a report
+/// replaces the acker when `T(candidate) < c T(acker)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Election {
+    /// The paper's and the draft's (§2.3): the acker's latest report, which rides on every
+    /// ACK, against the candidate's, which rides on the NAK for its latest loss; a report of
+    /// zero loss is never the slowest (the draft's `M = 0`), so the first receiver to answer
+    /// the election request keeps the role until someone reports a loss. With the filter
+    /// ([`LossReport::Filter`]) the acker's reading decays by 0.8% per packet between its
+    /// losses and, in 16.16 fixed point, reaches exactly 0 a few hundred packets after the
+    /// last one: `T(acker)` is then infinite and any receiver that NAKs, however fast, wins.
+    #[default]
+    Paper,
+    /// Ours (issue 19), like compared with like: the acker's loss is that of its latest
+    /// report that read higher than the one before, i.e. taken just after the acker's latest
+    /// loss, when a candidate's report is taken; and two reports of zero loss, equal loss,
+    /// compare by RTT (`T ∝ 1/RTT`: the candidate wins if `RTT(acker) < c RTT(candidate)`),
+    /// so the first election moves to a distant receiver as soon as it answers instead of
+    /// letting the nearest one clock the start-up. The acker's RTT is still its ACKs'
+    /// smoothed one (docs/pgmcc.md, "A tree with a slow branch").
+    LikeWithLike,
+}
+
 /// Whether W grows on the ACKs of packets that were already in flight when the window
 /// reacted to a loss.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -205,13 +232,15 @@ pub enum Recovery {
 
 impl PgmccConfig {
     /// Our recommended controller: the paper's with [`Accounting::Pipe`],
-    /// [`Recovery::Hold`], the report bar and [`SlowStart::Adaptive`].
+    /// [`Recovery::Hold`], the report bar, [`SlowStart::Adaptive`] and
+    /// [`Election::LikeWithLike`].
     pub fn recommended() -> PgmccConfig {
         PgmccConfig {
             accounting: Accounting::Pipe,
             recovery: Recovery::Hold,
             advertise_report_bar: true,
             slow_start: SlowStart::Adaptive,
+            election: Election::LikeWithLike,
             ..PgmccConfig::default()
         }
     }
@@ -230,7 +259,11 @@ impl PgmccConfig {
 #[derive(Debug, Clone, Copy)]
 struct AckerState {
     addr: IpAddr,
+    /// What the election compares candidates against (smoothed RTT; loss per
+    /// [`PgmccConfig::election`]).
     op: Operating,
+    /// The loss rate of the acker's latest report.
+    reported: u32,
 }
 
 /// RFC 6298 estimator.
@@ -438,7 +471,11 @@ impl Pgmcc {
             self.stats.acker_switches += 1;
         }
         self.tracker.reset(first);
-        self.acker = Some(AckerState { addr, op });
+        self.acker = Some(AckerState {
+            addr,
+            op,
+            reported: op.loss,
+        });
         self.elect = false;
         if matches!(self.cfg.timeout, TimeoutPolicy::Adaptive { .. })
             || self.cfg.accounting == Accounting::Pipe
@@ -469,15 +506,40 @@ impl Pgmcc {
                 // The acker reports on every ACK: smooth its RTT (gain 1/4) so one sample
                 // taken in a burst does not make it look faster than it is.
                 let rtt = (3 * u64::from(cur.op.rtt) + u64::from(op.rtt)).div_ceil(4) as u32;
-                let op = Operating { rtt, ..op };
-                self.acker = Some(AckerState { addr: cur.addr, op });
+                // With `Election::LikeWithLike` the loss compared only moves when a report reads
+                // higher than the one before: the filter (or a closed loss interval) just
+                // took in a loss, as a candidate's NAK-time report has.
+                let loss = match self.cfg.election {
+                    Election::LikeWithLike if op.loss <= cur.reported => cur.op.loss,
+                    _ => op.loss,
+                };
+                let reported = op.loss;
+                self.acker = Some(AckerState {
+                    addr: cur.addr,
+                    op: Operating { rtt, loss },
+                    reported,
+                });
             }
             Some(cur) => {
-                if self
-                    .cfg
-                    .model
-                    .should_switch(op, cur.op, self.cfg.switch_bias)
-                {
+                let c = self.cfg.switch_bias;
+                let slower = self.cfg.model.should_switch(op, cur.op, c);
+                // Equal (zero) loss: T ∝ 1/RTT.
+                let slower_rtt = self.cfg.election == Election::LikeWithLike
+                    && op.loss == 0
+                    && cur.op.loss == 0
+                    && u64::from(c.den) * u64::from(cur.op.rtt)
+                        < u64::from(c.num) * u64::from(op.rtt);
+                if slower || slower_rtt {
+                    tracing::debug!(
+                        t_ns = now.as_nanos(),
+                        from = %cur.addr,
+                        to = %rx,
+                        from_rtt = cur.op.rtt,
+                        from_loss = cur.op.loss,
+                        to_rtt = op.rtt,
+                        to_loss = op.loss,
+                        "acker switch"
+                    );
                     self.switch_to(now, rx, op);
                 }
             }
@@ -751,7 +813,10 @@ impl CongestionControl for Pgmcc {
     fn metrics(&self) -> Metrics {
         Metrics {
             acker: self.acker.map(|a| a.addr),
-            acker_report: self.acker.map(|a| a.op),
+            acker_report: self.acker.map(|a| Operating {
+                loss: a.reported,
+                ..a.op
+            }),
             window: Some(self.window.window()),
             rate: None,
             tokens: self.metrics_tokens(),

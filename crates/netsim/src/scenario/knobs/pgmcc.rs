@@ -1,7 +1,9 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`), for
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`), for
 //! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
-use pgmcc::cc::pgmcc::{Accounting, LossReport, PgmccConfig, Recovery, RttUnit, SlowStart};
+use pgmcc::cc::pgmcc::{
+    Accounting, Election, LossReport, PgmccConfig, Recovery, RttUnit, SlowStart,
+};
 use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
 
@@ -10,7 +12,7 @@ use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`) on the
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
@@ -103,6 +105,19 @@ pub(super) fn apply(
             cx,
         )?;
     }
+    if let Some(v) = &fl.election {
+        pc.election = choice(
+            v,
+            "flow.election",
+            &[
+                ("paper", Election::Paper),
+                ("like-with-like", Election::LikeWithLike),
+            ],
+            "use paper (the acker's latest report) or like-with-like (ours: its report just \
+             after its latest loss; at zero loss, the longer RTT is slower)",
+            cx,
+        )?;
+    }
     Ok(())
 }
 
@@ -140,6 +155,7 @@ pub(super) fn refuse(
         ("report_bar", fl.report_bar.is_some()),
         ("slow_start", fl.slow_start.is_some()),
         ("loss_report", fl.loss_report.is_some()),
+        ("election", fl.election.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {
