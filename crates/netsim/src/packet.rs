@@ -1,6 +1,7 @@
 //! What travels through the simulated network.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 /// Where a packet goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -30,8 +31,9 @@ pub struct TcpSegment {
 /// The payload of a simulated packet.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Payload {
-    /// A real PGM datagram, as the pgmcc core emitted it.
-    Pgm(Vec<u8>),
+    /// A real PGM datagram, as the pgmcc core emitted it. Shared: a multicast packet is
+    /// copied onto every link of its tree, and the copies share one buffer.
+    Pgm(Arc<[u8]>),
     /// A TCP segment.
     Tcp(TcpSegment),
 }

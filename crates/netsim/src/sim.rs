@@ -5,6 +5,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 use pgmcc::ne::{Iface, NeConfig, NeDestination, NetworkElement, Verdict};
 use pgmcc::{Duration, Instant};
@@ -68,7 +69,7 @@ enum EventKind {
     /// A link finished serialising its head packet.
     TxDone(LinkId),
     /// A packet reached the head of a link.
-    Arrive(LinkId, u64),
+    Arrive(LinkId, usize),
     /// An agent's timer (with the generation that scheduled it).
     AgentTimer(AgentId, u64),
     /// A network element's timer.
@@ -78,11 +79,53 @@ enum EventKind {
     /// Stop an agent.
     Stop(AgentId),
     /// A packet an agent sent leaves its host after the host jitter.
-    Emit(NodeId, u64),
+    Emit(NodeId, usize),
     /// A node joins a group.
     Join(NodeId, IpAddr),
     /// A node leaves a group.
     Leave(NodeId, IpAddr),
+}
+
+/// A scheduled event. The heap orders by one integer, (time, class, insertion order) packed
+/// into 128 bits, earliest first: ordering events is what the simulator does most.
+#[derive(Debug)]
+struct Event {
+    key: u128,
+    kind: EventKind,
+}
+
+impl Event {
+    /// Time in the top 64 bits, class in bit 63, insertion order below.
+    fn key(t: Instant, class: u8, seq: u64) -> u128 {
+        (u128::from(t.as_nanos()) << 64)
+            | (u128::from(class & 1) << 63)
+            | u128::from(seq & (u64::MAX >> 1))
+    }
+
+    fn at(&self) -> Instant {
+        Instant::from_nanos((self.key >> 64) as u64)
+    }
+}
+
+impl PartialEq for Event {
+    fn eq(&self, other: &Event) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Event {}
+
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Event) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Event {
+    /// Reversed: `BinaryHeap` pops the greatest, and the earliest event must come first.
+    fn cmp(&self, other: &Event) -> std::cmp::Ordering {
+        other.key.cmp(&self.key)
+    }
 }
 
 /// The simulator.
@@ -92,14 +135,22 @@ pub struct Sim {
     seq: u64,
     /// Events by (time, class, insertion order): at one instant, group membership changes
     /// come first (class 0), then everything else (class 1) in the order it was scheduled.
-    events: BinaryHeap<Reverse<(Instant, u8, u64, EventKind)>>,
+    events: BinaryHeap<Event>,
     nodes: Vec<Node>,
     links: Vec<Link>,
-    /// Packet on each link's wire and packets in propagation, by id.
-    in_flight: HashMap<u64, Packet>,
-    on_wire: HashMap<LinkId, Packet>,
+    /// Packets in propagation (or held by a host's jitter), by id: a slab, as every
+    /// multicast copy on every link passes through it.
+    in_flight: Slab<Packet>,
+    /// The packet each link is serialising, by link.
+    on_wire: Vec<Option<Packet>>,
     agents: Vec<(NodeId, Box<dyn Agent>)>,
     agent_gen: Vec<u64>,
+    /// When each agent's live timer event fires (the one carrying its current generation).
+    /// An agent asks for its next timer after every packet; pushing an event each time left
+    /// one live and thousands of stale ones per receiver in the heap (a 1000-receiver run
+    /// spent most of its time ordering them), so a new one goes in only when it must fire
+    /// earlier than the live one; a live one that fires early re-arms itself.
+    agent_timer: Vec<Option<Instant>>,
     ne_gen: Vec<u64>,
     /// First link towards a destination, indexed by destination (computed on first use).
     toward: Vec<Option<Vec<Option<LinkId>>>>,
@@ -130,10 +181,11 @@ impl Sim {
             events: BinaryHeap::new(),
             nodes: Vec::new(),
             links: Vec::new(),
-            in_flight: HashMap::new(),
-            on_wire: HashMap::new(),
+            in_flight: Slab::default(),
+            on_wire: Vec::new(),
             agents: Vec::new(),
             agent_gen: Vec::new(),
+            agent_timer: Vec::new(),
             ne_gen: Vec::new(),
             toward: Vec::new(),
             tree: HashMap::new(),
@@ -188,6 +240,7 @@ impl Sim {
         let id = self.links.len();
         let seed = self.seed ^ (0x9e37_79b9_7f4a_7c15_u64.wrapping_mul(id as u64 + 1));
         self.links.push(Link::new(from, to, config, seed));
+        self.on_wire.push(None);
         self.nodes[from].out_links.push(id);
         self.nodes[to].in_links.push(id);
         self.routes_changed();
@@ -262,6 +315,7 @@ impl Sim {
         let id = self.agents.len();
         self.agents.push((node, agent));
         self.agent_gen.push(0);
+        self.agent_timer.push(None);
         self.nodes[node].agents.push(id);
         self.schedule(start, EventKind::Start(id));
         if let Some(t) = stop {
@@ -303,7 +357,10 @@ impl Sim {
     fn schedule(&mut self, t: Instant, kind: EventKind) {
         self.seq += 1;
         let class = u8::from(!matches!(kind, EventKind::Join(..) | EventKind::Leave(..)));
-        self.events.push(Reverse((t, class, self.seq, kind)));
+        self.events.push(Event {
+            key: Event::key(t, class, self.seq),
+            kind,
+        });
     }
 
     /// Dijkstra by (propagation delay, hops), ties broken by link id. With `reverse`, distances
@@ -358,8 +415,18 @@ impl Sim {
     /// shortest paths from `src` to every member that leave `at`. Computed for the whole tree
     /// at once and cached until membership or topology changes.
     fn mcast_links(&mut self, at: NodeId, src: NodeId, group: IpAddr) -> Vec<LinkId> {
-        if let Some((_, per_node)) = self.mcast_trees.iter().find(|(k, _)| *k == (src, group)) {
-            return per_node.get(at).cloned().unwrap_or_default();
+        let t = self.mcast_tree(src, group);
+        self.mcast_trees[t].1.get(at).cloned().unwrap_or_default()
+    }
+
+    /// The index in `mcast_trees` of the tree for (`src`, `group`), computed if need be.
+    fn mcast_tree(&mut self, src: NodeId, group: IpAddr) -> usize {
+        if let Some(i) = self
+            .mcast_trees
+            .iter()
+            .position(|(k, _)| *k == (src, group))
+        {
+            return i;
         }
         if !self.tree.contains_key(&src) {
             let t = self.shortest_paths(src, false);
@@ -391,9 +458,8 @@ impl Sim {
         for v in &mut per_node {
             v.sort_unstable();
         }
-        let out = per_node.get(at).cloned().unwrap_or_default();
         self.mcast_trees.push(((src, group), per_node));
-        out
+        self.mcast_trees.len() - 1
     }
 
     fn routes_changed(&mut self) {
@@ -415,7 +481,7 @@ impl Sim {
     /// Sends `p` out of node `at` on link `l`.
     fn transmit(&mut self, l: LinkId, p: Packet) {
         if let Some((t, p)) = self.links[l].enqueue(self.now, p) {
-            self.on_wire.insert(l, p);
+            self.on_wire[l] = Some(p);
             self.schedule(t, EventKind::TxDone(l));
         }
     }
@@ -473,7 +539,12 @@ impl Sim {
                 let Some(src) = self.addr_to_node.get(&p.src).copied() else {
                     return;
                 };
-                for l in self.mcast_links(at, src, g) {
+                // By index, not a copy of the list: a hub forwards each packet onto
+                // thousands of links. Transmitting never changes the trees.
+                let t = self.mcast_tree(src, g);
+                let n = self.mcast_trees[t].1.get(at).map_or(0, Vec::len);
+                for i in 0..n {
+                    let l = self.mcast_trees[t].1[at][i];
                     self.transmit(l, p.clone());
                 }
             }
@@ -492,7 +563,7 @@ impl Sim {
             .as_mut()
             .and_then(|ne| ne.poll_transmit(&mut buf))
         {
-            let bytes = buf[..t.len].to_vec();
+            let bytes: Arc<[u8]> = buf[..t.len].into();
             let size = t.len as u32 + crate::UDP_IP_OVERHEAD;
             match t.dst {
                 NeDestination::Multicast(iface) => {
@@ -550,9 +621,7 @@ impl Sim {
         for p in out {
             self.emit(node, p);
         }
-        self.agent_gen[a] += 1;
         if let Some(t) = self.agents[a].1.next_timer() {
-            let g = self.agent_gen[a];
             // An agent that keeps asking for the past without acting would spin forever at
             // one instant; such wake-ups are pushed 1 µs ahead and counted.
             let t = if t <= self.now && self.last_wake == Some((a, self.now)) {
@@ -562,8 +631,19 @@ impl Sim {
                 t.max(self.now)
             };
             self.last_wake = Some((a, self.now));
-            self.schedule(t, EventKind::AgentTimer(a, g));
+            self.arm_agent(a, t);
         }
+    }
+
+    /// Makes sure agent `a` is woken at `t` or earlier (see `agent_timer`).
+    fn arm_agent(&mut self, a: AgentId, t: Instant) {
+        if self.agent_timer[a].is_some_and(|live| live <= t) {
+            return;
+        }
+        self.agent_gen[a] += 1;
+        self.agent_timer[a] = Some(t);
+        let g = self.agent_gen[a];
+        self.schedule(t, EventKind::AgentTimer(a, g));
     }
 
     /// A packet an agent on `node` sent: into the network now, or after the host's jitter.
@@ -575,9 +655,7 @@ impl Sim {
         };
         let at = (now + j.rng.duration_up_to(j.max)).max(j.last_release);
         j.last_release = at;
-        self.seq += 1;
-        let id = self.seq;
-        self.in_flight.insert(id, p);
+        let id = self.in_flight.insert(p);
         self.schedule(at, EventKind::Emit(node, id));
     }
 
@@ -593,8 +671,8 @@ impl Sim {
     /// multiple of `tick_every` (for progress and sampling).
     pub fn run_until<F: FnMut(&Sim)>(&mut self, end: Instant, tick_every: Duration, mut tick: F) {
         let mut next_tick = self.now + tick_every;
-        while let Some(Reverse((t, _, _, _))) = self.events.peek() {
-            let t = *t;
+        while let Some(ev) = self.events.peek() {
+            let t = ev.at();
             if t > end {
                 break;
             }
@@ -605,9 +683,10 @@ impl Sim {
                 self.now = saved;
                 next_tick += tick_every;
             }
-            let Some(Reverse((t, _, _, kind))) = self.events.pop() else {
+            let Some(ev) = self.events.pop() else {
                 break;
             };
+            let (t, kind) = (ev.at(), ev.kind);
             self.now = t;
             self.events_processed += 1;
             self.handle(kind);
@@ -623,38 +702,43 @@ impl Sim {
     fn handle(&mut self, kind: EventKind) {
         match kind {
             EventKind::TxDone(l) => {
-                let Some(p) = self.on_wire.remove(&l) else {
+                let Some(p) = self.on_wire[l].take() else {
                     return;
                 };
                 let (survived, next) = self.links[l].finish(self.now, &p);
                 if let Some((t, n)) = next {
-                    self.on_wire.insert(l, n);
+                    self.on_wire[l] = Some(n);
                     self.schedule(t, EventKind::TxDone(l));
                 }
                 if survived {
-                    self.seq += 1;
-                    let id = self.seq;
-                    self.in_flight.insert(id, p);
+                    let id = self.in_flight.insert(p);
                     let arrive = self.now + self.links[l].config.delay;
                     self.schedule(arrive, EventKind::Arrive(l, id));
                 }
             }
             EventKind::Emit(n, id) => {
-                if let Some(p) = self.in_flight.remove(&id) {
+                if let Some(p) = self.in_flight.remove(id) {
                     self.forward(n, p, None);
                 }
             }
             EventKind::Arrive(l, id) => {
-                if let Some(p) = self.in_flight.remove(&id) {
+                if let Some(p) = self.in_flight.remove(id) {
                     let to = self.links[l].to;
                     self.forward(to, p, Some(l));
                 }
             }
             EventKind::AgentTimer(a, g) => {
-                if self.agent_gen[a] == g
-                    && self.agents[a].1.next_timer().is_some_and(|t| t <= self.now)
-                {
-                    self.run_agent(a, |agent, now, ctx| agent.on_timer(now, ctx));
+                if self.agent_gen[a] != g {
+                    return;
+                }
+                self.agent_timer[a] = None;
+                match self.agents[a].1.next_timer() {
+                    Some(t) if t <= self.now => {
+                        self.run_agent(a, |agent, now, ctx| agent.on_timer(now, ctx));
+                    }
+                    // Armed for an earlier deadline that has since moved: re-arm.
+                    Some(t) => self.arm_agent(a, t),
+                    None => {}
                 }
             }
             EventKind::NeTimer(n, g) => {
@@ -668,7 +752,7 @@ impl Sim {
                         dst: Dest::Unicast(self.nodes[n].addr),
                         size: 0,
                         flow: 0,
-                        payload: Payload::Pgm(Vec::new()),
+                        payload: Payload::Pgm(Arc::from([])),
                     };
                     self.drain_ne(n, &template);
                     self.reschedule_ne(n);
@@ -685,5 +769,46 @@ impl Sim {
                 self.mcast_trees.retain(|((_, group), _)| *group != g);
             }
         }
+    }
+}
+
+/// Values by a small integer id, reused once removed.
+#[derive(Debug)]
+struct Slab<T> {
+    items: Vec<Option<T>>,
+    free: Vec<usize>,
+}
+
+impl<T> Default for Slab<T> {
+    fn default() -> Slab<T> {
+        Slab {
+            items: Vec::new(),
+            free: Vec::new(),
+        }
+    }
+}
+
+impl<T> Slab<T> {
+    /// Stores `v`; returns its id.
+    fn insert(&mut self, v: T) -> usize {
+        match self.free.pop() {
+            Some(id) => {
+                self.items[id] = Some(v);
+                id
+            }
+            None => {
+                self.items.push(Some(v));
+                self.items.len() - 1
+            }
+        }
+    }
+
+    /// Takes the value `id` names, if it is still there.
+    fn remove(&mut self, id: usize) -> Option<T> {
+        let v = self.items.get_mut(id)?.take();
+        if v.is_some() {
+            self.free.push(id);
+        }
+        v
     }
 }

@@ -23,7 +23,7 @@ fn pgm_packet(src: IpAddr, t: Transmit, buf: &[u8], group: IpAddr, flow: u32) ->
         dst,
         size: t.len as u32 + UDP_IP_OVERHEAD,
         flow,
-        payload: Payload::Pgm(buf[..t.len].to_vec()),
+        payload: Payload::Pgm(buf[..t.len].into()),
     }
 }
 
