@@ -597,8 +597,10 @@ impl Sim {
     }
 
     fn deliver(&mut self, at: NodeId, p: &Packet) {
-        let agents = self.nodes[at].agents.clone();
-        for a in agents {
+        // By index: agents are only added before the run, and a copy of the list per
+        // delivered packet was an allocation per receiver per packet.
+        for i in 0..self.nodes[at].agents.len() {
+            let a = self.nodes[at].agents[i];
             if self.agents[a].1.wants(p) {
                 self.run_agent(a, |agent, now, ctx| agent.on_packet(now, p, ctx));
             }
