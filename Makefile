@@ -62,7 +62,8 @@ bench: deps
 # Not a test: prints simulated-vs-wall speed and peak memory (targets in issue 6:
 # Fig. 7 at 100 receivers faster than 60x real time; 10,000 receivers under 4 GiB), and how
 # loss recovery scales (issue 20: repairs per packet against their lower bound, NAK
-# suppression; docs/core.md "NAK timers").
+# suppression; docs/core.md "NAK timers"). The reliable 10,000-receiver case takes about
+# 17 minutes on 2 cores.
 bench-sim: deps
 	$(CARGO) build --release --locked -p netsim --example bench_sim
 	./target/release/examples/bench_sim 100 600
@@ -72,6 +73,7 @@ bench-sim: deps
 	./target/release/examples/repair_scale independent 100 300 --fec 64
 	./target/release/examples/repair_scale independent 1000 300
 	./target/release/examples/repair_scale independent 1000 300 --fec 64
+	./target/release/examples/repair_scale independent 10000 300
 	./target/release/examples/repair_scale shared 100 300 100 500
 
 interop: deps
