@@ -522,14 +522,11 @@ impl Pgmcc {
             }
             Some(cur) => {
                 let c = self.cfg.switch_bias;
-                let slower = self.cfg.model.should_switch(op, cur.op, c);
-                // Equal (zero) loss: T ∝ 1/RTT.
-                let slower_rtt = self.cfg.election == Election::LikeWithLike
-                    && op.loss == 0
-                    && cur.op.loss == 0
-                    && u64::from(c.den) * u64::from(cur.op.rtt)
-                        < u64::from(c.num) * u64::from(op.rtt);
-                if slower || slower_rtt {
+                let model = self.cfg.model;
+                let slower = model.should_switch(op, cur.op, c)
+                    || (self.cfg.election == Election::LikeWithLike
+                        && model.should_switch_at_zero_loss(op, cur.op, c));
+                if slower {
                     tracing::debug!(
                         t_ns = now.as_nanos(),
                         from = %cur.addr,

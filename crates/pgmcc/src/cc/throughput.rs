@@ -88,6 +88,22 @@ impl ThroughputModel {
             }
         }
     }
+
+    /// The formula's limit when neither receiver has lost anything: the loss rates are equal,
+    /// cancel, and `T ∝ 1/RTT`, so `candidate` replaces `current` when `RTT(current) < c
+    /// RTT(candidate)`. (The draft's `M = 0` makes them tie; [`Self::should_switch`] keeps
+    /// that.) False unless both report zero loss.
+    pub fn should_switch_at_zero_loss(
+        self,
+        candidate: Operating,
+        current: Operating,
+        c: SwitchBias,
+    ) -> bool {
+        let equal = |o: Operating| Operating { loss: 1, ..o };
+        candidate.loss == 0
+            && current.loss == 0
+            && self.should_switch(equal(candidate), equal(current), c)
+    }
 }
 
 #[cfg(test)]
@@ -140,6 +156,21 @@ mod tests {
         let m = ThroughputModel::Simple;
         assert!(!m.should_switch(op(100, 0.0), op(10, 1.0), SwitchBias::PAPER));
         assert!(m.should_switch(op(10, 1.0), op(100, 0.0), SwitchBias::PAPER));
+    }
+
+    #[test]
+    fn at_zero_loss_the_longer_rtt_is_slower_by_more_than_the_bias() {
+        let c = SwitchBias::PAPER;
+        for m in [ThroughputModel::Simple, ThroughputModel::Pftk] {
+            // 38 ms is within 1/c = 1.33 of 30 ms; 64 ms is not.
+            assert!(!m.should_switch_at_zero_loss(op(38, 0.0), op(30, 0.0), c));
+            assert!(m.should_switch_at_zero_loss(op(64, 0.0), op(30, 0.0), c));
+            assert!(!m.should_switch_at_zero_loss(op(30, 0.0), op(64, 0.0), c));
+            // Only when both report zero loss.
+            assert!(!m.should_switch_at_zero_loss(op(64, 1.0), op(30, 0.0), c));
+            assert!(!m.should_switch_at_zero_loss(op(64, 0.0), op(30, 1.0), c));
+            assert!(!m.should_switch(op(64, 0.0), op(30, 0.0), c), "the draft's tie");
+        }
     }
 
     #[test]
