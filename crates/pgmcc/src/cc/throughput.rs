@@ -169,7 +169,10 @@ mod tests {
             // Only when both report zero loss.
             assert!(!m.should_switch_at_zero_loss(op(64, 1.0), op(30, 0.0), c));
             assert!(!m.should_switch_at_zero_loss(op(64, 0.0), op(30, 1.0), c));
-            assert!(!m.should_switch(op(64, 0.0), op(30, 0.0), c), "the draft's tie");
+            assert!(
+                !m.should_switch(op(64, 0.0), op(30, 0.0), c),
+                "the draft's tie"
+            );
         }
     }
 
