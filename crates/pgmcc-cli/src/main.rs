@@ -3,7 +3,7 @@
 //! Subcommands: `decode` dissects PGM packets (hex, raw datagram file or pcap capture);
 //! `sim` runs a scenario file on the simulated network and writes a report; `reproduce`
 //! runs the papers' experiments; `grid` runs the fairness grid; `send` and `recv` move files and streams over a real
-//! network.
+//! network; `keygen` makes a group key for their keyed mode.
 
 use std::process::ExitCode;
 
@@ -90,6 +90,17 @@ enum Command {
     ///
     /// Exit status: 0 complete, 1 incomplete (the message says why), 2 on errors.
     Recv(net::RecvArgs),
+    /// Make a group key for keyed mode (`send --key FILE`, `recv --key FILE`).
+    ///
+    /// Writes 32 random bytes from the operating system to a new file, readable by its owner
+    /// only. Whoever holds the file can send and receive in the group's keyed sessions: copy
+    /// it to every member over a secure channel. Keyed mode is described in
+    /// docs/security.md.
+    ///
+    /// Example: pgmcc keygen group.key
+    ///
+    /// Exit status: 0 when written, 2 if the file exists or cannot be written.
+    Keygen(net::KeygenArgs),
 }
 
 fn main() -> ExitCode {
@@ -108,6 +119,7 @@ fn main() -> ExitCode {
         Command::Grid(args) => grid::run(&args),
         Command::Send(args) => net::send(&args),
         Command::Recv(args) => net::recv(&args),
+        Command::Keygen(args) => net::keygen(&args),
     };
     match result {
         Ok(code) => code,

@@ -109,3 +109,49 @@ fn rate_floor_and_ceiling_are_checked_before_anything_is_sent() {
     assert_eq!(code, Some(2), "{err}");
     assert!(err.contains("--rate-ceiling"), "{err}");
 }
+
+#[test]
+fn keygen_writes_a_private_key_once_and_bad_key_files_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("group.key");
+    let o = pgmcc().arg("keygen").arg(&key).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    let text = std::fs::read_to_string(&key).unwrap();
+    assert!(text.contains("pgmcc-key-v1 "), "{text}");
+    // Never overwritten: the first key stays.
+    let o = pgmcc().arg("keygen").arg(&key).output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&key).unwrap(), text);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.matches("File exists").count(), 1, "said once: {err}");
+
+    // --key with ZeroMQ framing is refused before anything is joined.
+    let o = pgmcc()
+        .args(["recv", "--group", "239.1.1.1:7500", "--zmq", "--key"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--zmq"));
+
+    // A key others can read, a missing one and a file that is not a key are refused by name.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let junk = dir.path().join("junk");
+    std::fs::write(&junk, "hello").unwrap();
+    std::fs::set_permissions(&junk, std::fs::Permissions::from_mode(0o600)).unwrap();
+    for (file, says) in [
+        (key.clone(), "chmod 600"),
+        (dir.path().join("missing"), "missing"),
+        (junk, "not a pgmcc key file"),
+    ] {
+        let o = pgmcc()
+            .args(["recv", "--group", "239.1.1.1:7500", "--key"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{says}: {err}");
+    }
+}

@@ -17,12 +17,14 @@ mod batch;
 pub mod blocking;
 mod clock;
 mod error;
+pub mod keyed;
 mod receiver;
 mod sender;
 pub mod socket;
 pub mod zmq;
 
 pub use error::Error;
+pub use keyed::{Key, KeyError, KeyId, KeyedStats};
 pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus};
 pub use sender::{Sender, SenderOptions, SenderStatus, LINGER_GRTTS};
 pub use socket::{

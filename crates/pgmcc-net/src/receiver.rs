@@ -15,6 +15,7 @@ use tracing::debug;
 
 use crate::clock::{entropy, Clock};
 use crate::error::Error;
+use crate::keyed::{self, Direction, Key, KeyedStats, Sealer};
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 
 /// How a receiver is set up. [`ReceiverOptions::new`] gives the defaults documented per field.
@@ -41,6 +42,9 @@ pub struct ReceiverOptions {
     /// Fault injection for tests and demonstrations: discard every Nth datagram received
     /// (before the protocol sees it), so that NAKs, NCFs and repairs happen. Default none.
     pub drop_every: Option<u32>,
+    /// Keyed mode (docs/security.md): accept only datagrams sealed with this group key, and
+    /// seal every NAK and ACK with it. Default none (plain PGM).
+    pub key: Option<Key>,
 }
 
 impl ReceiverOptions {
@@ -57,6 +61,7 @@ impl ReceiverOptions {
             rxw_sqns: 8192,
             seed: None,
             drop_every: None,
+            key: None,
         }
     }
 }
@@ -116,6 +121,10 @@ pub struct ReceiverStatus {
     pub send_errors: u64,
     /// Datagrams discarded on purpose ([`ReceiverOptions::drop_every`]).
     pub injected_drops: u64,
+    /// Keyed mode: datagrams opened and refused, by reason.
+    pub keyed: Option<KeyedStats>,
+    /// Not keyed: datagrams that were sealed (the source runs with a key), dropped.
+    pub sealed_without_key: u64,
 }
 
 /// A PGM receiver on real sockets: joins the group and runs the protocol in a background
@@ -166,6 +175,13 @@ impl Receiver {
         config.reliable = opts.reliable;
         config.pgmcc = opts.pgmcc;
         config.rxw_sqns = opts.rxw_sqns;
+        let sealer = match opts.key {
+            Some(key) => Some(Sealer::new(key, Direction::Up).map_err(|e| Error::Io {
+                context: "setting up keyed mode".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?),
+            None => None,
+        };
         let clock = Clock::new();
         let core = pgmcc::Receiver::new(config, clock.now());
         let (event_tx, event_rx) = mpsc::channel(1024);
@@ -186,6 +202,9 @@ impl Receiver {
             drop_every: opts.drop_every.filter(|&n| n > 0),
             received: 0,
             injected_drops: 0,
+            sealer,
+            sealed: Vec::with_capacity(65536),
+            sealed_without_key: 0,
         };
         let task = tokio::spawn(driver.run(stop_rx));
         Ok(Receiver {
@@ -245,6 +264,11 @@ struct Driver {
     drop_every: Option<u32>,
     received: u64,
     injected_drops: u64,
+    /// Keyed mode.
+    sealer: Option<Sealer>,
+    /// The sealed datagram being sent.
+    sealed: Vec<u8>,
+    sealed_without_key: u64,
 }
 
 impl Driver {
@@ -337,8 +361,22 @@ impl Driver {
                 return;
             }
         }
-        if let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) {
-            self.core.handle(self.clock.now(), from.ip(), pgm);
+        let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) else {
+            return;
+        };
+        match self.sealer.as_mut() {
+            // Nothing unauthenticated reaches the core: refusals are counted by the sealer.
+            Some(s) => {
+                if let Ok(inner) = s.open(keyed::unix_ms(), pgm) {
+                    self.core.handle(self.clock.now(), from.ip(), inner);
+                }
+            }
+            None => {
+                if pgm.starts_with(&keyed::MAGIC) {
+                    self.sealed_without_key += 1;
+                }
+                self.core.handle(self.clock.now(), from.ip(), pgm);
+            }
         }
     }
 
@@ -346,6 +384,16 @@ impl Driver {
         while let Some(t) = self.core.poll_transmit(now, buf) {
             let Some(bytes) = buf.get(..t.len) else {
                 continue;
+            };
+            let bytes = match self.sealer.as_mut() {
+                Some(s) => match s.seal(keyed::unix_ms(), bytes, &mut self.sealed) {
+                    Some(()) => &self.sealed[..],
+                    None => {
+                        self.send_errors += 1;
+                        continue;
+                    }
+                },
+                None => bytes,
             };
             let sent = match socket::destination(&self.setup, t.dst) {
                 Ok(to) => self.send.send_to(bytes, to).await.map(|_| ()),
@@ -364,6 +412,8 @@ impl Driver {
             stats: self.core.stats().clone(),
             send_errors: self.send_errors,
             injected_drops: self.injected_drops,
+            keyed: self.sealer.as_ref().map(|s| s.stats().clone()),
+            sealed_without_key: self.sealed_without_key,
         };
         self.status.send_replace(status.clone());
         status

@@ -16,6 +16,7 @@ use tracing::{debug, info, trace, warn};
 
 use crate::clock::{entropy, Clock};
 use crate::error::Error;
+use crate::keyed::{self, Direction, Key, KeyedStats, Sealer};
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 
 /// Group RTTs a linger lasts at least: one NAK round of a receiver whose timers follow the
@@ -69,6 +70,10 @@ pub struct SenderOptions {
     /// sharply, but a byte-limited queue on the sending host (a shaper such as `tbf`) drops a
     /// whole GSO send at once, which congestion control reads as a burst loss.
     pub gso_segments: usize,
+    /// Keyed mode (docs/security.md): seal every datagram with this group key, and accept
+    /// only datagrams sealed with it. Every PGM packet is then [`keyed::SEAL_OVERHEAD`] bytes
+    /// shorter than `max_tpdu`. Default none (plain PGM, interoperable with OpenPGM).
+    pub key: Option<Key>,
 }
 
 impl SenderOptions {
@@ -93,6 +98,7 @@ impl SenderOptions {
             sport: None,
             drop_every: None,
             gso_segments: 1,
+            key: None,
         }
     }
 }
@@ -122,6 +128,10 @@ pub struct SenderStatus {
     pub data_sent_secs: Option<f64>,
     /// True once the session is closed and the linger time is over.
     pub finished: bool,
+    /// Keyed mode: datagrams opened and refused, by reason.
+    pub keyed: Option<KeyedStats>,
+    /// Not keyed: datagrams that were sealed (a receiver runs with a key), dropped.
+    pub sealed_without_key: u64,
 }
 
 /// A PGM source on real sockets. Create it inside a tokio runtime; a background task runs the
@@ -170,7 +180,19 @@ impl Sender {
         let tsi = Tsi { gsi, sport };
         let mut config = SenderConfig::new(tsi, IpAddr::V4(local), IpAddr::V4(opts.group));
         config.dport = opts.port;
-        config.max_tpdu = opts.max_tpdu;
+        let sealer = match opts.key {
+            Some(key) => Some(Sealer::new(key, Direction::Down).map_err(|e| Error::Io {
+                context: "setting up keyed mode".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?),
+            None => None,
+        };
+        // The envelope travels in the same datagram: the PGM packet inside gets less room.
+        config.max_tpdu = if sealer.is_some() {
+            opts.max_tpdu.saturating_sub(keyed::SEAL_OVERHEAD)
+        } else {
+            opts.max_tpdu
+        };
         config.txw_sqns = opts.txw_sqns;
         config.cc = opts.cc;
         config.fec = opts.fec;
@@ -201,6 +223,9 @@ impl Sender {
             drop_every: opts.drop_every.filter(|&n| n > 0),
             odata_seen: 0,
             injected_drops: 0,
+            sealer,
+            sealed: Vec::with_capacity(65536),
+            sealed_without_key: 0,
         };
         let task = tokio::spawn(driver.run());
         Ok(Sender {
@@ -283,6 +308,11 @@ struct Driver {
     drop_every: Option<u32>,
     odata_seen: u64,
     injected_drops: u64,
+    /// Keyed mode.
+    sealer: Option<Sealer>,
+    /// The sealed datagram being sent.
+    sealed: Vec<u8>,
+    sealed_without_key: u64,
 }
 
 impl Driver {
@@ -419,8 +449,22 @@ impl Driver {
     }
 
     fn input(&mut self, from: SocketAddr, datagram: &[u8]) {
-        if let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) {
-            self.core.handle(self.clock.now(), from.ip(), pgm);
+        let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) else {
+            return;
+        };
+        match self.sealer.as_mut() {
+            // Nothing unauthenticated reaches the core: refusals are counted by the sealer.
+            Some(s) => {
+                if let Ok(inner) = s.open(keyed::unix_ms(), pgm) {
+                    self.core.handle(self.clock.now(), from.ip(), inner);
+                }
+            }
+            None => {
+                if pgm.starts_with(&keyed::MAGIC) {
+                    self.sealed_without_key += 1;
+                }
+                self.core.handle(self.clock.now(), from.ip(), pgm);
+            }
         }
     }
 
@@ -458,6 +502,17 @@ impl Driver {
                     continue;
                 }
             };
+            let bytes = match self.sealer.as_mut() {
+                Some(s) => {
+                    if s.seal(keyed::unix_ms(), bytes, &mut self.sealed).is_none() {
+                        // The core only emits downstream PGM packets; count it if not.
+                        self.send_errors += 1;
+                        continue;
+                    }
+                    &self.sealed[..]
+                }
+                None => bytes,
+            };
             match self.batch.as_mut() {
                 Some(b) => self.send_errors += b.send(&self.sock, to, bytes).await as u64,
                 None => {
@@ -489,6 +544,8 @@ impl Driver {
             injected_drops: self.injected_drops,
             data_sent_secs: self.drained_at.map(|t| t.as_nanos() as f64 / 1e9),
             finished,
+            keyed: self.sealer.as_ref().map(|s| s.stats().clone()),
+            sealed_without_key: self.sealed_without_key,
         };
         self.status.send_replace(status.clone());
         status

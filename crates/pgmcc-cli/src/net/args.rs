@@ -9,7 +9,7 @@ use anyhow::{bail, Result};
 use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
 use clap::Args as ClapArgs;
 use pgmcc::cc::Controller;
-use pgmcc_net::{Encapsulation, Interface};
+use pgmcc_net::{Encapsulation, Interface, Key, KeyedStats};
 
 /// Network options shared by `send` and `recv`.
 #[derive(Debug, ClapArgs)]
@@ -30,6 +30,13 @@ pub(crate) struct NetArgs {
     /// Carry PGM directly over IP (protocol 113) instead of UDP; needs root or CAP_NET_RAW.
     #[arg(long)]
     raw_ip: bool,
+    /// Keyed mode, for a closed group: seal every packet, both ways, with the group key in
+    /// FILE (make one with `pgmcc keygen FILE`; copy it to every sender and receiver over a
+    /// secure channel). Data is encrypted; packets not sealed with the key are counted and
+    /// dropped, so no stranger can inject data, end the session or steer the rate. The
+    /// sender and all receivers must use the same key; OpenPGM and ZeroMQ cannot take part.
+    #[arg(long, value_name = "FILE")]
+    key: Option<PathBuf>,
     /// Write final statistics as JSON to FILE (`-` for standard output) when done.
     #[arg(long, value_name = "FILE")]
     pub(super) stats: Option<PathBuf>,
@@ -49,6 +56,16 @@ impl NetArgs {
                 mcast_port: self.udp_ports.1,
             }
         }
+    }
+
+    /// The group key of `--key`, read and checked (a missing, malformed or world-readable
+    /// file is an error that names it).
+    pub(super) fn key(&self) -> Result<Option<Key>> {
+        self.key
+            .as_deref()
+            .map(Key::load)
+            .transpose()
+            .map_err(anyhow::Error::from)
     }
 
     /// The group's address, refused unless it is a multicast one.
@@ -91,4 +108,47 @@ pub(super) fn parse_rate(s: &str) -> Result<u64, String> {
 /// A duration such as `3s` or `500ms`.
 pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
     netsim::units::duration(s)
+}
+
+/// What refused datagrams suggest, for the user: a key mismatch, clocks out of step, a peer
+/// keyed when we are not, or the reverse. Empty when nothing was refused.
+pub(super) fn key_hints(keyed: Option<&KeyedStats>, sealed_without_key: u64) -> Vec<String> {
+    let mut hints = Vec::new();
+    if sealed_without_key > 0 {
+        hints.push(format!(
+            "{sealed_without_key} datagrams were sealed with a group key and dropped: the peer runs in keyed mode; pass the same --key FILE"
+        ));
+    }
+    let Some(k) = keyed else {
+        return hints;
+    };
+    if k.other_key > 0 {
+        hints.push(format!(
+            "{} datagrams were sealed under another key (id {}) and dropped: every member must use the same --key file (this one's is {})",
+            k.other_key,
+            k.other_key_id.map(|id| id.to_string()).unwrap_or_default(),
+            k.key_id.map(|id| id.to_string()).unwrap_or_default()
+        ));
+    }
+    if k.stale > 0 {
+        hints.push(format!(
+            "{} authentic datagrams were dropped as sealed {:.0} s away from this host's clock (a replay, or clocks out of step: keyed mode needs clocks within {} s)",
+            k.stale,
+            k.stale_skew_ms.unwrap_or_default() as f64 / 1000.0,
+            pgmcc_net::keyed::MAX_SKEW.as_secs()
+        ));
+    }
+    if k.not_sealed > 0 && k.opened == 0 {
+        hints.push(format!(
+            "{} datagrams were not sealed and were dropped: is the peer running without --key?",
+            k.not_sealed
+        ));
+    }
+    let forged = k.forged + k.wrong_direction + k.mismatched;
+    if forged > 0 {
+        hints.push(format!(
+            "{forged} datagrams failed authentication and were dropped (forged or corrupted)"
+        ));
+    }
+    hints
 }

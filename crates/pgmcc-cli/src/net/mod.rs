@@ -6,11 +6,13 @@
 //! show the user (progress, final statistics, the sha256).
 
 mod args;
+mod keygen;
 mod output;
 mod recv;
 mod report;
 mod send;
 
+pub(crate) use keygen::{keygen, KeygenArgs};
 pub(crate) use recv::{recv, RecvArgs};
 pub(crate) use send::{send, SendArgs};
 

@@ -10,7 +10,7 @@ use pgmcc_net::{Event, Receiver, ReceiverOptions};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::args::{parse_duration, NetArgs};
+use super::args::{key_hints, parse_duration, NetArgs};
 use super::output::Output;
 use super::report::{hex_string, progress, write_stats};
 use super::runtime;
@@ -88,16 +88,27 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     opts.encapsulation = args.net.encapsulation();
     opts.pgmcc = !args.no_pgmcc;
     opts.drop_every = args.drop_every;
+    opts.key = args.net.key()?;
+    if opts.key.is_some() && args.zmq {
+        anyhow::bail!(
+            "--key and --zmq cannot be combined: ZeroMQ publishers do not seal their packets"
+        );
+    }
+    let keyed = opts
+        .key
+        .as_ref()
+        .map(|k| format!(", keyed (key {})", k.id()));
     let mut out = Output::open(&args.out)?;
     let rt = runtime()?;
     rt.block_on(async {
         let mut rx = Receiver::bind(opts).await.context("joining the group")?;
         if !args.net.quiet {
             eprintln!(
-                "pgmcc recv: joined {}:{} as {}; waiting for a session",
+                "pgmcc recv: joined {}:{} as {}{}; waiting for a session",
                 group,
                 args.net.group.port(),
-                rx.local_addr()
+                rx.local_addr(),
+                keyed.as_deref().unwrap_or_default()
             );
         }
         let pb = progress(args.net.quiet, None);
@@ -222,6 +233,9 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         };
         if let Some(path) = &args.net.stats {
             write_stats(path, &report)?;
+        }
+        for hint in key_hints(report.status.keyed.as_ref(), report.status.sealed_without_key) {
+            eprintln!("pgmcc recv: warning: {hint}");
         }
         match failure {
             None => {

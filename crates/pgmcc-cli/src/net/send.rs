@@ -14,7 +14,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::args::{controller_parser, parse_duration, parse_rate, NetArgs};
+use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs};
 use super::report::{hex_string, progress, write_stats};
 use super::runtime;
 
@@ -106,6 +106,11 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.drop_every = args.drop_every;
     opts.gso_segments = usize::from(args.gso);
     opts.cc = cc_config(args, opts.max_tpdu)?;
+    opts.key = args.net.key()?;
+    let keyed = opts
+        .key
+        .as_ref()
+        .map(|k| format!(", keyed (key {})", k.id()));
     if args.cc == Controller::None && args.rate_max.is_none() {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
     }
@@ -134,11 +139,12 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let started = std::time::Instant::now();
         let mut tx = Sender::bind(opts).await.context("starting the source")?;
         eprintln!(
-            "pgmcc send: session {} from {} to {}:{}",
+            "pgmcc send: session {} from {} to {}:{}{}",
             tx.tsi(),
             tx.local_addr(),
             group,
-            args.net.group.port()
+            args.net.group.port(),
+            keyed.as_deref().unwrap_or_default()
         );
         let pb = progress(args.net.quiet, len);
         let mut hash = Sha256::new();
@@ -192,6 +198,9 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             status.stats.rdata_packets,
             status.stats.naks_received,
         );
+        for hint in key_hints(status.keyed.as_ref(), status.sealed_without_key) {
+            eprintln!("pgmcc send: warning: {hint}");
+        }
         if let Some(path) = &args.net.stats {
             write_stats(
                 path,
