@@ -42,6 +42,10 @@ pub struct ReceiverOptions {
     /// Fault injection for tests and demonstrations: discard every Nth datagram received
     /// (before the protocol sees it), so that NAKs, NCFs and repairs happen. Default none.
     pub drop_every: Option<u32>,
+    /// Follow only sessions whose packets come from this address (the core's
+    /// `ReceiverConfig::source`). Without it each session is bound to the address its first
+    /// packet came from. Default none.
+    pub source: Option<Ipv4Addr>,
     /// Keyed mode (docs/security.md): accept only datagrams sealed with this group key, and
     /// seal every NAK and ACK with it. Default none (plain PGM).
     pub key: Option<Key>,
@@ -61,6 +65,7 @@ impl ReceiverOptions {
             rxw_sqns: 8192,
             seed: None,
             drop_every: None,
+            source: None,
             key: None,
         }
     }
@@ -175,6 +180,7 @@ impl Receiver {
         config.reliable = opts.reliable;
         config.pgmcc = opts.pgmcc;
         config.rxw_sqns = opts.rxw_sqns;
+        config.source = opts.source.map(IpAddr::V4);
         let sealer = match opts.key {
             Some(key) => Some(Sealer::new(key, Direction::Up).map_err(|e| Error::Io {
                 context: "setting up keyed mode".into(),

@@ -1055,3 +1055,121 @@ fn a_nak_flood_costs_at_most_the_repair_budget() {
         odata_wire(&open)
     );
 }
+
+const EVIL: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 9, 9));
+
+/// Everything the application heard so far.
+fn events(r: &mut Receiver) -> Vec<ReceiverEvent> {
+    std::iter::from_fn(|| r.poll_event()).collect()
+}
+
+/// NAKed sequence numbers among the receiver's transmits.
+fn naked(r: &mut Receiver, now: Instant) -> Vec<u32> {
+    r.handle_timeout(now);
+    let mut buf = vec![0u8; 2048];
+    let mut sqns = Vec::new();
+    while let Some(t) = r.poll_transmit(now, &mut buf) {
+        if let Ok(Repr {
+            body: Body::Nak(n),
+            options,
+            ..
+        }) = Repr::parse(&buf[..t.len])
+        {
+            sqns.push(n.sqn);
+            sqns.extend(options.nak_list.unwrap_or_default().as_slice());
+        }
+    }
+    sqns
+}
+
+#[test]
+fn fin_spm_ncf_and_data_from_another_address_are_dropped_and_counted() {
+    let mut r = Receiver::new(ReceiverConfig::new(rx_addr(0), GROUP, 1), ms(0));
+    // An empty window (trail = lead + 1): the stream starts at 0.
+    r.handle(ms(0), SRC, &common::spm(1, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &common::odata(0, 0, b"a", None));
+    // A spoofed end of session (any host on the segment could send it) ends nothing.
+    r.handle(ms(2), EVIL, &common::spm(2, 0, 0, true));
+    // Forged data for the next sequence number loses to nothing: it is not taken at all.
+    r.handle(ms(3), EVIL, &common::odata(1, 0, b"forged", None));
+    r.handle(ms(3), EVIL, &common::rdata(1, 0, b"forged"));
+    assert_eq!(r.stats().wrong_source, 3);
+    r.handle(ms(4), SRC, &common::odata(1, 0, b"b", None));
+    // A gap at 2, and a spoofed NCF for it: the receiver still NAKs it.
+    r.handle(ms(5), SRC, &common::odata(3, 0, b"d", None));
+    r.handle(ms(6), EVIL, &common::ncf(2));
+    assert_eq!(r.stats().wrong_source, 4);
+    assert_eq!(
+        r.stats().ncf_packets,
+        0,
+        "the spoofed NCF was not taken as one"
+    );
+    assert!(naked(&mut r, ms(500)).contains(&2), "NAK for 2 suppressed");
+    r.handle(ms(600), SRC, &common::rdata(2, 0, b"c"));
+    let data: Vec<Vec<u8>> = events(&mut r)
+        .into_iter()
+        .filter_map(|e| match e {
+            ReceiverEvent::SessionEnded { .. } => panic!("ended by a spoofed FIN"),
+            ReceiverEvent::Data { data, .. } => Some(data),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(data, [b"a", b"b", b"c", b"d"].map(|d| d.to_vec()));
+    // The source's own FIN ends it.
+    r.handle(ms(700), SRC, &common::spm(3, 0, 3, true));
+    assert!(events(&mut r)
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::SessionEnded { .. })));
+}
+
+#[test]
+fn implausible_spms_are_dropped_even_from_the_source_address() {
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.rxw_sqns = 1024;
+    let mut r = Receiver::new(c, ms(0));
+    r.handle(ms(0), SRC, &common::spm(10, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &common::odata(0, 0, b"a", None));
+    // Trail beyond lead: would give up on everything up to it.
+    r.handle(ms(2), SRC, &common::spm(11, 500, 5, false));
+    // An SPM sequence number half the space ahead: every real SPM after it would look old.
+    r.handle(ms(3), SRC, &common::spm(10 + 0x7fff_0000, 0, 0, true));
+    // A lead two windows ahead: 2,048 sequence numbers declared sent (and lost).
+    r.handle(ms(4), SRC, &common::spm(12, 0, 2048, false));
+    assert_eq!(r.stats().implausible_spms, 3);
+    assert_eq!(r.missing(&common::TSI), 0, "no gap was opened");
+    assert!(
+        !events(&mut r).iter().any(|e| matches!(
+            e,
+            ReceiverEvent::Unrecoverable { .. } | ReceiverEvent::SessionEnded { .. }
+        )),
+        "a forged SPM ended the session or gave up data"
+    );
+    // The next real SPM is taken (its sequence number follows the last real one).
+    r.handle(ms(5), SRC, &common::odata(1, 0, b"b", None));
+    r.handle(ms(6), SRC, &common::spm(13, 0, 1, true));
+    assert_eq!(r.stats().implausible_spms, 3);
+    assert!(events(&mut r)
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::SessionEnded { .. })));
+}
+
+#[test]
+fn a_receiver_bound_to_a_source_address_hears_no_other() {
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.source = Some(SRC);
+    let mut r = Receiver::new(c, ms(0));
+    // A forged session started first, with the real session's TSI, is never admitted...
+    r.handle(ms(0), EVIL, &common::spm(1, 0, 0, false));
+    r.handle(ms(0), EVIL, &common::odata(0, 0, b"forged", None));
+    assert!(events(&mut r).is_empty());
+    assert_eq!(r.stats().wrong_source, 2);
+    // ...so the real one is followed from its start.
+    r.handle(ms(1), SRC, &common::spm(1, 0, u32::MAX, false));
+    r.handle(ms(2), SRC, &common::odata(0, 0, b"real", None));
+    let evs = events(&mut r);
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, ReceiverEvent::Data { data, .. } if data == b"real")),
+        "{evs:?}"
+    );
+}

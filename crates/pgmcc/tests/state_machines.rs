@@ -791,3 +791,51 @@ fn a_new_group_rtt_reaches_the_receivers_on_an_spm_while_data_flows() {
     assert!(count(&drain(&mut s, ms(150)), PacketType::Odata) >= 1);
     assert_eq!(first_spm_after(&mut s, ms(150), ms(1000)), Some(ms(250)));
 }
+
+/// A NAK sent before the source advertised its group RTT waits OpenPGM's 2 s for the repair.
+/// When OPT_GRTT then arrives (10 ms here) that wait shrinks to the scaled one: the receiver
+/// re-NAKs within tens of milliseconds, while a source lingering ten group RTTs is still there
+/// (measured on loopback before the fix: a receiver re-NAKed 2 s after its first NAK, the
+/// source had left 0.5 s earlier, and the transfer failed).
+#[test]
+fn nak_waits_armed_before_the_group_rtt_was_known_shrink_when_it_arrives() {
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, u32::MAX, false));
+    r.handle(ms(1), SRC, &odata(0, 0, b"a", None));
+    r.handle(ms(2), SRC, &odata(2, 0, b"c", None));
+    // The first NAK, after the default back-off (at most 50 ms).
+    let mut now = ms(2);
+    let mut first = None;
+    while first.is_none() && now < ms(100) {
+        now += pgmcc::Duration::from_millis(1);
+        r.handle_timeout(now);
+        if sent_by(&mut r, now)
+            .iter()
+            .any(|(_, b)| matches!(Repr::parse(b).unwrap().body, Body::Nak(_)))
+        {
+            first = Some(now);
+        }
+    }
+    let first = first.expect("a NAK for 1");
+    assert!(
+        r.poll_timeout().unwrap() + pgmcc::Duration::from_millis(1)
+            >= first + pgmcc::Duration::from_secs(2)
+    );
+    let grtt = Options {
+        grtt: Some(Grtt {
+            grtt_us: 10_000,
+            gsize: 1,
+        }),
+        ..Options::default()
+    };
+    r.handle(
+        first + pgmcc::Duration::from_millis(5),
+        SRC,
+        &spm_with(1, 0, 2, grtt),
+    );
+    let next = r.poll_timeout().unwrap();
+    assert!(
+        next <= first + pgmcc::Duration::from_millis(5 + 40),
+        "the 2 s wait was kept: next deadline {next:?} after a NAK at {first:?}"
+    );
+}

@@ -31,6 +31,11 @@ pub(crate) struct RecvArgs {
     /// does not mark its first packet, such as OpenPGM). Without it such a transfer fails.
     #[arg(long)]
     allow_partial_start: bool,
+    /// Follow only a session whose packets come from this IPv4 address, the source's. Without
+    /// it the first session heard is followed, and a host that starts a fake session first
+    /// wins (unless --key is used); with it, packets from any other address are dropped.
+    #[arg(long, value_name = "ADDR")]
+    source: Option<std::net::Ipv4Addr>,
     /// Do not take part in pgmcc (no loss reports, never acker).
     #[arg(long)]
     no_pgmcc: bool,
@@ -88,6 +93,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     opts.encapsulation = args.net.encapsulation();
     opts.pgmcc = !args.no_pgmcc;
     opts.drop_every = args.drop_every;
+    opts.source = args.source;
     opts.key = args.net.key()?;
     if opts.key.is_some() && args.zmq {
         anyhow::bail!(
@@ -236,6 +242,23 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         }
         for hint in key_hints(report.status.keyed.as_ref(), report.status.sealed_without_key) {
             eprintln!("pgmcc recv: warning: {hint}");
+        }
+        let st = &report.status.stats;
+        if st.wrong_source > 0 {
+            let whose = match args.source {
+                Some(a) => format!("not from {a} (--source)"),
+                None => "not from the address each session started from".into(),
+            };
+            eprintln!(
+                "pgmcc recv: warning: dropped {} packets {whose}: spoofed, or another host on the group",
+                st.wrong_source
+            );
+        }
+        if st.implausible_spms > 0 {
+            eprintln!(
+                "pgmcc recv: warning: dropped {} SPMs whose window edges no source could send (forged)",
+                st.implausible_spms
+            );
         }
         match failure {
             None => {

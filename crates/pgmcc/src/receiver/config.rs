@@ -89,6 +89,11 @@ pub struct ReceiverConfig {
     /// it is acknowledged (`docs/pgmcc.md`, difference 10). A driver that polls after every
     /// datagram (the simulator) sees no change. Default true.
     pub coalesce_acks: bool,
+    /// Accept sessions only from this source address (`pgmcc recv --source`): downstream
+    /// packets from any other address are dropped and counted
+    /// ([`ReceiverStats::wrong_source`](super::ReceiverStats::wrong_source)). Without it a
+    /// session is bound to the address its first packet came from. Default none.
+    pub source: Option<IpAddr>,
 }
 
 impl ReceiverConfig {
@@ -115,6 +120,7 @@ impl ReceiverConfig {
             reliable: true,
             loss_events: None,
             coalesce_acks: true,
+            source: None,
         }
     }
 

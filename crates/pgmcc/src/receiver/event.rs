@@ -93,6 +93,15 @@ pub struct ReceiverStats {
     pub malformed: u64,
     /// Datagrams for another group or port, or of a type a receiver ignores.
     pub ignored: u64,
+    /// Downstream packets (SPM, ODATA, RDATA, NCF) of a session that came from an address
+    /// other than its source's (the address its first packet came from, or
+    /// `ReceiverConfig::source`): spoofed end of session, redirections, NAK suppression,
+    /// forged data from another host. Dropped.
+    pub wrong_source: u64,
+    /// SPMs that cannot be the source's: trail beyond lead, a lead more than a receive
+    /// window ahead, or an SPM sequence number more than 2^20 ahead. Dropped (their FIN, path
+    /// and edges ignored).
+    pub implausible_spms: u64,
     /// Packets of new sessions dropped because `max_sessions` were tracked.
     pub sessions_rejected: u64,
     /// Sessions dropped from a full table to make room: ended ones, or silent for

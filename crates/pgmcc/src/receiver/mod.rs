@@ -46,6 +46,11 @@ use rxw::{fragment_is_sane, Insert, NakTimers, Output, ParityInsert, ReceiveWind
 use session::{Admit, Peer, Sessions};
 use transmit::{Outbox, Pending};
 
+/// Most an SPM's sequence number may lead the last one heard: a source sends a few SPMs a
+/// second (heartbeats at most every few milliseconds), so 2^20 is hours of lost SPMs, and a
+/// forged SPM half the sequence space ahead cannot make every real one look old.
+const MAX_SPM_SQN_JUMP: u32 = 1 << 20;
+
 /// A PGM receiver.
 #[derive(Debug)]
 pub struct Receiver {
@@ -117,6 +122,15 @@ impl Receiver {
             }
         };
         let parity = repr.header_flags & OPT_PARITY != 0;
+        let downstream = matches!(
+            repr.body,
+            Body::Odata(_) | Body::Rdata(_) | Body::Spm(_) | Body::Ncf(_)
+        );
+        if downstream && !self.sent_by_source(&repr, from) {
+            self.stats.wrong_source += 1;
+            trace!(%from, tsi = %repr.tsi(), "receiver: downstream packet not from the session's source dropped");
+            return;
+        }
         match repr.body {
             Body::Odata(d) | Body::Rdata(d) if repr.dport == self.config.dport && parity => {
                 self.on_parity(now, &repr, d.sqn, d.trail);
@@ -142,8 +156,20 @@ impl Receiver {
         self.drain_all();
     }
 
-    /// Makes sure `tsi` has a session entry; false when the session table is full.
-    fn ensure_peer(&mut self, tsi: Tsi, now: Instant) -> bool {
+    /// Whether a downstream packet may come from `from`: the configured source, and the
+    /// address the session's first packet came from.
+    fn sent_by_source(&self, repr: &Repr<'_>, from: IpAddr) -> bool {
+        if self.config.source.is_some_and(|s| s != from) {
+            return false;
+        }
+        self.sessions
+            .get(&repr.tsi())
+            .is_none_or(|p| p.source == from)
+    }
+
+    /// Makes sure `tsi` has a session entry, bound to `from` if new; false when the session
+    /// table is full.
+    fn ensure_peer(&mut self, tsi: Tsi, now: Instant, from: IpAddr) -> bool {
         let feedback = &self.feedback;
         let admit = self.sessions.ensure(
             tsi,
@@ -152,6 +178,7 @@ impl Receiver {
             self.config.peer_expiry,
             || Peer {
                 tsi,
+                source: from,
                 path: None,
                 data_from: None,
                 fb: Feedback::new(feedback),
@@ -209,7 +236,7 @@ impl Receiver {
         let tsi = repr.tsi();
         let (rxw_sqns, max_apdu, join) =
             (self.config.rxw_sqns, self.config.max_apdu, self.config.join);
-        if !self.ensure_peer(tsi, now) {
+        if !self.ensure_peer(tsi, now, from) {
             return;
         }
         let Some(peer) = self.sessions.get_mut(&tsi) else {
@@ -382,7 +409,24 @@ impl Receiver {
             self.config.max_apdu,
             self.config.reliable,
         );
-        if !self.ensure_peer(tsi, now) {
+        // Edges no source can send (RFC 3208 §6.1: trail <= lead + 1; an empty window has
+        // trail = lead + 1), or jumps no receiver of the session could have missed: one
+        // forged SPM would otherwise end the session, give up on everything, or make every
+        // later real SPM look old.
+        let implausible = |p: &Peer| {
+            p.spm_sqn.is_some_and(|old| {
+                sqn::gt(spm.sqn, old) && sqn::distance(old, spm.sqn) > MAX_SPM_SQN_JUMP
+            }) || p.rxw.as_ref().is_some_and(|w| {
+                sqn::gt(spm.lead, w.lead()) && sqn::distance(w.lead(), spm.lead) > rxw_sqns
+            })
+        };
+        if self.sessions.get(&tsi).is_some_and(implausible)
+            || sqn::gt(spm.trail, spm.lead.wrapping_add(1))
+        {
+            self.stats.implausible_spms += 1;
+            return;
+        }
+        if !self.ensure_peer(tsi, now, from) {
             return;
         }
         let Some(peer) = self.sessions.get_mut(&tsi) else {
@@ -393,7 +437,7 @@ impl Receiver {
         }
         peer.spm_sqn = Some(spm.sqn);
         peer.path = Some(spm.path_nla);
-        peer.on_control(&repr.options);
+        peer.on_control(&repr.options, now, &self.timers);
         // On-demand parity with our code (OPT_FEC); an SPM without it turns parity off.
         let parity_k = repr
             .options
@@ -438,7 +482,7 @@ impl Receiver {
             return;
         };
         if !peer_nak {
-            peer.on_control(&repr.options);
+            peer.on_control(&repr.options, now, &self.timers);
         }
         let suppress = !(self.config.pgmcc && peer.fb.must_report(now));
         let timers = peer.timers(&self.timers);

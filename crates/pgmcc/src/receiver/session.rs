@@ -18,6 +18,9 @@ pub(super) struct Peer {
     pub(super) tsi: Tsi,
     /// Source path NLA from the latest SPM: where NAKs go.
     pub(super) path: Option<IpAddr>,
+    /// The address the session's first packet came from (or `ReceiverConfig::source`): its
+    /// downstream packets from any other address are dropped.
+    pub(super) source: IpAddr,
     /// IP address data and SPMs come from: the source's own address, used as the NAK's
     /// source NLA, for SPMRs before any SPM, and for ACKs.
     pub(super) data_from: Option<IpAddr>,
@@ -48,11 +51,25 @@ impl Peer {
     }
 
     /// Takes the source's OPT_GRTT and its requests to pgmcc receivers (OPT_REPORT_BAR)
-    /// from an SPM or NCF of this session.
-    pub(super) fn on_control(&mut self, opts: &pgm_wire::Options<'_>) {
+    /// from an SPM or NCF of this session. When the timers shrink (the first OPT_GRTT, or a
+    /// smaller one), NAK waits already armed are brought within the new ones.
+    pub(super) fn on_control(
+        &mut self,
+        opts: &pgm_wire::Options<'_>,
+        now: Instant,
+        base: &NakTimers,
+    ) {
         if let Some(g) = opts.grtt {
+            let longest = |t: NakTimers| t.bo_ivl.max(t.rpt_ivl).max(t.rdata_ivl);
+            let before = longest(self.timers(base));
             let d = Duration::from_micros(u64::from(g.grtt_us)).min(MAX_GRTT);
             self.grtt = Some((d, g.gsize));
+            let after = longest(self.timers(base));
+            if after < before {
+                if let Some(w) = self.rxw.as_mut() {
+                    w.tighten(now, after);
+                }
+            }
         }
         self.fb.on_control(opts, self.grtt.map(|(g, _)| g));
     }

@@ -396,6 +396,18 @@ impl ReceiveWindow {
         }
     }
 
+    /// Brings every armed NAK timer to at most `limit` from `now`: a wait armed under the
+    /// default timers (2 s) must not outlive the source learning the group RTT, or a
+    /// receiver re-NAKs after a source that lingers a few group RTTs is gone.
+    pub(crate) fn tighten(&mut self, now: Instant, limit: Duration) {
+        let cap = now + limit;
+        for slot in self.slots.iter_mut() {
+            if let Slot::Missing(st) = slot {
+                st.deadline = st.deadline.min(cap);
+            }
+        }
+    }
+
     /// The earliest NAK deadline.
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
         self.slots
