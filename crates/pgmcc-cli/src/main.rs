@@ -77,8 +77,9 @@ enum Command {
     ///
     /// Example: pgmcc send --group 239.192.0.1:7500 --iface eth0 big.iso
     ///
-    /// Exit status: 0 when everything was sent, 2 on errors (bad flags, no such file, no
-    /// route to the group).
+    /// Exit status: 0 when everything was sent, 1 when the source gave up (no receiver
+    /// answered for --feedback-timeout, or --max-duration passed), 2 on errors (bad flags,
+    /// no such file, no route to the group, a bad key file).
     Send(net::SendArgs),
     /// Receive one session from a group into a file or standard output, verified.
     ///

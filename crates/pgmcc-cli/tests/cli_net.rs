@@ -155,3 +155,63 @@ fn keygen_writes_a_private_key_once_and_bad_key_files_are_named() {
         assert!(err.contains(says), "{says}: {err}");
     }
 }
+
+/// A source with nobody listening stops by itself and says so (loopback, multicast TTL 0:
+/// nothing leaves the host).
+#[test]
+fn a_sender_nobody_answers_gives_up_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    std::fs::write(&f, vec![7u8; 2_000_000]).unwrap();
+    let started = std::time::Instant::now();
+    let o = pgmcc()
+        .args([
+            "send",
+            "--group",
+            "239.255.77.51:7500",
+            "--iface",
+            "127.0.0.1",
+            "--ttl",
+            "0",
+            "--udp-ports",
+            "41551,41552",
+            "--feedback-timeout",
+            "2s",
+            "-q",
+        ])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("no receiver answered in 2s"), "{err}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+
+    // Without a controller there is no feedback to wait for: --max-duration bounds the run.
+    let o = pgmcc()
+        .args([
+            "send",
+            "--group",
+            "239.255.77.51:7500",
+            "--iface",
+            "127.0.0.1",
+            "--ttl",
+            "0",
+            "--udp-ports",
+            "41551,41552",
+            "--cc",
+            "none",
+            "--rate-max",
+            "1Mbit",
+            "--max-duration",
+            "1s",
+            "-q",
+        ])
+        .arg(&f)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--max-duration"), "{err}");
+}

@@ -51,4 +51,14 @@ pub enum Error {
     /// The session's task ended (after `close`, or because it failed).
     #[error("the session has ended")]
     Closed,
+    /// The source gave up: no receiver answered for [`crate::SenderOptions::feedback_timeout`],
+    /// or [`crate::SenderOptions::max_duration`] passed. What it did until then is in
+    /// `status`.
+    #[error("{reason}")]
+    Abandoned {
+        /// Why, for the user.
+        reason: String,
+        /// The source's final status.
+        status: Box<crate::SenderStatus>,
+    },
 }

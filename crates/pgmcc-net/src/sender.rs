@@ -70,6 +70,15 @@ pub struct SenderOptions {
     /// sharply, but a byte-limited queue on the sending host (a shaper such as `tbf`) drops a
     /// whole GSO send at once, which congestion control reads as a burst loss.
     pub gso_segments: usize,
+    /// With a congestion controller (whose receivers always answer: the acker ACKs every
+    /// packet), give up when no receiver has sent anything (ACK, NAK, SPMR) for this long
+    /// while data is still to be sent: every receiver has left, or none takes part. `close`
+    /// and later writes then return [`Error::Abandoned`]. Without a controller receivers
+    /// are silent when nothing is lost, so this does not apply. Default 60 s; `None` never.
+    pub feedback_timeout: Option<Duration>,
+    /// Give up (with [`Error::Abandoned`]) if the session is not over this long after it
+    /// started, linger included. Default none.
+    pub max_duration: Option<Duration>,
     /// Keyed mode (docs/security.md): seal every datagram with this group key, and accept
     /// only datagrams sealed with it. Every PGM packet is then [`keyed::SEAL_OVERHEAD`] bytes
     /// shorter than `max_tpdu`. Default none (plain PGM, interoperable with OpenPGM).
@@ -98,6 +107,8 @@ impl SenderOptions {
             sport: None,
             drop_every: None,
             gso_segments: 1,
+            feedback_timeout: Some(Duration::from_secs(60)),
+            max_duration: None,
             key: None,
         }
     }
@@ -203,12 +214,16 @@ impl Sender {
         let max_apdu = config.max_apdu;
         let max_tsdu = config.max_tsdu();
         let clock = Clock::new();
+        let cc_config = config.cc;
         let core = pgmcc::Sender::new(config, clock.now());
         let (apdu_tx, apdu_rx) = mpsc::channel(64);
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
+        let cc_on = !matches!(cc_config, CcConfig::None);
         let driver = Driver {
+            feedback_timeout: opts.feedback_timeout.filter(|_| cc_on),
+            max_duration: opts.max_duration,
             core,
             batch,
             sock: Arc::new(sock),
@@ -293,6 +308,8 @@ impl Sender {
 
 struct Driver {
     core: pgmcc::Sender,
+    feedback_timeout: Option<Duration>,
+    max_duration: Option<Duration>,
     /// GSO and `recvmmsg` on `sock` (UDP encapsulation; `None` for raw IP or when the
     /// socket could not be set up for it: then one system call per datagram).
     batch: Option<Batched>,
@@ -324,8 +341,22 @@ impl Driver {
         let mut quiet_since = self.clock.now();
         let mut repairs_seen = 0;
         let mut next_status = self.clock.now();
+        let mut feedback_seen = 0;
+        let mut last_feedback = self.clock.now();
         loop {
             let now = self.clock.now();
+            // Liveness: any upstream packet the core took is a receiver still there.
+            let st = self.core.stats();
+            let feedback = st.acks_received + st.naks_received + st.spmrs_received;
+            if feedback != feedback_seen {
+                feedback_seen = feedback;
+                last_feedback = now;
+            }
+            if let Some(reason) = self.give_up(now, last_feedback, feedback_seen) {
+                warn!("{reason}");
+                let status = Box::new(self.publish(now, true));
+                return Err(Error::Abandoned { reason, status });
+            }
             // Move as many queued messages into the core as it takes.
             while let Some(apdu) = pending.take().or_else(|| {
                 if closed_at.is_none() {
@@ -429,6 +460,31 @@ impl Driver {
         }
         let now = self.clock.now();
         Ok(self.publish(now, true))
+    }
+
+    /// Why the source should give up now, if it should.
+    fn give_up(
+        &self,
+        now: pgmcc::Instant,
+        last_feedback: pgmcc::Instant,
+        feedback: u64,
+    ) -> Option<String> {
+        let since_start = Duration::from_nanos(now.as_nanos());
+        if let Some(max) = self.max_duration.filter(|m| since_start >= *m) {
+            return Some(format!(
+                "the session was not over after {max:?} (--max-duration)"
+            ));
+        }
+        let limit = self.feedback_timeout?;
+        // Only while data is still to be sent: the linger has its own bound.
+        if self.drained_at.is_some() || now.saturating_duration_since(last_feedback) < limit {
+            return None;
+        }
+        Some(if feedback == 0 {
+            format!("no receiver answered in {limit:?} (--feedback-timeout): is anyone listening on this group and port, with the same --udp-ports (and --key)?")
+        } else {
+            format!("no receiver has sent anything for {limit:?} (--feedback-timeout): every receiver has left, or the network to them failed")
+        })
     }
 
     /// Takes the core's congestion-control events (its queue is bounded; draining it keeps

@@ -65,6 +65,15 @@ pub(crate) struct SendArgs {
     /// The default holds about 23 MB of 1,400-byte packets (190 ms at 1 Gbit/s).
     #[arg(long, value_name = "PACKETS", default_value_t = 16384)]
     txw: u32,
+    /// Give up, and exit 1, when no receiver has sent anything (ACK, NAK) for this long while
+    /// data is still to be sent: everyone left, or nobody is listening. Applies with a
+    /// congestion controller (its acker answers every packet); 0 never gives up.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    feedback_timeout: Duration,
+    /// Give up, and exit 1, if the session is not over this long after it started (linger
+    /// included) [default: no limit].
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    max_duration: Option<Duration>,
     /// Fault injection: withhold every Nth data packet from the wire, so receivers must NAK
     /// and get repairs.
     #[arg(long, value_name = "N")]
@@ -107,6 +116,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.gso_segments = usize::from(args.gso);
     opts.cc = cc_config(args, opts.max_tpdu)?;
     opts.key = args.net.key()?;
+    opts.feedback_timeout = (!args.feedback_timeout.is_zero()).then_some(args.feedback_timeout);
+    opts.max_duration = args.max_duration;
     let keyed = opts
         .key
         .as_ref()
@@ -154,7 +165,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         // packet-sized messages so nothing needs fragmenting.
         let tsdu = tx.max_tsdu();
         let mut buf = vec![0u8; 256 * tsdu];
-        loop {
+        // A write fails only when the source's task ended: `close` then says why.
+        'input: loop {
             let n = input.read(&mut buf).await.context("reading the input")?;
             if n == 0 {
                 break;
@@ -165,10 +177,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                 // Waits while congestion control holds the queue full; look up now and then.
                 loop {
                     match tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)).await {
-                        Ok(r) => {
-                            r.context("sending")?;
-                            break;
-                        }
+                        Ok(Ok(())) => break,
+                        Ok(Err(_)) => break 'input,
                         Err(_) => {
                             let st = tx.status();
                             warn_if_no_acker(&st, cc_on, &mut warned, &pb);
@@ -186,7 +196,35 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let sending_secs = started.elapsed().as_secs_f64();
         pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
         let (tsi, source) = (tx.tsi(), tx.local_addr());
-        let status = tx.close().await.context("closing the session")?;
+        let status = match tx.close().await {
+            Ok(s) => s,
+            Err(pgmcc_net::Error::Abandoned { reason, status }) => {
+                pb.finish_and_clear();
+                eprintln!(
+                    "pgmcc send: error: {reason}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
+                    status.elapsed_secs, total, status.stats.odata_packets
+                );
+                for hint in key_hints(status.keyed.as_ref(), status.sealed_without_key) {
+                    eprintln!("pgmcc send: warning: {hint}");
+                }
+                if let Some(path) = &args.net.stats {
+                    write_stats(
+                        path,
+                        &SendReport {
+                            tsi: tsi.to_string(),
+                            source,
+                            bytes: total,
+                            sha256: String::new(),
+                            sending_seconds: status.elapsed_secs,
+                            seconds: status.elapsed_secs,
+                            status: *status,
+                        },
+                    )?;
+                }
+                return Ok(ExitCode::from(1));
+            }
+            Err(e) => return Err(e).context("closing the session"),
+        };
         pb.finish_and_clear();
         let sha = hex_string(&hash.finalize());
         let secs = status.elapsed_secs;
