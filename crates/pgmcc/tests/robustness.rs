@@ -1173,3 +1173,72 @@ fn a_receiver_bound_to_a_source_address_hears_no_other() {
         "{evs:?}"
     );
 }
+
+/// Two sessions sending 60 KB datagrams into gaps they never fill held 884 MB in a receiver
+/// when issue 21 was filed. Now oversized datagrams are dropped, and even with a limit that
+/// lets them through the byte budgets bound what is buffered.
+#[test]
+fn memory_held_for_hostile_sessions_is_bounded_in_bytes() {
+    let fake = |g: u8| Tsi {
+        gsi: Gsi([0xee, 0, 0, 0, 0, g]),
+        sport: 666,
+    };
+    let big = vec![0x5a; 60_000];
+    let flood = |r: &mut Receiver| {
+        for g in 0..4u8 {
+            // Sequence number 2 is never sent: nothing after it can be delivered.
+            for sqn in (1..4001u32).filter(|s| *s != 2) {
+                let p = Repr::downstream(fake(g), 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
+                    .with_payload(&big)
+                    .to_vec()
+                    .unwrap();
+                r.handle(ms(u64::from(sqn)), SRC, &p);
+            }
+        }
+    };
+    // Defaults: a 60 KB datagram is over the 9,000-byte TPDU limit.
+    let mut r = Receiver::new(ReceiverConfig::new(rx_addr(0), GROUP, 1), ms(0));
+    flood(&mut r);
+    assert_eq!(r.stats().oversized, 4 * 3999);
+    assert_eq!(r.buffered_bytes(), 0);
+    // Jumbo datagrams allowed: the session budget (8 MiB here) and the total (20 MiB) hold.
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.max_tpdu = 65_535;
+    c.session_bytes = 8 << 20;
+    c.total_bytes = 20 << 20;
+    let mut r = Receiver::new(c, ms(0));
+    flood(&mut r);
+    let held = r.buffered_bytes();
+    eprintln!(
+        "buffered {held} bytes; {:?} over budget",
+        r.stats().over_budget
+    );
+    assert!(held <= 20 << 20, "{held} bytes buffered");
+    assert!(
+        held >= 16 << 20,
+        "the budgets are used, not undercut: {held}"
+    );
+    assert!(r.stats().over_budget > 10_000, "{:?}", r.stats());
+    // A real session with ordinary packets still gets through in full.
+    let real = Tsi {
+        gsi: Gsi([1; 6]),
+        sport: 1,
+    };
+    let mut got = 0;
+    for sqn in 0..100u32 {
+        let p = Repr::downstream(real, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
+            .with_payload(b"real data")
+            .to_vec()
+            .unwrap();
+        r.handle(ms(5000), SRC, &p);
+    }
+    while let Some(e) = r.poll_event() {
+        if matches!(e, ReceiverEvent::Data { tsi, .. } if tsi == real) {
+            got += 1;
+        }
+    }
+    assert_eq!(
+        got, 100,
+        "the real session was starved by the others' budget"
+    );
+}

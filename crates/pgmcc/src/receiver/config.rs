@@ -94,6 +94,18 @@ pub struct ReceiverConfig {
     /// ([`ReceiverStats::wrong_source`](super::ReceiverStats::wrong_source)). Without it a
     /// session is bound to the address its first packet came from. Default none.
     pub source: Option<IpAddr>,
+    /// Largest PGM packet taken, in bytes; larger datagrams are dropped and counted
+    /// (`ReceiverStats::oversized`). Default 9000 (a jumbo frame); OpenPGM and our sources
+    /// send at most 1500 unless told otherwise.
+    pub max_tpdu: usize,
+    /// Bytes one session may hold buffered, bounded as (receive-window span) x (largest
+    /// payload it sent): a packet that would take it past this is dropped and counted
+    /// (`ReceiverStats::over_budget`), unless it is the next one to deliver. Parity copies
+    /// and held parity add at most twice as much again. Default 32 MiB (a full 8,192-packet
+    /// window of 1,500-byte packets is 12 MiB).
+    pub session_bytes: u64,
+    /// The same bound summed over every session. Default 256 MiB.
+    pub total_bytes: u64,
 }
 
 impl ReceiverConfig {
@@ -121,6 +133,9 @@ impl ReceiverConfig {
             loss_events: None,
             coalesce_acks: true,
             source: None,
+            max_tpdu: 9000,
+            session_bytes: 32 << 20,
+            total_bytes: 256 << 20,
         }
     }
 

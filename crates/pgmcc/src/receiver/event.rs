@@ -102,6 +102,11 @@ pub struct ReceiverStats {
     /// window ahead, or an SPM sequence number more than 2^20 ahead. Dropped (their FIN, path
     /// and edges ignored).
     pub implausible_spms: u64,
+    /// Datagrams longer than `ReceiverConfig::max_tpdu`: dropped.
+    pub oversized: u64,
+    /// Data packets dropped because buffering them would exceed `session_bytes` or
+    /// `total_bytes` (the memory bound); a real source's are NAKed again later.
+    pub over_budget: u64,
     /// Packets of new sessions dropped because `max_sessions` were tracked.
     pub sessions_rejected: u64,
     /// Sessions dropped from a full table to make room: ended ones, or silent for

@@ -90,6 +90,17 @@ impl Receiver {
         &self.stats
     }
 
+    /// Payload bytes buffered over all sessions: data waiting for delivery, and the parity
+    /// copies and parity packets kept for rebuilding (walks every window; for diagnostics).
+    /// Bounded by `ReceiverConfig::total_bytes`, three times over at most.
+    pub fn buffered_bytes(&self) -> u64 {
+        self.sessions
+            .iter()
+            .filter_map(|p| p.rxw.as_ref())
+            .map(|w| w.bytes_held())
+            .sum()
+    }
+
     /// Sequence numbers of `tsi` currently waiting for repair.
     pub fn missing(&self, tsi: &Tsi) -> usize {
         self.sessions
@@ -113,6 +124,10 @@ impl Receiver {
 
     /// Takes one datagram. `from` is the IP address it came from.
     pub fn handle(&mut self, now: Instant, from: IpAddr, datagram: &[u8]) {
+        if datagram.len() > self.config.max_tpdu {
+            self.stats.oversized += 1;
+            return;
+        }
         let repr = match Repr::parse(datagram) {
             Ok(r) => r,
             Err(e) => {
@@ -167,6 +182,40 @@ impl Receiver {
             .is_none_or(|p| p.source == from)
     }
 
+    /// Whether data packet `s` of `len` bytes keeps `tsi` within the memory bounds
+    /// (`session_bytes`, `total_bytes`). The next packet to deliver always is: it leaves at
+    /// once, and refusing it could stall the session for good.
+    fn within_budget(&self, tsi: Tsi, s: u32, len: u64) -> bool {
+        let Some(peer) = self.sessions.get(&tsi) else {
+            return true;
+        };
+        let Some(w) = peer.rxw.as_ref() else {
+            return true;
+        };
+        if s == w.base() {
+            return true;
+        }
+        let ahead = if sqn::gt(s, w.lead()) {
+            sqn::distance(w.lead(), s)
+        } else {
+            0
+        };
+        // A jump past the window settles the skipped part at once: the window never spans
+        // more than `rxw_sqns`.
+        let span = (u64::from(w.span()) + u64::from(ahead)).min(u64::from(self.config.rxw_sqns));
+        let mine = span * peer.max_payload.max(len);
+        if mine > self.config.session_bytes {
+            return false;
+        }
+        let others: u64 = self
+            .sessions
+            .iter()
+            .filter(|p| p.tsi != tsi)
+            .map(Peer::bytes_bound)
+            .sum();
+        others + mine <= self.config.total_bytes
+    }
+
     /// Makes sure `tsi` has a session entry, bound to `from` if new; false when the session
     /// table is full.
     fn ensure_peer(&mut self, tsi: Tsi, now: Instant, from: IpAddr) -> bool {
@@ -186,6 +235,7 @@ impl Receiver {
                 rxw: None,
                 fin_lead: None,
                 syn_sqn: None,
+                max_payload: 0,
                 last_heard: now,
                 ended: false,
                 next_spmr: now,
@@ -239,12 +289,17 @@ impl Receiver {
         if !self.ensure_peer(tsi, now, from) {
             return;
         }
+        if !self.within_budget(tsi, s, repr.payload.len() as u64) {
+            self.stats.over_budget += 1;
+            return;
+        }
         let Some(peer) = self.sessions.get_mut(&tsi) else {
             return;
         };
         if peer.ended {
             return;
         }
+        peer.max_payload = peer.max_payload.max(repr.payload.len() as u64);
         let timers = peer.timers(&self.timers);
         peer.data_from = Some(from);
         if repr.options.syn {

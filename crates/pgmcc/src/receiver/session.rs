@@ -32,6 +32,8 @@ pub(super) struct Peer {
     pub(super) fin_lead: Option<u32>,
     /// Sequence number of the packet marked OPT_SYN (the session's first), once heard.
     pub(super) syn_sqn: Option<u32>,
+    /// The largest data payload this session sent (the memory bound's unit).
+    pub(super) max_payload: u64,
     /// When a packet of this session last arrived.
     pub(super) last_heard: Instant,
     pub(super) ended: bool,
@@ -41,6 +43,13 @@ pub(super) struct Peer {
 }
 
 impl Peer {
+    /// Bytes this session may be holding: window span x largest payload.
+    pub(super) fn bytes_bound(&self) -> u64 {
+        self.rxw
+            .as_ref()
+            .map_or(0, |w| u64::from(w.span()) * self.max_payload)
+    }
+
     /// This session's NAK timers: `base` scaled to the source's group RTT once it
     /// advertised one.
     pub(super) fn timers(&self, base: &NakTimers) -> NakTimers {

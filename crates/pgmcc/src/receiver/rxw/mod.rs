@@ -156,6 +156,25 @@ impl ReceiveWindow {
         }
     }
 
+    /// Payload bytes held: received packets waiting for delivery, parity copies and parity
+    /// held (a walk over the window: for diagnostics and tests).
+    pub(crate) fn bytes_held(&self) -> u64 {
+        let slots: u64 = self
+            .slots
+            .iter()
+            .map(|s| match s {
+                Slot::Have { data, .. } => data.len() as u64,
+                _ => 0,
+            })
+            .sum();
+        slots + self.parity_bytes_held()
+    }
+
+    /// Slots held: from the next to deliver to the lead.
+    pub(crate) fn span(&self) -> u32 {
+        self.slots.len() as u32
+    }
+
     /// The next sequence number to deliver.
     pub(crate) fn base(&self) -> u32 {
         self.base

@@ -95,6 +95,27 @@ impl ReceiveWindow {
         group[sqn::distance(tg, s) as usize] = Some((data.to_vec(), fragment));
     }
 
+    /// Bytes of parity copies and held parity packets.
+    pub(super) fn parity_bytes_held(&self) -> u64 {
+        let Some(p) = self.parity.as_ref() else {
+            return 0;
+        };
+        let copies: u64 = p
+            .copies
+            .values()
+            .flatten()
+            .flatten()
+            .map(|(d, _)| d.len() as u64)
+            .sum();
+        let held: u64 = p
+            .held
+            .values()
+            .flat_map(|h| h.shards.iter())
+            .map(|(_, d)| d.len() as u64)
+            .sum();
+        copies + held
+    }
+
     /// Forgets copies and parity of the groups wholly delivered.
     pub(super) fn prune_parity(&mut self) {
         let base = self.base;
