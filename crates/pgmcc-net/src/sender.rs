@@ -353,7 +353,8 @@ impl Driver {
                 last_feedback = now;
             }
             if let Some(reason) = self.give_up(now, last_feedback, feedback_seen) {
-                warn!("{reason}");
+                // The error carries the reason to the application, which reports it.
+                info!("{reason}");
                 let status = Box::new(self.publish(now, true));
                 return Err(Error::Abandoned { reason, status });
             }

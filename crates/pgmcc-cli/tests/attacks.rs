@@ -1,0 +1,174 @@
+//! Attacks on `pgmcc recv` with the real binaries, on loopback (multicast TTL 0: nothing leaves
+//! the host), bounded in time. An attacker on another address listens to the group, learns the
+//! session (TSI, sequence numbers, SPM sequence numbers) from the source's own packets, and
+//! forges an end of session (an SPM with OPT_FIN at the current lead) and data past the lead.
+//! When issue 21 was filed this made receivers commit a prefix of the file and exit 0.
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use pgm_wire::{Body, DataRepr, Options, Repr, SpmRepr};
+use socket2::{Domain, Protocol, Socket, Type};
+
+const GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 77, 61);
+const EVIL: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 66);
+
+fn pgmcc() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_pgmcc"))
+}
+
+/// Listens to the group and forges the session's end until `stop`; returns forgeries sent.
+fn attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
+    let listen = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+    listen.set_reuse_address(true).unwrap();
+    listen
+        .bind(&SocketAddrV4::new(GROUP, mcast_port).into())
+        .unwrap();
+    listen
+        .join_multicast_v4(&GROUP, &Ipv4Addr::LOCALHOST)
+        .unwrap();
+    let listen: std::net::UdpSocket = listen.into();
+    listen
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let evil = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+    evil.bind(&SocketAddrV4::new(EVIL, 0).into()).unwrap();
+    evil.set_multicast_ttl_v4(0).unwrap();
+    evil.set_multicast_loop_v4(true).unwrap();
+    evil.set_multicast_if_v4(&Ipv4Addr::LOCALHOST).unwrap();
+    let evil: std::net::UdpSocket = evil.into();
+    let to = SocketAddrV4::new(GROUP, mcast_port);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf = vec![0u8; 65536];
+    let (mut tsi, mut lead, mut spm_sqn, mut odata) = (None, 0u32, 0u32, 0u32);
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        if let Ok((n, _)) = listen.recv_from(&mut buf) {
+            if let Ok(r) = Repr::parse(&buf[..n]) {
+                match r.body {
+                    Body::Odata(d) => {
+                        tsi = Some((r.tsi(), r.dport));
+                        lead = lead.max(d.sqn);
+                        odata += 1;
+                    }
+                    Body::Spm(s) => spm_sqn = spm_sqn.max(s.sqn),
+                    _ => {}
+                }
+            }
+        }
+        // Once the transfer is under way, end it early, every few packets.
+        let Some((t, dport)) = tsi.filter(|_| odata >= 100 && odata % 20 == 0) else {
+            continue;
+        };
+        let fin = Repr::downstream(
+            t,
+            dport,
+            Body::Spm(SpmRepr {
+                sqn: spm_sqn + 1,
+                trail: 0,
+                lead,
+                path_nla: IpAddr::V4(EVIL),
+            }),
+        )
+        .with_options(Options {
+            fin: true,
+            ..Options::default()
+        })
+        .to_vec()
+        .unwrap();
+        evil.send_to(&fin, to).unwrap();
+        for sqn in lead + 1..lead + 4 {
+            let p = Repr::downstream(t, dport, Body::Odata(DataRepr { sqn, trail: 0 }))
+                .with_payload(b"FORGED")
+                .to_vec()
+                .unwrap();
+            evil.send_to(&p, to).unwrap();
+        }
+        sent.fetch_add(4, Ordering::Relaxed);
+        odata += 1;
+    }
+}
+
+#[test]
+fn a_spoofed_end_of_session_does_not_make_recv_commit_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.bin");
+    let output = dir.path().join("out.bin");
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 7 + i / 509) as u8).collect();
+    std::fs::write(&input, &data).unwrap();
+    let (ucast, mcast) = (41610u16, 41611u16);
+    let ports = format!("{ucast},{mcast}");
+    let group = format!("{GROUP}:7500");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU32::new(0));
+    let evil = {
+        let (stop, sent) = (stop.clone(), sent.clone());
+        std::thread::spawn(move || attacker(mcast, stop, sent))
+    };
+    let recv = pgmcc()
+        .args([
+            "recv",
+            "--group",
+            &group,
+            "--iface",
+            "127.0.0.5",
+            "--udp-ports",
+            &ports,
+        ])
+        .args(["--idle-timeout", "10s", "-q", "--out"])
+        .arg(&output)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let send = pgmcc()
+        .args([
+            "send",
+            "--group",
+            &group,
+            "--iface",
+            "127.0.0.1",
+            "--udp-ports",
+            &ports,
+        ])
+        .args([
+            "--ttl",
+            "0",
+            "--rate-max",
+            "24Mbit",
+            "--linger",
+            "500ms",
+            "-q",
+        ])
+        .arg(&input)
+        .output()
+        .unwrap();
+    let recv = recv.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    evil.join().unwrap();
+    let err = String::from_utf8_lossy(&recv.stderr);
+    assert!(
+        send.status.success(),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert!(
+        sent.load(Ordering::Relaxed) > 20,
+        "the attacker forged only {} packets",
+        sent.load(Ordering::Relaxed)
+    );
+    assert_eq!(recv.status.code(), Some(0), "{err}");
+    assert!(
+        std::fs::read(&output).unwrap() == data,
+        "the output is not the input"
+    );
+    assert!(
+        err.contains("not from the address each session started from"),
+        "{err}"
+    );
+}
