@@ -74,14 +74,14 @@ fn body() -> impl Strategy<Value = Body> {
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
     // Codes 0x14..=0x7f are unassigned, except our OPT_TFMCC_DATA (0x1e), OPT_PSEUDOFED
-    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32), OPT_FEC (0x33) and OPT_REPORT_BAR (0x34), which are typed; 0x10/0x11
+    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32), OPT_FEC (0x33), OPT_REPORT_BAR (0x34) and OPT_ACK_PROOF (0x35), which are typed; 0x10/0x11
     // (OPT_CR/CRQST) are also kept as unknown.
     let code = prop_oneof![
         Just(0x10u8),
         Just(0x11u8),
         0x14u8..=0x1d,
         0x1fu8..=0x2f,
-        0x35u8..=0x7f
+        0x36u8..=0x7f
     ];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
@@ -108,6 +108,7 @@ prop_compose! {
         pgmcc_data in prop::option::of((any::<u32>(), ip())),
         lowweight in prop::option::of((any::<u8>(), any::<u32>())),
         grtt in prop::option::of((any::<u32>(), any::<u32>())),
+        ack_proof in prop::option::of(any::<u32>()),
         (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded, report_bar) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
@@ -146,6 +147,7 @@ prop_compose! {
             grtt: grtt.map(|(grtt_us, gsize)| Grtt { grtt_us, gsize }),
             fec: fec.map(|(proactive, on_demand, code, tgs)| Fec { proactive, on_demand, code, tgs }),
             report_bar: report_bar.map(|(loss, intervals)| ReportBar { loss, intervals }),
+            ack_proof: ack_proof.map(|value| AckProof { value }),
             unknown: Vec::new(),
         }
     }
@@ -366,6 +368,10 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
             0,
             [&[flags][..], &r.loss.to_be_bytes(), &[0, 0]].concat(),
         ));
+    }
+    if let Some(p) = o.ack_proof {
+        // OPT_ACK_PROOF (ours, docs/wire.md): rsv u8, value u32
+        v.push((0x35, 0, [&[0][..], &be(p.value)].concat()));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

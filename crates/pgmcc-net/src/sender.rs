@@ -79,6 +79,11 @@ pub struct SenderOptions {
     /// Give up (with [`Error::Abandoned`]) if the session is not over this long after it
     /// started, linger included. Default none.
     pub max_duration: Option<Duration>,
+    /// Proof of receipt (docs/security.md): every data packet carries a nonce from a random
+    /// key drawn for the session, and ACKs must prove receipt with them; ACKs with a wrong
+    /// proof are dropped, and an acker that never proves (OpenPGM's receivers cannot) gets a
+    /// capped window. Default true.
+    pub ack_proof: bool,
     /// Keyed mode (docs/security.md): seal every datagram with this group key, and accept
     /// only datagrams sealed with it. Every PGM packet is then [`keyed::SEAL_OVERHEAD`] bytes
     /// shorter than `max_tpdu`. Default none (plain PGM, interoperable with OpenPGM).
@@ -107,6 +112,7 @@ impl SenderOptions {
             sport: None,
             drop_every: None,
             gso_segments: 1,
+            ack_proof: true,
             feedback_timeout: Some(Duration::from_secs(60)),
             max_duration: None,
             key: None,
@@ -207,6 +213,17 @@ impl Sender {
         config.txw_sqns = opts.txw_sqns;
         config.cc = opts.cc;
         config.fec = opts.fec;
+        if opts.ack_proof {
+            use chacha20poly1305::aead::rand_core::RngCore;
+            let mut key = [0u8; 16];
+            chacha20poly1305::aead::OsRng
+                .try_fill_bytes(&mut key)
+                .map_err(|e| Error::Io {
+                    context: "drawing the proof-of-receipt key".into(),
+                    source: std::io::Error::other(e.to_string()),
+                })?;
+            config.ack_proof = Some(key);
+        }
         config.rate_limit = opts.rate_limit.map(|r| RateLimit {
             bytes_per_sec: r,
             burst: (r / 50).max(opts.max_tpdu as u64 * 4),

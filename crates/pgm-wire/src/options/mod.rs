@@ -45,8 +45,9 @@ mod redirect;
 mod session;
 
 pub use experimental::{
-    Fec, Grtt, LowWeight, Pseudofed, RepList, ReportBar, TfmccData, FEC_RS_VANDERMONDE_GF256,
-    LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI, RB_INTERVALS,
+    AckProof, Fec, Grtt, LowWeight, Pseudofed, RepList, ReportBar, TfmccData,
+    FEC_RS_VANDERMONDE_GF256, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES, PF_CI, PF_FULL,
+    PF_HAVE_CI, RB_INTERVALS,
 };
 pub use fec::ParityPrm;
 pub use fragment::{Fragment, FRAGMENT_BODY_LEN};
@@ -118,6 +119,10 @@ pub const OPT_FEC: u8 = 0x33;
 /// 0x34 is unassigned by RFC 3208 and OpenPGM). Sent on NCFs and SPMs with flags 0.
 /// Layout in `docs/wire.md`.
 pub const OPT_REPORT_BAR: u8 = 0x34;
+/// OPT_ACK_PROOF: a data packet's nonce, or on an ACK the XOR of the nonces of the packets it
+/// acknowledges: proof of receipt (ours, experimental: 0x35 is unassigned by RFC 3208 and
+/// OpenPGM). Sent with flags 0 (OPX "ignore"). Layout in [`AckProof`] and `docs/wire.md`.
+pub const OPT_ACK_PROOF: u8 = 0x35;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -261,6 +266,9 @@ pub struct Options<'a> {
     /// OPT_REPORT_BAR (ours, experimental code 0x34): the loss rate above which a receiver
     /// reports despite suppression, and which loss estimate receivers report.
     pub report_bar: Option<ReportBar>,
+    /// OPT_ACK_PROOF (ours, experimental code 0x35): a data packet's nonce, or an ACK's
+    /// proof of receipt.
+    pub ack_proof: Option<AckProof>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -480,6 +488,9 @@ impl<'a> Options<'a> {
         if let Some(v) = &self.report_bar {
             put::<experimental::ReportBar, _>(v, &mut f)?;
         }
+        if let Some(v) = &self.ack_proof {
+            put::<AckProof, _>(v, &mut f)?;
+        }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
                 return Err(Error::Unencodable("unknown option code must be 1..=127"));
@@ -655,6 +666,7 @@ impl<'a> Options<'a> {
             OPT_GRTT => take::<Grtt>(&mut self.grtt, body)?,
             OPT_FEC => take::<Fec>(&mut self.fec, body)?,
             OPT_REPORT_BAR => take::<experimental::ReportBar>(&mut self.report_bar, body)?,
+            OPT_ACK_PROOF => take::<AckProof>(&mut self.ack_proof, body)?,
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -699,6 +711,7 @@ pub(crate) mod tests {
         assert_eq!(<Grtt as Codec>::CODE, OPT_GRTT);
         assert_eq!(<Fec as Codec>::CODE, OPT_FEC);
         assert_eq!(<experimental::ReportBar as Codec>::CODE, OPT_REPORT_BAR);
+        assert_eq!(<AckProof as Codec>::CODE, OPT_ACK_PROOF);
     }
 
     #[test]

@@ -86,6 +86,10 @@ pub struct Ack<'a> {
     pub options: &'a Options<'a>,
     /// The RTT of its report, if it carries OPT_PGMCC_FEEDBACK.
     pub rtt: Option<RttSample>,
+    /// Its sender proved it received the packets it acknowledges (OPT_ACK_PROOF), or the
+    /// source asks for no proof. False for a receiver that cannot prove (OpenPGM's): pgmcc
+    /// caps its window then.
+    pub proven: bool,
 }
 
 /// A NAK of the controller's session.

@@ -36,6 +36,7 @@ pub fn ack(
             ack: *ack,
             options: opts,
             rtt,
+            proven: true,
         },
     );
 }

@@ -103,6 +103,13 @@ pub struct PgmccConfig {
     /// (`docs/pgmcc.md`, "Reports despite suppression"). The paper's receivers report only
     /// on the NAKs suppression leaves them.
     pub advertise_report_bar: bool,
+    /// Most packets the window may hold while the acker's ACKs are unproven (ours;
+    /// `docs/security.md`): the source asks for proof of receipt
+    /// (`SenderConfig::ack_proof`) and the acker sends none, as OpenPGM's receivers cannot.
+    /// Such ACKs could come from a host that did not receive the data. Default 64 packets
+    /// (about 7 Mbit/s of 1,400-byte packets at 100 ms RTT); without proof keys every ACK
+    /// counts as proven and this never applies.
+    pub unproven_window: u32,
 }
 
 impl Default for PgmccConfig {
@@ -122,6 +129,7 @@ impl Default for PgmccConfig {
             min_interval: None,
             recovery: Recovery::Grow,
             advertise_report_bar: false,
+            unproven_window: 64,
         }
     }
 }
@@ -707,6 +715,9 @@ impl CongestionControl for Pgmcc {
             self.on_lost(l, ack.rx_max, lead);
         }
         self.window.on_ack_through(out.newly_acked, ack.rx_max);
+        if !a.proven {
+            self.window.cap(self.cfg.unproven_window);
+        }
         if pipe {
             self.expire_former(now);
         }

@@ -156,6 +156,13 @@ impl Window {
         }
     }
 
+    /// Holds W at most `max` packets, and the tokens at most W.
+    pub fn cap(&mut self, max: u32) {
+        let max = u64::from(max.max(1)) * ONE;
+        self.w = self.w.min(max);
+        self.t = self.t.min(self.w as i64);
+    }
+
     /// Keeps the tokens at least at the room left in the window, `W - in_flight`. A lost
     /// packet spent a token that no ACK will return, and after a halving the ignored ACKs may
     /// be the last ones in flight: without this the pipe can empty with `T < 1` and only a

@@ -349,7 +349,8 @@ impl Receiver {
         w.set_trail(trail);
         let ins = w.insert(s, repr.payload, repr.options.fragment);
         if matches!(ins, Insert::New) {
-            peer.fb.on_packet(s);
+            peer.fb
+                .on_packet(s, repr.options.ack_proof.map(|p| p.value));
             // A repair or late packet may complete a group whose parity is waiting.
             if let Some(r) = w.rebuild_if_ready(s) {
                 note_parity(r, &mut peer.fb, &mut self.stats);
@@ -730,7 +731,8 @@ fn note_parity(r: ParityInsert, fb: &mut Feedback, stats: &mut ReceiverStats) {
         ParityInsert::Rebuilt { filled, malformed } => {
             stats.malformed += u64::from(malformed);
             for q in filled {
-                fb.on_packet(q);
+                // Rebuilt from parity: no nonce, so not reported received under proof.
+                fb.on_packet(q, None);
                 stats.parity_rebuilt += 1;
                 stats.gaps_filled += 1;
             }

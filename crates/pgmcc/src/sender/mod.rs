@@ -58,6 +58,29 @@ use txw::{Bounds, TransmitWindow, TxPacket};
 /// ours carries (OPT_LENGTH 4, OPT_FRAGMENT 16, OPT_JOIN 8, OPT_SYN 4, OPT_PGMCC_DATA 28).
 const DATA_OVERHEAD: usize = 16 + 8 + 4 + 16 + 8 + 4 + 28;
 
+/// Bytes OPT_ACK_PROOF takes on a data packet.
+const ACK_PROOF_ROOM: usize = 8;
+
+/// Addresses remembered as having proved receipt in an ACK (OPT_ACK_PROOF): their ACKs must
+/// always carry the proof from then on.
+const PROVEN_ACKERS: usize = 16;
+
+/// The nonce of data packet `sqn` under `key` (OPT_ACK_PROOF).
+pub fn ack_nonce(key: &[u8; 16], sqn: u32) -> u32 {
+    use core::hash::Hasher;
+    let mut h = siphasher::sip::SipHasher24::new_with_key(key);
+    h.write(&sqn.to_be_bytes());
+    h.finish() as u32
+}
+
+/// The proof an ACK for `rx_max` and `bitmap` must carry: the XOR of the nonces of RX_MAX
+/// and of every packet whose bit is set (bit k: RX_MAX - k).
+pub fn ack_proof_for(rx_max: u32, bitmap: u32, nonce: impl Fn(u32) -> u32) -> u32 {
+    (0..32)
+        .filter(|k| bitmap & (1 << k) != 0 || *k == 0)
+        .fold(0, |x, k| x ^ nonce(rx_max.wrapping_sub(k)))
+}
+
 /// Receivers whose RTT the group RTT table keeps (the longest ones).
 const GRTT_ENTRIES: usize = 64;
 
@@ -190,6 +213,15 @@ pub struct SenderConfig {
     /// 0.068 per ODATA at 100 receivers), and a group of 64 waits for 64 packets before
     /// its losses are asked for.
     pub fec: Option<u32>,
+    /// Proof of receipt (ours; `docs/security.md`): with a key, every ODATA and RDATA carries
+    /// OPT_ACK_PROOF, a 32-bit nonce derived from its sequence number with SipHash-2-4 under
+    /// this key, and an ACK must carry the XOR of the nonces of the packets it acknowledges.
+    /// An ACK whose proof is wrong never reaches the controller, nor does an ACK without one
+    /// from an address that has proved itself before; ACKs without proof from receivers that
+    /// never do (OpenPGM's) reach it marked unproven, and pgmcc then caps its window
+    /// (`PgmccConfig::unproven_window`). The key must be secret and random (the runtime
+    /// draws one per session). Default `None` (no option; the simulator's default).
+    pub ack_proof: Option<[u8; 16]>,
 }
 
 impl SenderConfig {
@@ -221,13 +253,19 @@ impl SenderConfig {
             grtt_expiry: Duration::from_secs(30),
             repair_budget: Some(2.0),
             fec: Some(64),
+            ack_proof: None,
         }
     }
 
     /// Payload bytes per ODATA packet (less the room the controller's own options need).
     pub fn max_tsdu(&self) -> usize {
+        let proof = if self.ack_proof.is_some() {
+            ACK_PROOF_ROOM
+        } else {
+            0
+        };
         self.max_tpdu
-            .saturating_sub(DATA_OVERHEAD + self.cc.data_option_room())
+            .saturating_sub(DATA_OVERHEAD + self.cc.data_option_room() + proof)
             .max(1)
     }
 }
@@ -309,6 +347,12 @@ pub struct SenderStats {
     /// ACKs of this session acknowledging data never sent (forged, or before any ODATA):
     /// refused before the controller sees them.
     pub acks_rejected: u64,
+    /// ACKs refused for their proof of receipt (`SenderConfig::ack_proof`): a wrong one, or
+    /// none from an address that proved itself before.
+    pub acks_proof_failed: u64,
+    /// ACKs without proof of receipt from receivers that never gave one (OpenPGM's): passed
+    /// to the controller marked unproven.
+    pub acks_unproven: u64,
     /// Congestion-control events dropped because the application did not poll them and
     /// [`crate::cc::MAX_EVENTS`] were queued.
     pub events_dropped: u64,
@@ -337,6 +381,8 @@ pub struct Sender {
     limiter: Option<RateLimiter>,
     /// The repair budget's bucket (NCF and RDATA bytes), when a controller runs.
     budget: Option<RateLimiter>,
+    /// Addresses that sent an ACK with a valid proof of receipt (newest last).
+    proven_ackers: Vec<IpAddr>,
     /// The last repair or NCF waited for `budget` (counts each wait once).
     budget_blocked: bool,
     /// ODATA bytes sent since the instant: the measured data rate's current interval.
@@ -398,6 +444,7 @@ impl Sender {
             txw: TransmitWindow::new(config.initial_sqn, bounds),
             limiter,
             budget: None,
+            proven_ackers: Vec::new(),
             budget_blocked: false,
             odata_meter: (now, 0),
             odata_rate: 0.0,
@@ -595,6 +642,9 @@ impl Sender {
                     self.stats.acks_rejected += 1;
                     return;
                 }
+                let Some(proven) = self.check_proof(from, &ack, &repr.options) else {
+                    return;
+                };
                 let rtt = report_rtt(now, &repr.options);
                 self.note_receiver(now, from, rtt);
                 if let Some(cc) = self.cc.as_mut() {
@@ -603,6 +653,7 @@ impl Sender {
                         ack,
                         options: &repr.options,
                         rtt,
+                        proven,
                     };
                     cc.on_ack(now, &ack);
                     self.drain_cc_events();
@@ -615,6 +666,43 @@ impl Sender {
             _ => self.stats.ignored += 1,
         }
         self.refresh_budget(now);
+    }
+
+    /// Checks an ACK's proof of receipt (OPT_ACK_PROOF). `None`: refused (a wrong proof, or
+    /// none from an address that proved itself before), counted. `Some(proven)` otherwise;
+    /// without a proof key every ACK counts as proven.
+    fn check_proof(
+        &mut self,
+        from: IpAddr,
+        ack: &pgm_wire::AckRepr,
+        options: &Options<'_>,
+    ) -> Option<bool> {
+        let Some(key) = self.config.ack_proof else {
+            return Some(true);
+        };
+        match options.ack_proof {
+            Some(p) => {
+                if p.value != ack_proof_for(ack.rx_max, ack.bitmap, |s| ack_nonce(&key, s)) {
+                    self.stats.acks_proof_failed += 1;
+                    return None;
+                }
+                if !self.proven_ackers.contains(&from) {
+                    if self.proven_ackers.len() >= PROVEN_ACKERS {
+                        self.proven_ackers.remove(0);
+                    }
+                    self.proven_ackers.push(from);
+                }
+                Some(true)
+            }
+            None if self.proven_ackers.contains(&from) => {
+                self.stats.acks_proof_failed += 1;
+                None
+            }
+            None => {
+                self.stats.acks_unproven += 1;
+                Some(false)
+            }
+        }
     }
 
     /// Sets the repair budget's rate from the controller's current rate and the group RTT.
@@ -1197,6 +1285,9 @@ impl Sender {
             fragment: p.fragment,
             syn: syn || (repair && sqn == self.config.initial_sqn),
             join,
+            ack_proof: self.config.ack_proof.map(|k| pgm_wire::AckProof {
+                value: ack_nonce(&k, sqn),
+            }),
             ..Options::default()
         };
         if let Some(cc) = self.cc.as_mut() {

@@ -9,12 +9,14 @@
 //! | 0x32 | [`OPT_GRTT`](super::OPT_GRTT) | NAK timers, any controller (`docs/core.md`) | `grtt.rs` |
 //! | 0x33 | [`OPT_FEC`](super::OPT_FEC) | FEC parity, any controller (`docs/core.md`) | `fec.rs` |
 //! | 0x34 | [`OPT_REPORT_BAR`](super::OPT_REPORT_BAR) | pgmcc reports despite suppression (`docs/pgmcc.md`) | `report_bar.rs` |
+//! | 0x35 | [`OPT_ACK_PROOF`](super::OPT_ACK_PROOF) | proof of receipt in pgmcc's ACKs (`docs/security.md`) | `ack_proof.rs` |
 //!
 //! The codes are unassigned in RFC 3208 and OpenPGM. We always send these options with
 //! flags byte 0: OPX 00, "ignore", so a PGM peer or network element that does not know them
 //! skips the option and keeps the packet (RFC 3208 §9); OpenPGM does exactly that. Our parser
 //! reads them as known options whatever their flags. Wire layouts are in `docs/wire.md`.
 
+mod ack_proof;
 mod fec;
 mod grtt;
 mod lowweight;
@@ -22,6 +24,7 @@ mod pseudofed;
 mod report_bar;
 mod tfmcc;
 
+pub use ack_proof::AckProof;
 pub use fec::{Fec, FEC_RS_VANDERMONDE_GF256};
 pub use grtt::Grtt;
 pub use lowweight::{LowWeight, LW_NO_ACKS, LW_QUICK_NAK};

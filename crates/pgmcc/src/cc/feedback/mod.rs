@@ -79,6 +79,8 @@ pub(crate) struct FeedbackAck {
     pseudofed: Option<Pseudofed>,
     /// An acker's per-packet ACK: a newer one may replace it while still unsent.
     pub(crate) coalesce: bool,
+    /// Its proof of receipt (OPT_ACK_PROOF), taken when it was queued.
+    proof: Option<u32>,
 }
 
 impl FeedbackAck {
@@ -88,6 +90,7 @@ impl FeedbackAck {
             report,
             pseudofed: None,
             coalesce,
+            proof: None,
         }
     }
 
@@ -102,6 +105,7 @@ impl FeedbackAck {
         Options {
             pgmcc_feedback: Some(self.report),
             pseudofed: self.pseudofed,
+            ack_proof: self.proof.map(|value| pgm_wire::AckProof { value }),
             ..Options::default()
         }
     }
@@ -154,7 +158,10 @@ impl Feedback {
         }
     }
 
-    fn push(&mut self, a: FeedbackAck) {
+    fn push(&mut self, mut a: FeedbackAck) {
+        // The proof is taken now, while the nonces of the packets it covers are held: an ACK
+        // may wait behind a batch of newer packets before it is sent.
+        a.proof = self.report.proof(&a.ack);
         if self.out.len() >= MAX_OUT {
             self.out.pop_front();
         }
@@ -167,9 +174,10 @@ impl Feedback {
         lowweight::quick_naker(opts, cfg.nla).then_some(Duration::ZERO)
     }
 
-    /// Data packet `s` arrived for the first time (ODATA or RDATA).
-    pub(crate) fn on_packet(&mut self, s: u32) {
-        self.report.on_packet(s);
+    /// Data packet `s` arrived for the first time (ODATA or RDATA), with its nonce
+    /// (OPT_ACK_PROOF) if it carried one.
+    pub(crate) fn on_packet(&mut self, s: u32, nonce: Option<u32>) {
+        self.report.on_packet(s, nonce);
     }
 
     /// `n` sequence numbers were found missing at `now`.
@@ -296,6 +304,7 @@ impl Feedback {
                         report,
                         pseudofed: Some(opt),
                         coalesce: false,
+                        proof: None,
                     });
                 }
             }
@@ -328,6 +337,7 @@ impl Feedback {
                         report,
                         pseudofed: Some(opt),
                         coalesce: false,
+                        proof: None,
                     });
                 }
             }

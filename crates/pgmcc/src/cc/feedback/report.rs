@@ -43,9 +43,25 @@ impl Report {
         }
     }
 
-    /// Data packet `s` arrived for the first time (ODATA or RDATA).
-    pub(crate) fn on_packet(&mut self, s: u32) {
-        self.recv.mark(s);
+    /// Data packet `s` arrived for the first time (ODATA or RDATA), with the nonce the
+    /// source gave it (OPT_ACK_PROOF) if any.
+    pub(crate) fn on_packet(&mut self, s: u32, nonce: Option<u32>) {
+        self.recv.mark(s, nonce);
+    }
+
+    /// The proof of receipt for `ack` (OPT_ACK_PROOF): the XOR of the nonces of RX_MAX and
+    /// every packet its bitmap reports. `None` when the source gives no nonces, or one of
+    /// them is no longer known.
+    pub(crate) fn proof(&self, ack: &AckRepr) -> Option<u32> {
+        if !self.recv.proof_seen {
+            return None;
+        }
+        (0..32u32)
+            .filter(|k| *k == 0 || ack.bitmap & (1 << k) != 0)
+            .try_fold(0, |x, k| {
+                let s = ack.rx_max.wrapping_sub(k);
+                self.recv.nonce(s).map(|n| x ^ n)
+            })
     }
 
     /// `n` sequence numbers were found missing at `now` (a gap before an ODATA or an SPM
@@ -113,40 +129,76 @@ impl Report {
         Some((
             AckRepr {
                 rx_max,
-                bitmap: self.recv.bits,
+                // When the source asks for proof, only packets whose nonce we hold (not those
+                // rebuilt from parity, which carry none) are reported received.
+                bitmap: if self.recv.proof_seen {
+                    self.recv.bits & self.recv.proven
+                } else {
+                    self.recv.bits
+                },
             },
             report,
         ))
     }
 }
 
+/// Nonces kept for proofs of receipt, by sequence number modulo this: twice the bitmap's 32,
+/// so that a slot is never reused for a packet the bitmap still covers.
+const NONCES: usize = 64;
+
 /// The receive status of the latest 32 data sequence numbers (bit 0 = the highest), as a
-/// pgmcc ACK reports it.
-#[derive(Debug, Clone, Copy, Default)]
+/// pgmcc ACK reports it, and the nonces of those that carried one (OPT_ACK_PROOF).
+#[derive(Debug, Clone, Default)]
 struct RecvBitmap {
     max: Option<u32>,
     bits: u32,
+    /// Bits of the packets whose nonce is held.
+    proven: u32,
+    /// The source gives nonces: ACKs carry proofs.
+    proof_seen: bool,
+    /// (sequence number, nonce) by sequence number modulo [`NONCES`]; empty until a nonce.
+    nonces: Vec<(u32, u32)>,
 }
 
 impl RecvBitmap {
-    fn mark(&mut self, s: u32) {
-        match self.max {
+    fn mark(&mut self, s: u32, nonce: Option<u32>) {
+        let bit = match self.max {
             None => {
                 self.max = Some(s);
-                self.bits = 1;
+                self.bits = 0;
+                self.proven = 0;
+                Some(0)
             }
             Some(m) if sqn::gt(s, m) => {
                 let shift = sqn::distance(m, s);
                 self.bits = if shift >= 32 { 0 } else { self.bits << shift };
-                self.bits |= 1;
+                self.proven = if shift >= 32 { 0 } else { self.proven << shift };
                 self.max = Some(s);
+                Some(0)
             }
-            Some(m) => {
-                let back = sqn::distance(s, m);
-                if back < 32 {
-                    self.bits |= 1 << back;
-                }
+            Some(m) => Some(sqn::distance(s, m)).filter(|back| *back < 32),
+        };
+        let Some(bit) = bit else {
+            return;
+        };
+        self.bits |= 1 << bit;
+        if let Some(n) = nonce {
+            if self.nonces.is_empty() {
+                self.nonces = vec![(0, 0); NONCES];
+                self.proof_seen = true;
             }
+            if let Some(e) = self.nonces.get_mut(s as usize % NONCES) {
+                *e = (s, n);
+            }
+            self.proven |= 1 << bit;
         }
+    }
+
+    /// The nonce of packet `s`, if held.
+    fn nonce(&self, s: u32) -> Option<u32> {
+        self.nonces
+            .get(s as usize % NONCES)
+            .filter(|(q, _)| *q == s)
+            .map(|(_, n)| *n)
     }
 }
