@@ -172,3 +172,158 @@ fn a_spoofed_end_of_session_does_not_make_recv_commit_a_prefix() {
         "{err}"
     );
 }
+
+/// In keyed mode the attacker sees only envelopes: it reads the TSI from their clear header
+/// and forges the session's start, data and end in plain PGM, from its own address and (in
+/// the receiver's eyes, the worst case) without any key. Nothing of it is committed.
+#[test]
+fn a_keyed_transfer_is_untouched_by_forged_packets() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("group.key");
+    assert!(pgmcc()
+        .arg("keygen")
+        .arg(&key)
+        .output()
+        .unwrap()
+        .status
+        .success());
+    let input = dir.path().join("in.bin");
+    let output = dir.path().join("out.bin");
+    let stats = dir.path().join("stats.json");
+    let data: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i * 13 + i / 331) as u8)
+        .collect();
+    std::fs::write(&input, &data).unwrap();
+    let (ucast, mcast) = (41620u16, 41621u16);
+    let ports = format!("{ucast},{mcast}");
+    let group = format!("{GROUP}:7500");
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU32::new(0));
+    let evil = {
+        let (stop, sent) = (stop.clone(), sent.clone());
+        std::thread::spawn(move || keyed_attacker(mcast, stop, sent))
+    };
+    let recv = pgmcc()
+        .args(["recv", "--group", &group, "--iface", "127.0.0.6"])
+        .args([
+            "--udp-ports",
+            &ports,
+            "--idle-timeout",
+            "10s",
+            "-q",
+            "--key",
+        ])
+        .arg(&key)
+        .arg("--stats")
+        .arg(&stats)
+        .arg("--out")
+        .arg(&output)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let send = pgmcc()
+        .args(["send", "--group", &group, "--iface", "127.0.0.1"])
+        .args(["--udp-ports", &ports, "--ttl", "0", "--rate-max", "24Mbit"])
+        .args(["--linger", "500ms", "-q", "--key"])
+        .arg(&key)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let recv = recv.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    evil.join().unwrap();
+    let err = String::from_utf8_lossy(&recv.stderr);
+    assert!(
+        send.status.success(),
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert!(
+        sent.load(Ordering::Relaxed) > 20,
+        "the attacker did not run"
+    );
+    assert_eq!(recv.status.code(), Some(0), "{err}");
+    assert!(
+        std::fs::read(&output).unwrap() == data,
+        "the output is not the input"
+    );
+    let st: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let refused = st["status"]["keyed"]["not_sealed"].as_u64().unwrap();
+    assert!(refused > 20, "forgeries refused at the envelope: {refused}");
+    assert_eq!(st["status"]["stats"]["malformed"].as_u64(), Some(0));
+}
+
+/// Learns the TSI from sealed packets' clear headers and forges plain PGM for it.
+fn keyed_attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
+    let listen = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+    listen.set_reuse_address(true).unwrap();
+    listen
+        .bind(&SocketAddrV4::new(GROUP, mcast_port).into())
+        .unwrap();
+    listen
+        .join_multicast_v4(&GROUP, &Ipv4Addr::LOCALHOST)
+        .unwrap();
+    let listen: std::net::UdpSocket = listen.into();
+    listen
+        .set_read_timeout(Some(Duration::from_millis(20)))
+        .unwrap();
+    let evil = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+    evil.bind(&SocketAddrV4::new(EVIL, 0).into()).unwrap();
+    evil.set_multicast_ttl_v4(0).unwrap();
+    evil.set_multicast_loop_v4(true).unwrap();
+    evil.set_multicast_if_v4(&Ipv4Addr::LOCALHOST).unwrap();
+    let evil: std::net::UdpSocket = evil.into();
+    let to = SocketAddrV4::new(GROUP, mcast_port);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut buf = vec![0u8; 65536];
+    let mut tsi = None;
+    let mut round = 0u32;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+        if let Ok((n, _)) = listen.recv_from(&mut buf) {
+            if n > 18 && buf.starts_with(b"PGMK") {
+                let mut gsi = [0u8; 6];
+                gsi.copy_from_slice(&buf[10..16]);
+                tsi = Some(pgm_wire::Tsi {
+                    gsi: pgm_wire::Gsi(gsi),
+                    sport: u16::from_be_bytes([buf[16], buf[17]]),
+                });
+            }
+        }
+        let Some(t) = tsi else {
+            continue;
+        };
+        round += 1;
+        let base = (round * 16) % 2000;
+        for sqn in base..base + 16 {
+            let p = Repr::downstream(t, 7500, Body::Odata(DataRepr { sqn, trail: 0 }))
+                .with_options(Options {
+                    syn: sqn == 0,
+                    ..Options::default()
+                })
+                .with_payload(b"FORGED")
+                .to_vec()
+                .unwrap();
+            evil.send_to(&p, to).unwrap();
+        }
+        let fin = Repr::downstream(
+            t,
+            7500,
+            Body::Spm(SpmRepr {
+                sqn: round,
+                trail: 0,
+                lead: base,
+                path_nla: IpAddr::V4(EVIL),
+            }),
+        )
+        .with_options(Options {
+            fin: true,
+            ..Options::default()
+        })
+        .to_vec()
+        .unwrap();
+        evil.send_to(&fin, to).unwrap();
+        sent.fetch_add(17, Ordering::Relaxed);
+    }
+}
