@@ -8,8 +8,9 @@ use thiserror::Error;
 /// What can go wrong setting up or running a session.
 #[derive(Debug, Error)]
 pub enum Error {
-    /// A system call failed.
-    #[error("{context}: {source}")]
+    /// A system call failed. The operating system's error is the source (printed after the
+    /// context by `{:#}` and error reporters), not repeated in the message.
+    #[error("{context}")]
     Io {
         /// What we were doing.
         context: String,
@@ -18,7 +19,9 @@ pub enum Error {
         source: io::Error,
     },
     /// The routing table has no way to the group and no interface was named.
-    #[error("no route to multicast group {group} ({source}); name an interface (--iface) or add a multicast route")]
+    #[error(
+        "no route to multicast group {group}: name an interface (--iface) or add a multicast route"
+    )]
     NoRoute {
         /// The group.
         group: Ipv4Addr,

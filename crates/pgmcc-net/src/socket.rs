@@ -200,7 +200,7 @@ pub(crate) fn sender_socket(setup: &SocketSetup) -> Result<UdpSocket, Error> {
         }
         let addr = SockAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, ucast_port));
         sock.bind(&addr).map_err(|source| Error::Io {
-            context: format!("binding UDP port {ucast_port} (is another source running here?)"),
+            context: format!("binding UDP port {ucast_port} (another source on this host? each needs its own ports: --udp-ports UCAST,MCAST)"),
             source,
         })?;
     }
