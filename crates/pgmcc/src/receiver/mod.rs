@@ -178,42 +178,8 @@ impl Receiver {
             return false;
         }
         self.sessions
-            .get(&repr.tsi())
-            .is_none_or(|p| p.source == from)
-    }
-
-    /// Whether data packet `s` of `len` bytes keeps `tsi` within the memory bounds
-    /// (`session_bytes`, `total_bytes`). The next packet to deliver always is: it leaves at
-    /// once, and refusing it could stall the session for good.
-    fn within_budget(&self, tsi: Tsi, s: u32, len: u64) -> bool {
-        let Some(peer) = self.sessions.get(&tsi) else {
-            return true;
-        };
-        let Some(w) = peer.rxw.as_ref() else {
-            return true;
-        };
-        if s == w.base() {
-            return true;
-        }
-        let ahead = if sqn::gt(s, w.lead()) {
-            sqn::distance(w.lead(), s)
-        } else {
-            0
-        };
-        // A jump past the window settles the skipped part at once: the window never spans
-        // more than `rxw_sqns`.
-        let span = (u64::from(w.span()) + u64::from(ahead)).min(u64::from(self.config.rxw_sqns));
-        let mine = span * peer.max_payload.max(len);
-        if mine > self.config.session_bytes {
-            return false;
-        }
-        let others: u64 = self
-            .sessions
-            .iter()
-            .filter(|p| p.tsi != tsi)
-            .map(Peer::bytes_bound)
-            .sum();
-        others + mine <= self.config.total_bytes
+            .source_of(&repr.tsi())
+            .is_none_or(|s| s == from)
     }
 
     /// Makes sure `tsi` has a session entry, bound to `from` if new; false when the session
@@ -289,13 +255,23 @@ impl Receiver {
         if !self.ensure_peer(tsi, now, from) {
             return;
         }
-        if !self.within_budget(tsi, s, repr.payload.len() as u64) {
-            self.stats.over_budget += 1;
-            return;
-        }
+        // The other sessions' share of the memory bound (none with one session).
+        let others = if self.sessions.len() > 1 {
+            self.sessions
+                .iter()
+                .filter(|p| p.tsi != tsi)
+                .map(Peer::bytes_bound)
+                .sum()
+        } else {
+            0
+        };
         let Some(peer) = self.sessions.get_mut(&tsi) else {
             return;
         };
+        if !within_budget(&self.config, peer, s, repr.payload.len() as u64, others) {
+            self.stats.over_budget += 1;
+            return;
+        }
         if peer.ended {
             return;
         }
@@ -720,6 +696,28 @@ impl Receiver {
             }
         });
     }
+}
+
+/// Whether data packet `s` of `len` bytes keeps `peer` within the memory bounds
+/// (`session_bytes`, and `total_bytes` with the other sessions' `others`). The next packet to
+/// deliver always is: it leaves at once, and refusing it could stall the session for good.
+fn within_budget(config: &ReceiverConfig, peer: &Peer, s: u32, len: u64, others: u64) -> bool {
+    let Some(w) = peer.rxw.as_ref() else {
+        return true;
+    };
+    if s == w.base() {
+        return true;
+    }
+    let ahead = if sqn::gt(s, w.lead()) {
+        sqn::distance(w.lead(), s)
+    } else {
+        0
+    };
+    // A jump past the window settles the skipped part at once: the window never spans more
+    // than `rxw_sqns`.
+    let span = (u64::from(w.span()) + u64::from(ahead)).min(u64::from(config.rxw_sqns));
+    let mine = span * peer.max_payload.max(len);
+    mine <= config.session_bytes && others + mine <= config.total_bytes
 }
 
 /// Counts what a parity packet, or a data packet completing a group, did.

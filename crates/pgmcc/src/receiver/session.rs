@@ -89,6 +89,9 @@ impl Peer {
 pub(super) struct Sessions {
     peers: HashMap<Tsi, Peer>,
     order: Vec<Tsi>,
+    /// The session last passed to `ensure` and its source: most packets belong to it, and
+    /// the source check then needs no hash lookup.
+    last: Option<(Tsi, IpAddr)>,
 }
 
 /// Why [`Sessions::ensure`] has no entry for a TSI.
@@ -116,6 +119,19 @@ impl Sessions {
         self.peers.get_mut(tsi)
     }
 
+    /// The source address of session `tsi`, if tracked.
+    pub(super) fn source_of(&self, tsi: &Tsi) -> Option<IpAddr> {
+        match self.last {
+            Some((t, a)) if t == *tsi => Some(a),
+            _ => self.peers.get(tsi).map(|p| p.source),
+        }
+    }
+
+    /// Sessions tracked.
+    pub(super) fn len(&self) -> usize {
+        self.order.len()
+    }
+
     /// Every session, in creation order.
     pub(super) fn iter(&self) -> impl Iterator<Item = &Peer> {
         self.order.iter().filter_map(|t| self.peers.get(t))
@@ -141,6 +157,7 @@ impl Sessions {
     ) -> Admit {
         if let Some(p) = self.peers.get_mut(&tsi) {
             p.last_heard = now;
+            self.last = Some((tsi, p.source));
             return Admit::Ok;
         }
         let mut admit = Admit::Ok;
@@ -156,7 +173,9 @@ impl Sessions {
             }
         }
         self.order.push(tsi);
-        self.peers.insert(tsi, new());
+        let peer = new();
+        self.last = Some((tsi, peer.source));
+        self.peers.insert(tsi, peer);
         admit
     }
 
@@ -178,6 +197,9 @@ impl Sessions {
             })
             .copied()?;
         let expired = self.peers.remove(&victim).is_some_and(|p| !p.ended);
+        if self.last.is_some_and(|(t, _)| t == victim) {
+            self.last = None;
+        }
         self.order.retain(|t| *t != victim);
         Some((victim, expired))
     }
