@@ -215,3 +215,32 @@ fn a_sender_nobody_answers_gives_up_and_exits_1() {
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("--max-duration"), "{err}");
 }
+
+#[test]
+fn recv_never_overwrites_or_writes_into_a_directory_without_being_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let existing = dir.path().join("old.bin");
+    std::fs::write(&existing, b"keep me").unwrap();
+    for (out, says) in [
+        (existing.clone(), "pass --force"),
+        (dir.path().to_path_buf(), "is a directory"),
+    ] {
+        let o = pgmcc()
+            .args(["recv", "--group", "239.1.1.1:7500", "--out"])
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains(says), "{says}: {err}");
+    }
+    assert_eq!(std::fs::read(&existing).unwrap(), b"keep me");
+    // A bare number is not a rate.
+    let o = pgmcc()
+        .args(["send", "--group", "239.1.1.1:7500", "--rate-max", "20"])
+        .arg(&existing)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("give a unit"));
+}

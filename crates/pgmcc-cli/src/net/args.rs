@@ -100,9 +100,24 @@ pub(super) fn controller_parser() -> impl TypedValueParser<Value = Controller> {
         .try_map(|name| name.parse::<Controller>())
 }
 
-/// A rate such as `20Mbit`, in bytes per second (at least 1).
+/// A rate with its unit, in bytes per second (at least 1): bits per second as `20Mbit`,
+/// `500kbit`, `1Gbit` (`b`, `bit`, `bps` alike), or bytes per second with a capital B as
+/// `2MB`, `500KB`, `2MB/s`. A bare number is refused: `20` could mean bits, kilobits or
+/// megabytes, and the wrong guess is off by a factor of up to 8 million.
 pub(super) fn parse_rate(s: &str) -> Result<u64, String> {
-    netsim::units::rate(s).map(|bits| (bits / 8).max(1))
+    let t = s.trim();
+    let Some(at) = t.find(|c: char| c.is_ascii_alphabetic()) else {
+        return Err(format!(
+            "`{s}`: give a unit, e.g. 20Mbit (bits per second) or 2MB (bytes per second)"
+        ));
+    };
+    let (number, unit) = t.split_at(at);
+    let unit = unit.trim_end_matches("/s");
+    match unit.strip_suffix('B') {
+        // Bytes per second: the same prefixes, the number counts bytes.
+        Some(prefix) => netsim::units::rate(&format!("{number}{prefix}bit")).map(|b| b.max(1)),
+        None => netsim::units::rate(t).map(|bits| (bits / 8).max(1)),
+    }
 }
 
 /// A duration such as `3s` or `500ms`.
@@ -151,4 +166,25 @@ pub(super) fn key_hints(keyed: Option<&KeyedStats>, sealed_without_key: u64) -> 
         ));
     }
     hints
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_need_a_unit_and_a_capital_b_means_bytes() {
+        assert_eq!(parse_rate("20Mbit"), Ok(2_500_000));
+        assert_eq!(parse_rate("500kbit"), Ok(62_500));
+        assert_eq!(parse_rate("8bps"), Ok(1));
+        assert_eq!(parse_rate("2MB"), Ok(2_000_000));
+        assert_eq!(parse_rate("2MB/s"), Ok(2_000_000));
+        assert_eq!(parse_rate("500KB"), Ok(500_000));
+        assert_eq!(parse_rate("1000B"), Ok(1000));
+        for bad in ["20", "", "1.5"] {
+            let e = parse_rate(bad).unwrap_err();
+            assert!(e.contains("give a unit"), "{bad}: {e}");
+        }
+        assert!(parse_rate("20 furlongs").is_err());
+    }
 }

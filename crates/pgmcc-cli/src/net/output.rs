@@ -19,8 +19,9 @@ pub(super) enum Output {
 }
 
 impl Output {
-    /// Standard output for `-`; otherwise a temporary file in `path`'s directory.
-    pub(super) fn open(path: &Path) -> Result<Output> {
+    /// Standard output for `-`; otherwise a temporary file in `path`'s directory. An
+    /// existing directory is refused, and so is an existing file unless `force`.
+    pub(super) fn open(path: &Path, force: bool) -> Result<Output> {
         const BUF: usize = 1 << 20;
         if path == Path::new("-") {
             use std::os::fd::AsFd;
@@ -33,12 +34,28 @@ impl Output {
                 std::fs::File::from(fd),
             )));
         }
+        match std::fs::metadata(path) {
+            Ok(m) if m.is_dir() => {
+                anyhow::bail!(
+                    "--out {} is a directory: give the path of a file to write",
+                    path.display()
+                )
+            }
+            Ok(_) if !force => anyhow::bail!(
+                "--out {} exists: pass --force to replace it",
+                path.display()
+            ),
+            _ => {}
+        }
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // 0666 less the umask, as any file a program creates (tempfile's default is 0600).
+        use std::os::unix::fs::PermissionsExt;
         let tmp = tempfile::Builder::new()
             .prefix(".pgmcc-recv-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(&dir)
             .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
         Ok(Output::File {

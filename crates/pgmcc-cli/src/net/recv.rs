@@ -21,9 +21,14 @@ pub(crate) struct RecvArgs {
     #[command(flatten)]
     net: NetArgs,
     /// Where to write the data: a file (written to a temporary file beside it and renamed
-    /// only when the whole stream arrived intact), or `-` for standard output.
-    #[arg(long, value_name = "FILE|-", default_value = "-")]
-    out: PathBuf,
+    /// only when the whole stream arrived intact; an existing file is replaced only with
+    /// --force; permissions follow the umask), or `-` for standard output [default: standard
+    /// output, unless it is a terminal].
+    #[arg(long, value_name = "FILE|-")]
+    out: Option<PathBuf>,
+    /// Replace the --out file if it exists.
+    #[arg(long)]
+    force: bool,
     /// Give up if nothing arrives for this long (the source may be gone).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     idle_timeout: Duration,
@@ -104,7 +109,17 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         .key
         .as_ref()
         .map(|k| format!(", keyed (key {})", k.id()));
-    let mut out = Output::open(&args.out)?;
+    let out_path = match &args.out {
+        Some(p) => p.clone(),
+        None => {
+            use std::io::IsTerminal;
+            if std::io::stdout().is_terminal() {
+                anyhow::bail!("standard output is a terminal: give --out FILE to save the data (or --out - to print it anyway)");
+            }
+            PathBuf::from("-")
+        }
+    };
+    let mut out = Output::open(&out_path, args.force)?;
     let rt = runtime()?;
     rt.block_on(async {
         let mut rx = Receiver::bind(opts).await.context("joining the group")?;
