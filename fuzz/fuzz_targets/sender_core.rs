@@ -79,12 +79,22 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     sc.txw_sqns = u.int_in_range(1..=64)?;
     sc.send_queue = u.int_in_range(1..=64)?;
     if u.arbitrary()? {
-        let mut c = PgmccConfig::default();
-        c.realign_tokens = u.arbitrary()?;
+        // The published controller or the recommended one (pipe accounting, like-with-like
+        // election, ...).
+        let mut c = if u.arbitrary()? {
+            PgmccConfig::default()
+        } else {
+            PgmccConfig::recommended()
+        };
+        c.unproven_window = u.int_in_range(1..=64)?;
         if u.arbitrary()? {
             c = c.with_adaptive_timeout();
         }
         sc.cc = CcConfig::Pgmcc(c);
+    }
+    if u.arbitrary()? {
+        // Proof of receipt: fuzzed ACKs then mostly fail it, and some carry none.
+        sc.ack_proof = Some(u.arbitrary()?);
     }
     if u.arbitrary()? {
         sc.rate_limit = Some(RateLimit {
@@ -96,6 +106,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
         sc.ncf_holdoff = Some(Duration::from_millis(u.int_in_range(0..=200)?));
     }
     sc.repairs = u.ratio(7, 8)?;
+    let cfg_key = sc.ack_proof;
     let mut tx = Sender::new(sc, now);
     let mut buf = vec![0u8; 2048];
     let mut odata: HashMap<u32, Vec<u8>> = HashMap::new();
@@ -145,16 +156,25 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
             3 => {
                 let from = addr(u)?;
                 let fb = if u.ratio(7, 8)? { Some(feedback(u, from, now)?) } else { None };
+                let (rx_max, bitmap) = (sqn(u, lead)?, u.arbitrary()?);
+                // No proof, a made-up one, or the right one (the key is the config's).
+                let ack_proof = match (u.int_in_range(0..=2u8)?, cfg_key) {
+                    (1, _) => Some(pgm_wire::AckProof { value: u.arbitrary()? }),
+                    (2, Some(k)) => Some(pgm_wire::AckProof {
+                        value: pgmcc::sender::ack_proof_for(rx_max, bitmap, |s| {
+                            pgmcc::sender::ack_nonce(&k, s)
+                        }),
+                    }),
+                    _ => None,
+                };
                 let ack = Repr::upstream(
                     tsi(u)?,
                     7500,
-                    Body::Ack(AckRepr {
-                        rx_max: sqn(u, lead)?,
-                        bitmap: u.arbitrary()?,
-                    }),
+                    Body::Ack(AckRepr { rx_max, bitmap }),
                 )
                 .with_options(Options {
                     pgmcc_feedback: fb,
+                    ack_proof,
                     ..Options::default()
                 });
                 if let Ok(bytes) = ack.to_vec() {
