@@ -244,3 +244,88 @@ fn recv_never_overwrites_or_writes_into_a_directory_without_being_told() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("give a unit"));
 }
+
+/// A live stream that pauses longer than --idle-timeout is not dead while its source sends
+/// heartbeats (loopback, TTL 0). Before, the timeout counted delivered data only.
+#[test]
+fn a_paused_live_stream_is_not_declared_dead() {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("stream.bin");
+    let group = "239.255.77.52:7500";
+    let ports = "41561,41562";
+    let recv = pgmcc()
+        .args([
+            "recv",
+            "--group",
+            group,
+            "--iface",
+            "127.0.0.7",
+            "--udp-ports",
+            ports,
+        ])
+        .args(["--idle-timeout", "5s", "-q", "--out"])
+        .arg(&out)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut send = pgmcc()
+        .args([
+            "send",
+            "--group",
+            group,
+            "--iface",
+            "127.0.0.1",
+            "--udp-ports",
+            ports,
+        ])
+        .args(["--ttl", "0", "--linger", "500ms", "-q", "-"])
+        .stdin(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = send.stdin.take().unwrap();
+    input.write_all(&[1u8; 100_000]).unwrap();
+    input.flush().unwrap();
+    // Longer than --idle-timeout, with no data at all.
+    std::thread::sleep(Duration::from_secs(7));
+    input.write_all(&[2u8; 100_000]).unwrap();
+    drop(input);
+    let s = send.wait_with_output().unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let r = recv.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(0), "{err}");
+    let got = std::fs::read(&out).unwrap();
+    assert_eq!(got.len(), 200_000);
+    assert!(got[..100_000].iter().all(|b| *b == 1) && got[100_000..].iter().all(|b| *b == 2));
+}
+
+/// No session at all: --join-timeout says so.
+#[test]
+fn recv_gives_up_when_no_session_starts_within_the_join_timeout() {
+    let o = pgmcc()
+        .args([
+            "recv",
+            "--group",
+            "239.255.77.53:7500",
+            "--iface",
+            "127.0.0.8",
+        ])
+        .args([
+            "--udp-ports",
+            "41571,41572",
+            "--join-timeout",
+            "1s",
+            "--out",
+            "-",
+            "-q",
+        ])
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("--join-timeout"), "{err}");
+}

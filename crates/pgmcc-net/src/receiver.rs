@@ -115,6 +115,19 @@ pub enum Event {
     },
 }
 
+/// One session a receiver tracks.
+#[derive(Debug, Clone, Serialize)]
+pub struct SessionStatus {
+    /// The session, as printed.
+    pub tsi: String,
+    /// The session.
+    #[serde(skip)]
+    pub id: Tsi,
+    /// Seconds since its last data packet or SPM (heartbeats count: a paused stream whose
+    /// source is alive stays near zero).
+    pub silent_secs: f64,
+}
+
 /// A snapshot of a receiver, refreshed about ten times a second.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct ReceiverStatus {
@@ -130,6 +143,8 @@ pub struct ReceiverStatus {
     pub keyed: Option<KeyedStats>,
     /// Not keyed: datagrams that were sealed (the source runs with a key), dropped.
     pub sealed_without_key: u64,
+    /// The sessions tracked (at most the core's `max_sessions`).
+    pub sessions: Vec<SessionStatus>,
 }
 
 /// A PGM receiver on real sockets: joins the group and runs the protocol in a background
@@ -420,6 +435,15 @@ impl Driver {
             injected_drops: self.injected_drops,
             keyed: self.sealer.as_ref().map(|s| s.stats().clone()),
             sealed_without_key: self.sealed_without_key,
+            sessions: self
+                .core
+                .sessions()
+                .map(|(tsi, heard)| SessionStatus {
+                    tsi: tsi.to_string(),
+                    id: tsi,
+                    silent_secs: now.saturating_duration_since(heard).as_secs_f64(),
+                })
+                .collect(),
         };
         self.status.send_replace(status.clone());
         status

@@ -29,9 +29,14 @@ pub(crate) struct RecvArgs {
     /// Replace the --out file if it exists.
     #[arg(long)]
     force: bool,
-    /// Give up if nothing arrives for this long (the source may be gone).
+    /// Give up when the session being received has sent nothing, neither data nor the
+    /// heartbeats (SPMs) a live source sends while it has nothing to say, for this long: the
+    /// source or the network has gone. A paused live stream is not idle.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     idle_timeout: Duration,
+    /// Give up if no session has started this long after joining (0: wait for ever).
+    #[arg(long, value_name = "DURATION", default_value = "10min", value_parser = parse_duration)]
+    join_timeout: Duration,
     /// Accept a stream whose start this receiver did not see (joined late, or a source that
     /// does not mark its first packet, such as OpenPGM). Without it such a transfer fails.
     #[arg(long)]
@@ -90,6 +95,38 @@ impl Signals {
     }
 }
 
+/// Why to give up now, if the session followed went silent for `--idle-timeout` (by its
+/// data and heartbeats, as the core last heard them), or none started within
+/// `--join-timeout`.
+fn timed_out(
+    args: &RecvArgs,
+    session: Option<pgm_wire::Tsi>,
+    status: &pgmcc_net::ReceiverStatus,
+    since_join: Duration,
+) -> Option<String> {
+    match session {
+        None => (!args.join_timeout.is_zero() && since_join >= args.join_timeout).then(|| {
+            format!(
+                "no session heard in {:?} (--join-timeout): is the source running, on this group and port, with the same --udp-ports (and --key)?",
+                args.join_timeout
+            )
+        }),
+        Some(tsi) => {
+            let silent = status
+                .sessions
+                .iter()
+                .find(|s| s.id == tsi)
+                .map_or(f64::INFINITY, |s| s.silent_secs);
+            (silent >= args.idle_timeout.as_secs_f64()).then(|| {
+                format!(
+                    "session {tsi} sent nothing, not even a heartbeat, for {:?} before it ended (--idle-timeout): the source stopped or the network failed",
+                    args.idle_timeout
+                )
+            })
+        }
+    }
+}
+
 /// Runs `pgmcc recv`.
 pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     let group = args.net.group()?;
@@ -142,6 +179,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut stop = Signals::new()?;
         let mut interrupted = false;
         let mut zmq_parts = 0u64;
+        let joined = std::time::Instant::now();
         loop {
             let ready = match rx.try_read() {
                 Some(ev) => Some(ev),
@@ -154,7 +192,8 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             let next = match ready {
                 Some(ev) => Ok(Some(ev)),
                 None => tokio::select! {
-                    r = tokio::time::timeout(args.idle_timeout, rx.read()) => r,
+                    // Look up now and then: the timeouts follow the session, not the events.
+                    r = tokio::time::timeout(Duration::from_millis(500), rx.read()) => r,
                     () = stop.recv() => {
                         // Interrupted: the transfer is incomplete; the temporary file goes.
                         failure = Some("interrupted by a signal before the stream ended".into());
@@ -170,17 +209,11 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     break;
                 }
                 Err(_) => {
-                    failure = Some(match session {
-                        None => format!(
-                            "no session heard in {:?} (--idle-timeout)",
-                            args.idle_timeout
-                        ),
-                        Some(tsi) => format!(
-                            "session {tsi} went silent for {:?} before it ended (--idle-timeout): the source stopped or the network failed",
-                            args.idle_timeout
-                        ),
-                    });
-                    break;
+                    if let Some(why) = timed_out(args, session, &rx.status(), joined.elapsed()) {
+                        failure = Some(why);
+                        break;
+                    }
+                    continue;
                 }
             };
             match ev {
@@ -302,4 +335,31 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+    use clap::Parser;
+
+    use super::*;
+
+    /// `pgmcc recv`'s flags alone.
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        recv: RecvArgs,
+    }
+
+    #[test]
+    fn the_defaults_parse() {
+        // clap checks a default only when it is used: a bad one fails every plain `recv`.
+        let a = Cli::try_parse_from(["recv", "--group", "239.1.1.1:7500"])
+            .unwrap()
+            .recv;
+        assert_eq!(a.idle_timeout, Duration::from_secs(30));
+        assert_eq!(a.join_timeout, Duration::from_secs(600));
+        assert!(a.out.is_none() && !a.force);
+    }
 }

@@ -101,6 +101,12 @@ impl Receiver {
             .sum()
     }
 
+    /// Every session tracked, with when a data packet or SPM of it last arrived (a source
+    /// heard only through its heartbeats is alive).
+    pub fn sessions(&self) -> impl Iterator<Item = (Tsi, Instant)> + '_ {
+        self.sessions.iter().map(|p| (p.tsi, p.last_heard))
+    }
+
     /// Sequence numbers of `tsi` currently waiting for repair.
     pub fn missing(&self, tsi: &Tsi) -> usize {
         self.sessions
