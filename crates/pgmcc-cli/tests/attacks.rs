@@ -22,8 +22,9 @@ fn pgmcc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pgmcc"))
 }
 
-/// Listens to the group and forges the session's end until `stop`; returns forgeries sent.
-fn attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
+/// The attacker's sockets: one that hears the group on `mcast_port` (shared with the real
+/// receiver, reads time out after `poll`), one that sends from its own address (TTL 0).
+fn attacker_sockets(mcast_port: u16, poll: Duration) -> (std::net::UdpSocket, std::net::UdpSocket) {
     let listen = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
     listen.set_reuse_address(true).unwrap();
     listen
@@ -33,15 +34,18 @@ fn attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
         .join_multicast_v4(&GROUP, &Ipv4Addr::LOCALHOST)
         .unwrap();
     let listen: std::net::UdpSocket = listen.into();
-    listen
-        .set_read_timeout(Some(Duration::from_millis(50)))
-        .unwrap();
+    listen.set_read_timeout(Some(poll)).unwrap();
     let evil = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
     evil.bind(&SocketAddrV4::new(EVIL, 0).into()).unwrap();
     evil.set_multicast_ttl_v4(0).unwrap();
     evil.set_multicast_loop_v4(true).unwrap();
     evil.set_multicast_if_v4(&Ipv4Addr::LOCALHOST).unwrap();
-    let evil: std::net::UdpSocket = evil.into();
+    (listen, evil.into())
+}
+
+/// Listens to the group and forges the session's end until `stop`; returns forgeries sent.
+fn attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
+    let (listen, evil) = attacker_sockets(mcast_port, Duration::from_millis(50));
     let to = SocketAddrV4::new(GROUP, mcast_port);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut buf = vec![0u8; 65536];
@@ -257,24 +261,7 @@ fn a_keyed_transfer_is_untouched_by_forged_packets() {
 
 /// Learns the TSI from sealed packets' clear headers and forges plain PGM for it.
 fn keyed_attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
-    let listen = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
-    listen.set_reuse_address(true).unwrap();
-    listen
-        .bind(&SocketAddrV4::new(GROUP, mcast_port).into())
-        .unwrap();
-    listen
-        .join_multicast_v4(&GROUP, &Ipv4Addr::LOCALHOST)
-        .unwrap();
-    let listen: std::net::UdpSocket = listen.into();
-    listen
-        .set_read_timeout(Some(Duration::from_millis(20)))
-        .unwrap();
-    let evil = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
-    evil.bind(&SocketAddrV4::new(EVIL, 0).into()).unwrap();
-    evil.set_multicast_ttl_v4(0).unwrap();
-    evil.set_multicast_loop_v4(true).unwrap();
-    evil.set_multicast_if_v4(&Ipv4Addr::LOCALHOST).unwrap();
-    let evil: std::net::UdpSocket = evil.into();
+    let (listen, evil) = attacker_sockets(mcast_port, Duration::from_millis(20));
     let to = SocketAddrV4::new(GROUP, mcast_port);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut buf = vec![0u8; 65536];

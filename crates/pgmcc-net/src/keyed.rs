@@ -366,16 +366,17 @@ impl Sealer {
         OsRng
             .try_fill_bytes(&mut instance)
             .map_err(|e| KeyError::Random(e.to_string()))?;
+        let id = key.id();
         Ok(Sealer {
-            id: key.id(),
-            key: key.clone(),
+            id,
+            key,
             sends,
             ciphers: HashMap::new(),
             instance,
             counter: 0,
             scratch: Vec::with_capacity(65536),
             stats: KeyedStats {
-                key_id: Some(key.id()),
+                key_id: Some(id),
                 ..KeyedStats::default()
             },
         })
@@ -416,11 +417,7 @@ impl Sealer {
             self.ciphers.insert(tsi, c);
         }
         // Just inserted if it was missing.
-        let pair = &self.ciphers[&tsi];
-        match dir {
-            Direction::Down => &pair.0,
-            Direction::Up => &pair.1,
-        }
+        half(&self.ciphers[&tsi], dir)
     }
 
     /// Seals the PGM packet `pgm` into `out` (replacing its contents). `None` if `pgm` is not
@@ -498,21 +495,12 @@ impl Sealer {
         scratch.extend_from_slice(body);
         // Derive without caching: only a session whose datagram authenticates gets a slot.
         let ok = match self.ciphers.get(&tsi) {
-            Some(pair) => {
-                let c = match expected {
-                    Direction::Down => &pair.0,
-                    Direction::Up => &pair.1,
-                };
-                c.decrypt_in_place_detached(&nonce, header, &mut scratch, &tag)
-                    .is_ok()
-            }
+            Some(pair) => half(pair, expected)
+                .decrypt_in_place_detached(&nonce, header, &mut scratch, &tag)
+                .is_ok(),
             None => {
                 let pair = self.derive(tsi);
-                let c = match expected {
-                    Direction::Down => &pair.0,
-                    Direction::Up => &pair.1,
-                };
-                let ok = c
+                let ok = half(&pair, expected)
                     .decrypt_in_place_detached(&nonce, header, &mut scratch, &tag)
                     .is_ok();
                 if ok {
@@ -543,6 +531,14 @@ impl Sealer {
     }
 }
 
+/// A session's cipher for direction `dir`, of its (down, up) pair.
+fn half(pair: &(XChaCha20Poly1305, XChaCha20Poly1305), dir: Direction) -> &XChaCha20Poly1305 {
+    match dir {
+        Direction::Down => &pair.0,
+        Direction::Up => &pair.1,
+    }
+}
+
 /// The TSI of a PGM packet travelling in `dir`; `None` if it is not one.
 fn inner_tsi(pgm: &[u8], dir: Direction) -> Option<Tsi> {
     let p = Packet::new_checked(pgm).ok()?;
@@ -553,8 +549,77 @@ fn inner_tsi(pgm: &[u8], dir: Direction) -> Option<Tsi> {
     p.tsi().ok()
 }
 
+/// What a runtime driver puts between its socket and its core: in keyed mode a [`Sealer`]
+/// (every datagram sealed on the way out and opened on the way in), otherwise nothing but a
+/// count of sealed datagrams heard without a key (a peer in keyed mode).
+pub(crate) struct Envelope {
+    sealer: Option<Sealer>,
+    /// The sealed datagram being sent.
+    out: Vec<u8>,
+    sealed_without_key: u64,
+}
+
+impl Envelope {
+    /// Keyed with `key` for an endpoint sending in direction `sends`, or plain.
+    pub(crate) fn new(key: Option<Key>, sends: Direction) -> Result<Envelope, crate::Error> {
+        let sealer = key
+            .map(|k| Sealer::new(k, sends))
+            .transpose()
+            .map_err(|e| crate::Error::Io {
+                context: "setting up keyed mode".into(),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+        Ok(Envelope {
+            sealer,
+            out: Vec::with_capacity(65536),
+            sealed_without_key: 0,
+        })
+    }
+
+    /// Whether datagrams are sealed.
+    pub(crate) fn is_keyed(&self) -> bool {
+        self.sealer.is_some()
+    }
+
+    /// The PGM packet to hand the core, if any: `pgm` itself when plain; when keyed, what
+    /// opens (refusals are counted by the sealer), so nothing unauthenticated reaches it.
+    pub(crate) fn open<'a>(&'a mut self, pgm: &'a [u8]) -> Option<&'a [u8]> {
+        match self.sealer.as_mut() {
+            Some(s) => s.open(unix_ms(), pgm).ok(),
+            None => {
+                if pgm.starts_with(&MAGIC) {
+                    self.sealed_without_key += 1;
+                }
+                Some(pgm)
+            }
+        }
+    }
+
+    /// The datagram to send for `pgm`: itself when plain, sealed when keyed; `None` if it
+    /// cannot be sealed (not a PGM packet of this endpoint's direction).
+    pub(crate) fn seal<'a>(&'a mut self, pgm: &'a [u8]) -> Option<&'a [u8]> {
+        match self.sealer.as_mut() {
+            Some(s) => {
+                s.seal(unix_ms(), pgm, &mut self.out)?;
+                Some(&self.out)
+            }
+            None => Some(pgm),
+        }
+    }
+
+    /// Keyed mode's counters.
+    pub(crate) fn stats(&self) -> Option<KeyedStats> {
+        self.sealer.as_ref().map(|s| s.stats().clone())
+    }
+
+    /// Sealed datagrams heard while not keyed.
+    pub(crate) fn sealed_without_key(&self) -> u64 {
+        self.sealed_without_key
+    }
+}
+
 /// Milliseconds since the Unix epoch by this host's clock (0 if it is set before 1970).
-pub(crate) fn unix_ms() -> u64 {
+fn unix_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)

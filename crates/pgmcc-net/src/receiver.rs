@@ -15,7 +15,7 @@ use tracing::debug;
 
 use crate::clock::{entropy, Clock};
 use crate::error::Error;
-use crate::keyed::{self, Direction, Key, KeyedStats, Sealer};
+use crate::keyed::{Direction, Envelope, Key, KeyedStats};
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 
 /// How a receiver is set up. [`ReceiverOptions::new`] gives the defaults documented per field.
@@ -196,13 +196,7 @@ impl Receiver {
         config.pgmcc = opts.pgmcc;
         config.rxw_sqns = opts.rxw_sqns;
         config.source = opts.source.map(IpAddr::V4);
-        let sealer = match opts.key {
-            Some(key) => Some(Sealer::new(key, Direction::Up).map_err(|e| Error::Io {
-                context: "setting up keyed mode".into(),
-                source: std::io::Error::other(e.to_string()),
-            })?),
-            None => None,
-        };
+        let envelope = Envelope::new(opts.key, Direction::Up)?;
         let clock = Clock::new();
         let core = pgmcc::Receiver::new(config, clock.now());
         let (event_tx, event_rx) = mpsc::channel(1024);
@@ -223,9 +217,7 @@ impl Receiver {
             drop_every: opts.drop_every.filter(|&n| n > 0),
             received: 0,
             injected_drops: 0,
-            sealer,
-            sealed: Vec::with_capacity(65536),
-            sealed_without_key: 0,
+            envelope,
         };
         let task = tokio::spawn(driver.run(stop_rx));
         Ok(Receiver {
@@ -285,11 +277,8 @@ struct Driver {
     drop_every: Option<u32>,
     received: u64,
     injected_drops: u64,
-    /// Keyed mode.
-    sealer: Option<Sealer>,
-    /// The sealed datagram being sent.
-    sealed: Vec<u8>,
-    sealed_without_key: u64,
+    /// Keyed mode's sealing, or the plain path.
+    envelope: Envelope,
 }
 
 impl Driver {
@@ -385,19 +374,8 @@ impl Driver {
         let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) else {
             return;
         };
-        match self.sealer.as_mut() {
-            // Nothing unauthenticated reaches the core: refusals are counted by the sealer.
-            Some(s) => {
-                if let Ok(inner) = s.open(keyed::unix_ms(), pgm) {
-                    self.core.handle(self.clock.now(), from.ip(), inner);
-                }
-            }
-            None => {
-                if pgm.starts_with(&keyed::MAGIC) {
-                    self.sealed_without_key += 1;
-                }
-                self.core.handle(self.clock.now(), from.ip(), pgm);
-            }
+        if let Some(pgm) = self.envelope.open(pgm) {
+            self.core.handle(self.clock.now(), from.ip(), pgm);
         }
     }
 
@@ -406,15 +384,10 @@ impl Driver {
             let Some(bytes) = buf.get(..t.len) else {
                 continue;
             };
-            let bytes = match self.sealer.as_mut() {
-                Some(s) => match s.seal(keyed::unix_ms(), bytes, &mut self.sealed) {
-                    Some(()) => &self.sealed[..],
-                    None => {
-                        self.send_errors += 1;
-                        continue;
-                    }
-                },
-                None => bytes,
+            // The core only emits upstream PGM packets; count it if one cannot be sealed.
+            let Some(bytes) = self.envelope.seal(bytes) else {
+                self.send_errors += 1;
+                continue;
             };
             let sent = match socket::destination(&self.setup, t.dst) {
                 Ok(to) => self.send.send_to(bytes, to).await.map(|_| ()),
@@ -433,8 +406,8 @@ impl Driver {
             stats: self.core.stats().clone(),
             send_errors: self.send_errors,
             injected_drops: self.injected_drops,
-            keyed: self.sealer.as_ref().map(|s| s.stats().clone()),
-            sealed_without_key: self.sealed_without_key,
+            keyed: self.envelope.stats(),
+            sealed_without_key: self.envelope.sealed_without_key(),
             sessions: self
                 .core
                 .sessions()

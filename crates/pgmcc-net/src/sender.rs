@@ -16,7 +16,7 @@ use tracing::{debug, info, trace, warn};
 
 use crate::clock::{entropy, Clock};
 use crate::error::Error;
-use crate::keyed::{self, Direction, Key, KeyedStats, Sealer};
+use crate::keyed::{self, Direction, Envelope, Key, KeyedStats};
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 
 /// Group RTTs a linger lasts at least: one NAK round of a receiver whose timers follow the
@@ -197,15 +197,9 @@ impl Sender {
         let tsi = Tsi { gsi, sport };
         let mut config = SenderConfig::new(tsi, IpAddr::V4(local), IpAddr::V4(opts.group));
         config.dport = opts.port;
-        let sealer = match opts.key {
-            Some(key) => Some(Sealer::new(key, Direction::Down).map_err(|e| Error::Io {
-                context: "setting up keyed mode".into(),
-                source: std::io::Error::other(e.to_string()),
-            })?),
-            None => None,
-        };
+        let envelope = Envelope::new(opts.key, Direction::Down)?;
         // The envelope travels in the same datagram: the PGM packet inside gets less room.
-        config.max_tpdu = if sealer.is_some() {
+        config.max_tpdu = if envelope.is_keyed() {
             opts.max_tpdu.saturating_sub(keyed::SEAL_OVERHEAD)
         } else {
             opts.max_tpdu
@@ -255,9 +249,7 @@ impl Sender {
             drop_every: opts.drop_every.filter(|&n| n > 0),
             odata_seen: 0,
             injected_drops: 0,
-            sealer,
-            sealed: Vec::with_capacity(65536),
-            sealed_without_key: 0,
+            envelope,
         };
         let task = tokio::spawn(driver.run());
         Ok(Sender {
@@ -342,11 +334,8 @@ struct Driver {
     drop_every: Option<u32>,
     odata_seen: u64,
     injected_drops: u64,
-    /// Keyed mode.
-    sealer: Option<Sealer>,
-    /// The sealed datagram being sent.
-    sealed: Vec<u8>,
-    sealed_without_key: u64,
+    /// Keyed mode's sealing, or the plain path.
+    envelope: Envelope,
 }
 
 impl Driver {
@@ -526,19 +515,8 @@ impl Driver {
         let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) else {
             return;
         };
-        match self.sealer.as_mut() {
-            // Nothing unauthenticated reaches the core: refusals are counted by the sealer.
-            Some(s) => {
-                if let Ok(inner) = s.open(keyed::unix_ms(), pgm) {
-                    self.core.handle(self.clock.now(), from.ip(), inner);
-                }
-            }
-            None => {
-                if pgm.starts_with(&keyed::MAGIC) {
-                    self.sealed_without_key += 1;
-                }
-                self.core.handle(self.clock.now(), from.ip(), pgm);
-            }
+        if let Some(pgm) = self.envelope.open(pgm) {
+            self.core.handle(self.clock.now(), from.ip(), pgm);
         }
     }
 
@@ -576,16 +554,10 @@ impl Driver {
                     continue;
                 }
             };
-            let bytes = match self.sealer.as_mut() {
-                Some(s) => {
-                    if s.seal(keyed::unix_ms(), bytes, &mut self.sealed).is_none() {
-                        // The core only emits downstream PGM packets; count it if not.
-                        self.send_errors += 1;
-                        continue;
-                    }
-                    &self.sealed[..]
-                }
-                None => bytes,
+            // The core only emits downstream PGM packets; count it if one cannot be sealed.
+            let Some(bytes) = self.envelope.seal(bytes) else {
+                self.send_errors += 1;
+                continue;
             };
             match self.batch.as_mut() {
                 Some(b) => self.send_errors += b.send(&self.sock, to, bytes).await as u64,
@@ -618,8 +590,8 @@ impl Driver {
             injected_drops: self.injected_drops,
             data_sent_secs: self.drained_at.map(|t| t.as_nanos() as f64 / 1e9),
             finished,
-            keyed: self.sealer.as_ref().map(|s| s.stats().clone()),
-            sealed_without_key: self.sealed_without_key,
+            keyed: self.envelope.stats(),
+            sealed_without_key: self.envelope.sealed_without_key(),
         };
         self.status.send_replace(status.clone());
         status

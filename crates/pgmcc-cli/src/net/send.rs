@@ -196,53 +196,20 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let sending_secs = started.elapsed().as_secs_f64();
         pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
         let (tsi, source) = (tx.tsi(), tx.local_addr());
-        let status = match tx.close().await {
-            Ok(s) => s,
-            Err(pgmcc_net::Error::Abandoned { reason, status }) => {
+        let (report, code) = match tx.close().await {
+            Ok(status) => {
                 pb.finish_and_clear();
+                let sha = hex_string(&hash.finalize());
+                let secs = status.elapsed_secs;
+                // Until the last byte left as ODATA (the core queues what `write` hands it).
+                let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
                 eprintln!(
-                    "pgmcc send: error: {reason}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
-                    status.elapsed_secs, total, status.stats.odata_packets
+                    "pgmcc send: sent {total} bytes in {sending_secs:.1} s ({:.2} Mbit/s; {secs:.1} s with the linger), {} repairs, {} NAKs; sha256 {sha}",
+                    total as f64 * 8.0 / sending_secs.max(1e-9) / 1e6,
+                    status.stats.rdata_packets,
+                    status.stats.naks_received,
                 );
-                for hint in key_hints(status.keyed.as_ref(), status.sealed_without_key) {
-                    eprintln!("pgmcc send: warning: {hint}");
-                }
-                if let Some(path) = &args.net.stats {
-                    write_stats(
-                        path,
-                        &SendReport {
-                            tsi: tsi.to_string(),
-                            source,
-                            bytes: total,
-                            sha256: String::new(),
-                            sending_seconds: status.elapsed_secs,
-                            seconds: status.elapsed_secs,
-                            status: *status,
-                        },
-                    )?;
-                }
-                return Ok(ExitCode::from(1));
-            }
-            Err(e) => return Err(e).context("closing the session"),
-        };
-        pb.finish_and_clear();
-        let sha = hex_string(&hash.finalize());
-        let secs = status.elapsed_secs;
-        // Until the last byte left as ODATA (the core queues what `write` hands it).
-        let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
-        eprintln!(
-            "pgmcc send: sent {total} bytes in {sending_secs:.1} s ({:.2} Mbit/s; {secs:.1} s with the linger), {} repairs, {} NAKs; sha256 {sha}",
-            total as f64 * 8.0 / sending_secs.max(1e-9) / 1e6,
-            status.stats.rdata_packets,
-            status.stats.naks_received,
-        );
-        for hint in key_hints(status.keyed.as_ref(), status.sealed_without_key) {
-            eprintln!("pgmcc send: warning: {hint}");
-        }
-        if let Some(path) = &args.net.stats {
-            write_stats(
-                path,
-                &SendReport {
+                let report = SendReport {
                     tsi: tsi.to_string(),
                     source,
                     bytes: total,
@@ -250,10 +217,36 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     sending_seconds: sending_secs,
                     seconds: secs,
                     status,
-                },
-            )?;
+                };
+                (report, ExitCode::SUCCESS)
+            }
+            Err(pgmcc_net::Error::Abandoned { reason, status }) => {
+                pb.finish_and_clear();
+                eprintln!(
+                    "pgmcc send: error: {reason}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
+                    status.elapsed_secs, total, status.stats.odata_packets
+                );
+                let report = SendReport {
+                    tsi: tsi.to_string(),
+                    source,
+                    bytes: total,
+                    sha256: String::new(),
+                    sending_seconds: status.elapsed_secs,
+                    seconds: status.elapsed_secs,
+                    status: *status,
+                };
+                (report, ExitCode::from(1))
+            }
+            Err(e) => return Err(e).context("closing the session"),
+        };
+        let st = &report.status;
+        for hint in key_hints(st.keyed.as_ref(), st.sealed_without_key) {
+            eprintln!("pgmcc send: warning: {hint}");
         }
-        Ok(ExitCode::SUCCESS)
+        if let Some(path) = &args.net.stats {
+            write_stats(path, &report)?;
+        }
+        Ok(code)
     })
 }
 
