@@ -96,8 +96,9 @@ fn real_linux_tcp_and_pgmcc_share_the_bottleneck() {
         .arg("python3")
         .arg(&script)
         // CUBIC, most distributions' default (this host defaults to BBR); Reno and BBR
-        // measurements are in docs/runtime.md.
-        .args(["send", "10.77.0.11", "5001", "12", "cubic"])
+        // measurements are in docs/runtime.md. It outlasts the pgmcc transfer and is stopped
+        // once that is over, so both rates cover the same interval.
+        .args(["send", "10.77.0.11", "5001", "90", "cubic"])
         .spawn()
         .unwrap();
     // Let TCP take the link first.
@@ -121,6 +122,13 @@ fn real_linux_tcp_and_pgmcc_share_the_bottleneck() {
     assert!(started.elapsed().as_secs_f64() >= secs);
     // TCP's share while pgmcc was sending (not while it lingered for repairs).
     let (t1, b1) = tcp_at(&tcp_log(&count), t0 + secs);
+    let mut tcp = tcp;
+    let _ = tcp.kill();
+    assert!(
+        t1 - t0 > secs - 0.5,
+        "TCP stopped {:.1} s into a {secs:.1} s pgmcc transfer",
+        t1 - t0
+    );
     for (child, out) in rx.into_iter().zip(&outs) {
         finish_ok(child, Duration::from_secs(60), "a receiver");
         assert_eq!(sha_of(out), want);
