@@ -20,6 +20,7 @@ pub mod ne;
 pub mod receiver;
 pub mod rng;
 pub mod sender;
+pub mod signed;
 pub mod sqn;
 pub mod time;
 pub mod transmit;

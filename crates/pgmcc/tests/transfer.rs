@@ -190,6 +190,16 @@ impl Net {
     /// Sends `apdus` through the session, closes it, and runs until every receiver saw the
     /// end (or `limit` of virtual time passes, which fails the test).
     fn transfer(&mut self, apdus: &[Vec<u8>], limit: Duration) {
+        self.transfer_with(apdus, limit, |_| {});
+    }
+
+    /// [`Net::transfer`], calling `hook` before every step (an attacker, say).
+    fn transfer_with(
+        &mut self,
+        apdus: &[Vec<u8>],
+        limit: Duration,
+        mut hook: impl FnMut(&mut Net),
+    ) {
         let mut next = 0;
         let deadline = Instant::ZERO + limit;
         loop {
@@ -217,6 +227,7 @@ impl Net {
                     .cc_metrics()
                     .map(|c| (c.window.unwrap_or(0.0), c.tokens, c.acker))
             );
+            hook(self);
             assert!(self.step(), "network went idle before the session ended");
         }
     }
@@ -609,4 +620,211 @@ fn on_demand_parity_repairs_independent_losses_with_fewer_packets() {
         (0.6..0.8).contains(&ratio),
         "repairs with parity / without: {ratio}"
     );
+}
+
+/// The source's signing key in the signed-mode tests (its public half goes to receivers).
+fn signing_key() -> std::sync::Arc<ed25519_dalek::SigningKey> {
+    std::sync::Arc::new(ed25519_dalek::SigningKey::from_bytes(&[42; 32]))
+}
+
+/// A signed session: the source signs, every receiver holds its public key.
+fn signed_net(n: usize, seed: u64, f: impl Fn(&mut ReceiverConfig)) -> Net {
+    let key = signing_key();
+    let public = std::sync::Arc::new(key.verifying_key());
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.rate_limit = Some(RateLimit {
+        bytes_per_sec: 2_000_000,
+        burst: 6_000,
+    });
+    cfg.signer = Some(key);
+    Net::new(cfg, n, seed, |c| {
+        c.verifier = Some(public.clone());
+        c.nak_rpt_ivl = Duration::from_millis(200);
+        c.nak_rdata_ivl = Duration::from_millis(200);
+        f(c);
+    })
+}
+
+/// One forged downstream data packet of the session, from the source's address.
+fn forged_data(sqn: u32, trail: u32, repair: bool, payload: &[u8]) -> Vec<u8> {
+    let d = pgm_wire::DataRepr { sqn, trail };
+    let body = if repair {
+        pgm_wire::Body::Rdata(d)
+    } else {
+        pgm_wire::Body::Odata(d)
+    };
+    pgm_wire::Repr::downstream(TSI, 7500, body)
+        .with_payload(payload)
+        .to_vec()
+        .unwrap()
+}
+
+/// An attacker on the receivers' segment who sees everything and spoofs the source's
+/// address: every 20 ms of virtual time it sends each receiver forged ODATA for the next
+/// sequence numbers (before the genuine ones), forged RDATA for the last ones sent, a
+/// packet shaped like a digest list with a bad signature, and once an SPM with OPT_FIN.
+/// Returns how many packets it forged.
+fn attack(net: &mut Net, last: &mut Instant, fin_sent: &mut bool) -> u64 {
+    if net.now < *last + Duration::from_millis(20) {
+        return 0;
+    }
+    *last = net.now;
+    let (trail, lead) = (net.sender.trail(), net.sender.lead());
+    let mut forged = Vec::new();
+    for k in 1..=3u32 {
+        forged.push(forged_data(
+            lead.wrapping_add(k),
+            trail,
+            false,
+            &[0xEE; 1000],
+        ));
+    }
+    for k in 0..3u32 {
+        forged.push(forged_data(
+            lead.wrapping_sub(k),
+            trail,
+            true,
+            &[0xDD; 1000],
+        ));
+    }
+    let mut fake_list = pgmcc::signed::LIST_MAGIC.to_vec();
+    fake_list.extend_from_slice(&[pgmcc::signed::LIST_VERSION, 0, 0, 1, 0, 0, 0, 0]);
+    fake_list.extend_from_slice(&[0xAB; pgmcc::signed::DIGEST_LEN + 64]);
+    forged.push(forged_data(lead.wrapping_add(1), trail, false, &fake_list));
+    if !*fin_sent && lead.wrapping_sub(trail) > 500 {
+        *fin_sent = true;
+        let spm = pgm_wire::Repr::downstream(
+            TSI,
+            7500,
+            pgm_wire::Body::Spm(pgm_wire::SpmRepr {
+                sqn: 1 << 20,
+                trail,
+                lead,
+                path_nla: SRC,
+            }),
+        )
+        .with_options(pgm_wire::Options {
+            fin: true,
+            ..pgm_wire::Options::default()
+        })
+        .to_vec()
+        .unwrap();
+        forged.push(spm);
+    }
+    let n = forged.len() as u64 * net.rxs.len() as u64;
+    for bytes in forged {
+        for i in 0..net.rxs.len() {
+            net.schedule(Node::Rx(i), SRC, bytes.clone());
+        }
+    }
+    n
+}
+
+#[test]
+fn signed_transfer_delivers_everything_and_ends_at_the_signed_end() {
+    let mut net = signed_net(5, 11, |_| {});
+    net.rx_loss = 0.03;
+    let apdus = content(2 * 1024 * 1024, 5);
+    let whole: Vec<u8> = apdus.concat();
+    net.transfer(&apdus, Duration::from_secs(60));
+    let lists = net.sender.stats().signed_lists;
+    let odata = net.sender.stats().odata_packets;
+    // One list per block of at most 82 packets: about 1.2-1.4% of the packets.
+    assert!(
+        lists * 82 >= odata - lists && lists * 60 < odata,
+        "{lists} lists for {odata} ODATA"
+    );
+    for (i, sink) in net.sinks.iter().enumerate() {
+        let st = net.rxs[i].stats();
+        assert!(sink.lost.is_empty(), "receiver {i} lost {:?}", sink.lost);
+        assert_eq!(sha(&sink.bytes), sha(&whole), "receiver {i}: data differs");
+        assert_eq!(
+            sink.apdus.len(),
+            apdus.len(),
+            "receiver {i}: APDU boundaries"
+        );
+        assert_eq!(st.signed.lists, lists, "receiver {i}: {:?}", st.signed);
+        assert_eq!(
+            st.signed.forged + st.signed.unverifiable,
+            0,
+            "{:?}",
+            st.signed
+        );
+    }
+}
+
+#[test]
+fn forged_data_lists_and_fin_change_no_delivered_byte_in_a_signed_session() {
+    let mut net = signed_net(4, 12, |_| {});
+    net.rx_loss = 0.02;
+    let apdus = content(2 * 1024 * 1024, 6);
+    let whole: Vec<u8> = apdus.concat();
+    let (mut last, mut fin_sent, mut forged) = (Instant::ZERO, false, 0u64);
+    net.transfer_with(&apdus, Duration::from_secs(60), |net| {
+        forged += attack(net, &mut last, &mut fin_sent);
+    });
+    assert!(
+        fin_sent && forged > 1_500,
+        "the attack ran: {forged} packets"
+    );
+    let mut reasked = 0;
+    for (i, sink) in net.sinks.iter().enumerate() {
+        let st = net.rxs[i].stats();
+        eprintln!("receiver {i}: {:?}", st.signed);
+        assert!(sink.lost.is_empty(), "receiver {i} lost {:?}", sink.lost);
+        assert_eq!(sha(&sink.bytes), sha(&whole), "receiver {i}: data differs");
+        // Forgeries were refused on arrival...
+        assert!(st.signed.forged > 100, "receiver {i}: {:?}", st.signed);
+        reasked += st.signed.reasked;
+    }
+    // ...and some came before their list, were found out when it came, and asked for again.
+    assert!(reasked > 10, "{reasked}");
+}
+
+#[test]
+fn the_same_attack_on_an_unsigned_session_changes_what_is_delivered() {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.rate_limit = Some(RateLimit {
+        bytes_per_sec: 2_000_000,
+        burst: 6_000,
+    });
+    let mut net = Net::new(cfg, 2, 12, |_| {});
+    let apdus = content(1024 * 1024, 6);
+    let whole: Vec<u8> = apdus.concat();
+    let (mut last, mut fin_sent) = (Instant::ZERO, false);
+    // The forged FIN ends the session early: the run stops when every receiver "ended".
+    net.transfer_with(&apdus, Duration::from_secs(60), |net| {
+        attack(net, &mut last, &mut fin_sent);
+    });
+    for sink in &net.sinks {
+        assert!(sink.ended);
+        assert_ne!(sha(&sink.bytes), sha(&whole));
+    }
+}
+
+#[test]
+fn a_late_joiner_gives_up_only_the_block_it_cannot_verify() {
+    let mut net = signed_net(2, 13, |_| {});
+    // Receiver 1 hears nothing for the first 0.3 s (about 400 packets at 2 MB/s).
+    net.deaf_until[1] = Instant::ZERO + Duration::from_millis(300);
+    let apdus: Vec<Vec<u8>> = (0..2000u32).map(|i| vec![(i % 251) as u8; 1000]).collect();
+    net.transfer(&apdus, Duration::from_secs(30));
+    assert_eq!(net.sinks[0].apdus.len(), 2000);
+    let late = &net.sinks[1];
+    let st = net.rxs[1].stats().signed;
+    // What it heard before its first list is one block at most, given up: the first packet
+    // it heard reached the front before any list could tell where its block began, and was
+    // asked for once; the rest were given up without a NAK once the next list verified.
+    let [(first, last)] = late.lost[..] else {
+        panic!("lost {:?}", late.lost)
+    };
+    assert_eq!(Some(first), late.started);
+    assert!(last - first < 82, "lost {first}..={last}");
+    assert_eq!(st.unverifiable, u64::from(last - first + 1), "{st:?}");
+    assert_eq!(st.reasked, 1, "{st:?}");
+    assert_eq!(net.rxs[1].stats().nak_sqns_sent, 1);
+    // Everything after it arrived intact.
+    let tail: Vec<&(u32, Vec<u8>)> = net.sinks[0].apdus.iter().filter(|a| a.0 > last).collect();
+    assert_eq!(late.apdus.len(), tail.len());
+    assert!(late.apdus.iter().zip(tail).all(|(a, b)| a == b));
 }

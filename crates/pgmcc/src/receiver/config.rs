@@ -2,12 +2,14 @@
 //! table's limits and what the receiver takes part in.
 
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use serde::Serialize;
 
 use super::rxw::NakTimers;
 use crate::cc::feedback::FeedbackConfig;
 use crate::cc::loss_filter::DEFAULT_W;
+use crate::signed::Verifier;
 use crate::time::Duration;
 
 /// Where a receiver's window starts when it first hears a session.
@@ -106,6 +108,11 @@ pub struct ReceiverConfig {
     pub session_bytes: u64,
     /// The same bound summed over every session. Default 256 MiB.
     pub total_bytes: u64,
+    /// Signed mode (`crate::signed`, `docs/security.md`): every session must be signed by
+    /// the key this verifier holds. Nothing is delivered that has not been checked against
+    /// a signed digest list, a packet that fails is NAKed again, and a session ends only at
+    /// its signed end (an OPT_FIN alone ends nothing). Default `None`.
+    pub verifier: Option<Arc<dyn Verifier>>,
 }
 
 impl ReceiverConfig {
@@ -136,6 +143,7 @@ impl ReceiverConfig {
             max_tpdu: 9000,
             session_bytes: 32 << 20,
             total_bytes: 256 << 20,
+            verifier: None,
         }
     }
 

@@ -4,6 +4,7 @@ use pgm_wire::Tsi;
 use serde::Serialize;
 
 use crate::cc::feedback::FeedbackStats;
+use crate::signed::SignedCounts;
 
 /// What the receiver tells the application.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,6 +108,8 @@ pub struct ReceiverStats {
     /// Data packets dropped because buffering them would exceed `session_bytes` or
     /// `total_bytes` (the memory bound); a real source's are NAKed again later.
     pub over_budget: u64,
+    /// Signed mode: lists verified, packets forged, asked for again or unverifiable.
+    pub signed: SignedCounts,
     /// Packets of new sessions dropped because `max_sessions` were tracked.
     pub sessions_rejected: u64,
     /// Sessions dropped from a full table to make room: ended ones, or silent for

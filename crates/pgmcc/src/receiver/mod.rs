@@ -256,8 +256,7 @@ impl Receiver {
             }
         }
         let tsi = repr.tsi();
-        let (rxw_sqns, max_apdu, join) =
-            (self.config.rxw_sqns, self.config.max_apdu, self.config.join);
+        let (rxw_sqns, join) = (self.config.rxw_sqns, self.config.join);
         if !self.ensure_peer(tsi, now, from) {
             return;
         }
@@ -301,7 +300,7 @@ impl Receiver {
                     base = f.first_sqn;
                 }
             }
-            peer.rxw = Some(ReceiveWindow::new(base, trail, rxw_sqns, max_apdu));
+            peer.rxw = Some(new_window(&self.config, tsi, base, trail));
             started = Some(base);
         }
         let need_spmr = peer.path.is_none() && now >= peer.next_spmr;
@@ -378,6 +377,8 @@ impl Receiver {
                 }
             }
             Insert::Duplicate => self.stats.duplicates += 1,
+            // Counted by the window (`ReceiverStats::signed`).
+            Insert::Forged => {}
         }
         if need_spmr {
             self.transmits.push(tsi, Pending::Spmr(from));
@@ -442,11 +443,7 @@ impl Receiver {
 
     fn on_spm(&mut self, now: Instant, from: IpAddr, repr: &Repr<'_>, spm: pgm_wire::SpmRepr) {
         let tsi = repr.tsi();
-        let (rxw_sqns, max_apdu, reliable) = (
-            self.config.rxw_sqns,
-            self.config.max_apdu,
-            self.config.reliable,
-        );
+        let (rxw_sqns, reliable) = (self.config.rxw_sqns, self.config.reliable);
         // Edges no source can send (RFC 3208 §6.1: trail <= lead + 1; an empty window has
         // trail = lead + 1), or jumps no receiver of the session could have missed: one
         // forged SPM would otherwise end the session, give up on everything, or make every
@@ -489,7 +486,7 @@ impl Receiver {
         if peer.rxw.is_none() {
             // Heard the session first by SPM: want only data after its lead.
             let base = spm.lead.wrapping_add(1);
-            peer.rxw = Some(ReceiveWindow::new(base, spm.trail, rxw_sqns, max_apdu));
+            peer.rxw = Some(new_window(&self.config, tsi, base, spm.trail));
             started = Some(base);
         }
         if repr.options.fin {
@@ -694,7 +691,14 @@ impl Receiver {
                     }
                 }
             }
-            if let Some(fin) = peer.fin_lead {
+            stats.signed.add(&w.take_signed_counts());
+            // A signed session ends at its signed end, never on OPT_FIN alone.
+            let end = if w.is_signed() {
+                w.signed_end()
+            } else {
+                peer.fin_lead
+            };
+            if let Some(fin) = end {
                 if !peer.ended && sqn::gt(w.base(), fin) {
                     peer.ended = true;
                     events.push_back(ReceiverEvent::SessionEnded { tsi: peer.tsi });
@@ -702,6 +706,16 @@ impl Receiver {
             }
         });
     }
+}
+
+/// The receive window of session `tsi`, wanting `base` first (signed when the receiver
+/// holds a verifier).
+fn new_window(config: &ReceiverConfig, tsi: Tsi, base: u32, trail: u32) -> ReceiveWindow {
+    let mut w = ReceiveWindow::new(base, trail, config.rxw_sqns, config.max_apdu);
+    if let Some(v) = &config.verifier {
+        w.set_verifier(v.clone(), tsi);
+    }
+    w
 }
 
 /// Whether data packet `s` of `len` bytes keeps `peer` within the memory bounds

@@ -35,6 +35,7 @@ mod txw;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::IpAddr;
+use std::sync::Arc;
 
 use pgm_wire::{
     Body, DataRepr, Fec, Fragment, Grtt, NakRepr, Options, Repr, SpmRepr, SqnList, Tsi,
@@ -48,6 +49,7 @@ use crate::cc::{
     Ack, CcConfig, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample,
 };
 use crate::grtt::GroupRtt;
+use crate::signed::{self, Signer};
 use crate::time::{Duration, Instant};
 use crate::transmit::{Destination, Transmit};
 use parity::{ParityPacket, ParityRepairs, Verdict};
@@ -222,6 +224,13 @@ pub struct SenderConfig {
     /// (`PgmccConfig::unproven_window`). The key must be secret and random (the runtime
     /// draws one per session). Default `None` (no option; the simulator's default).
     pub ack_proof: Option<[u8; 16]>,
+    /// Signed mode (`crate::signed`, `docs/security.md`): with a signer, data goes out in
+    /// blocks, each preceded (one sequence number before) by a list of its packets' digests
+    /// signed with the source's key, and the session's last list marks its end. A block
+    /// holds at most [`signed::block_capacity`] packets and never splits an APDU, so
+    /// [`Sender::send`] refuses larger APDUs; a block goes out when full, when the link
+    /// would otherwise idle, and at [`Sender::close`]. Default `None`.
+    pub signer: Option<Arc<dyn Signer>>,
 }
 
 impl SenderConfig {
@@ -254,6 +263,7 @@ impl SenderConfig {
             repair_budget: Some(2.0),
             fec: Some(64),
             ack_proof: None,
+            signer: None,
         }
     }
 
@@ -298,6 +308,9 @@ pub struct SenderStats {
     pub odata_bytes: u64,
     /// RDATA packets sent.
     pub rdata_packets: u64,
+    /// Signed mode: digest lists queued (one per block, counted in `odata_packets` too when
+    /// sent).
+    pub signed_lists: u64,
     /// RDATA payload bytes sent.
     pub rdata_bytes: u64,
     /// SPMs sent.
@@ -424,9 +437,22 @@ pub struct Sender {
     syn_sent: bool,
     closing: bool,
     cc: Option<Box<dyn CongestionControl>>,
+    /// Signed mode: the block being filled (its packets have sequence numbers after the
+    /// list's, not yet in `txw`).
+    block: Option<Block>,
+    /// Signed mode: the sequence number of the last list queued.
+    last_list: Option<u32>,
     /// Congestion-control events for the application, bounded.
     events: Events,
     stats: SenderStats,
+}
+
+/// Signed mode: the packets of a block not yet queued, after the sequence number its list
+/// will take.
+#[derive(Debug)]
+struct Block {
+    list_sqn: u32,
+    packets: Vec<TxPacket>,
 }
 
 impl Sender {
@@ -468,6 +494,8 @@ impl Sender {
             syn_sent: false,
             closing: false,
             cc: config.cc.build(now),
+            block: None,
+            last_list: None,
             events: Events::new(),
             stats: SenderStats::default(),
             config,
@@ -538,12 +566,12 @@ impl Sender {
 
     /// Packets queued by `send` and not yet transmitted.
     pub fn queued_packets(&self) -> usize {
-        self.txw.queued()
+        self.txw.queued() + self.block.as_ref().map_or(0, |b| b.packets.len())
     }
 
     /// True when nothing is queued: no new data, no repairs, no NCFs.
     pub fn is_idle(&self) -> bool {
-        self.txw.queued() == 0 && self.repairs.is_empty() && self.ncfs.is_empty()
+        self.queued_packets() == 0 && self.repairs.is_empty() && self.ncfs.is_empty()
     }
 
     /// Queues one APDU (a message). It is split into fragments if larger than one TPDU.
@@ -551,18 +579,34 @@ impl Sender {
         if self.closing {
             return Err(SendError::Closed);
         }
-        if apdu.len() > self.config.max_apdu {
+        let max = self.max_apdu();
+        if apdu.len() > max {
             return Err(SendError::TooLarge {
                 len: apdu.len(),
-                max: self.config.max_apdu,
+                max,
             });
         }
         let tsdu = self.config.max_tsdu();
         let n = apdu.len().div_ceil(tsdu).max(1);
-        if self.txw.queued() + n > self.config.send_queue.max(n) {
+        if self.queued_packets() + n > self.config.send_queue.max(n) {
             return Err(SendError::WouldBlock);
         }
-        let first_sqn = self.txw.next_sqn();
+        if self.config.signer.is_some() {
+            let full = self
+                .block
+                .as_ref()
+                .is_some_and(|b| b.packets.len() + n > self.block_capacity());
+            if full {
+                self.flush_block(false);
+            }
+            if self.block.is_none() {
+                self.block = Some(Block {
+                    list_sqn: self.txw.next_sqn(),
+                    packets: Vec::new(),
+                });
+            }
+        }
+        let first_sqn = self.next_sqn();
         let apdu_len = apdu.len() as u32;
         for i in 0..n {
             let start = i * tsdu;
@@ -572,24 +616,96 @@ impl Sender {
                 offset: start as u32,
                 apdu_len,
             });
-            let sqn = self.txw.next_sqn();
-            self.txw.push(TxPacket {
-                sqn,
+            let p = TxPacket {
+                sqn: self.next_sqn(),
                 data: apdu[start..end].to_vec(),
                 fragment,
                 sent_at: None,
                 repaired_at: None,
                 naks: 0,
-            });
+            };
+            match self.block.as_mut() {
+                Some(b) => b.packets.push(p),
+                None => self.txw.push(p),
+            }
+        }
+        if self.txw.peek_unsent().is_none() {
+            // Nothing else would go out: do not hold the block back.
+            self.flush_block(false);
         }
         self.stats.apdus_sent += 1;
         Ok(())
+    }
+
+    /// The largest APDU [`Sender::send`] takes: [`SenderConfig::max_apdu`], and in signed
+    /// mode no more than one block's packets.
+    pub fn max_apdu(&self) -> usize {
+        if self.config.signer.is_some() {
+            let block = self.block_capacity() * self.config.max_tsdu();
+            self.config.max_apdu.min(block)
+        } else {
+            self.config.max_apdu
+        }
+    }
+
+    /// Packets one signed block holds (a list must fit one TPDU).
+    fn block_capacity(&self) -> usize {
+        signed::block_capacity(self.config.max_tsdu()).max(1)
+    }
+
+    /// The sequence number the next packet queued gets.
+    fn next_sqn(&self) -> u32 {
+        match &self.block {
+            Some(b) => b.list_sqn.wrapping_add(1 + b.packets.len() as u32),
+            None => self.txw.next_sqn(),
+        }
+    }
+
+    /// Signed mode: queues the block being filled after its signed digest list. With
+    /// `end`, the list is the session's last (an empty one if no block is being filled).
+    fn flush_block(&mut self, end: bool) {
+        let Some(signer) = self.config.signer.clone() else {
+            return;
+        };
+        let block = match self.block.take() {
+            Some(b) => b,
+            None if end => Block {
+                list_sqn: self.txw.next_sqn(),
+                packets: Vec::new(),
+            },
+            None => return,
+        };
+        let digests = block
+            .packets
+            .iter()
+            .map(|p| signed::packet_digest(|d| signer.digest(d), p.sqn, p.fragment, &p.data))
+            .collect();
+        let list = signed::List {
+            prev: self.last_list.unwrap_or(block.list_sqn),
+            end,
+            digests,
+        };
+        let data = signed::encode_list(signer.as_ref(), self.config.tsi, block.list_sqn, &list);
+        self.last_list = Some(block.list_sqn);
+        self.stats.signed_lists += 1;
+        self.txw.push(TxPacket {
+            sqn: block.list_sqn,
+            data,
+            fragment: None,
+            sent_at: None,
+            repaired_at: None,
+            naks: 0,
+        });
+        for p in block.packets {
+            self.txw.push(p);
+        }
     }
 
     /// Ends the session: queued data still goes out, then SPMs carry OPT_FIN. Repairs
     /// continue for as long as the driver keeps the sender.
     pub fn close(&mut self) {
         if !self.closing {
+            self.flush_block(true);
             self.closing = true;
             self.spm_now = true;
         }
@@ -1107,6 +1223,9 @@ impl Sender {
                     return self.emit_parity(now, &packet, buf);
                 }
             }
+        }
+        if self.txw.peek_unsent().is_none() {
+            self.flush_block(false);
         }
         let (sqn, len) = self
             .txw

@@ -10,6 +10,7 @@
 //! ```
 
 mod parity;
+mod signed;
 
 use std::collections::VecDeque;
 
@@ -21,6 +22,7 @@ use crate::time::{Duration, Instant};
 
 pub(crate) use parity::ParityInsert;
 use parity::ParityWindow;
+pub(crate) use signed::SignedWindow;
 
 /// NAK timers and the give-up time (see [`ReceiverConfig`](super::ReceiverConfig)).
 #[derive(Debug, Clone, Copy)]
@@ -92,6 +94,19 @@ pub(crate) struct NakState {
     pub(crate) deadline: Instant,
     /// When the sequence number was found missing (the give-up clock).
     since: Instant,
+    /// Signed mode: times it was asked for again after reaching the front unverified.
+    reverify: u8,
+}
+
+/// Signed mode: what is known of a received packet (`signed.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Check {
+    /// Not a signed session, or checked against its list's digest.
+    Verified,
+    /// Its list has not verified yet; asked for again `n` times so far.
+    Unverified(u8),
+    /// A digest list whose signature verified: delivered as nothing.
+    List,
 }
 
 #[derive(Debug, Clone)]
@@ -100,6 +115,7 @@ pub(crate) enum Slot {
     Have {
         data: Vec<u8>,
         fragment: Option<Fragment>,
+        check: Check,
     },
     Lost,
 }
@@ -120,6 +136,9 @@ pub(crate) enum Insert {
     New,
     /// Already had it, or it is behind the window.
     Duplicate,
+    /// Signed mode: it does not match its list (or is not the list expected there); the
+    /// slot still waits for the genuine packet.
+    Forged,
 }
 
 /// The receive window: slot `i` holds sequence number `base + i`.
@@ -139,6 +158,8 @@ pub(crate) struct ReceiveWindow {
     /// The first sequence number the window wanted: packets before it were never asked for,
     /// so the group holding it cannot be rebuilt from parity.
     origin: u32,
+    /// Signed mode: the source's verified digest lists (`signed.rs`).
+    signed: Option<SignedWindow>,
 }
 
 impl ReceiveWindow {
@@ -153,6 +174,7 @@ impl ReceiveWindow {
             carry: Vec::new(),
             parity: None,
             origin: base,
+            signed: None,
         }
     }
 
@@ -218,6 +240,7 @@ impl ReceiveWindow {
                 phase: Phase::BackOff,
                 deadline,
                 since: now,
+                reverify: 0,
             }));
         }
     }
@@ -306,22 +329,39 @@ impl ReceiveWindow {
         }
     }
 
-    /// Inserts a data packet (caller extended the window to `s` first).
+    /// Inserts a data packet (caller extended the window to `s` first). In signed mode the
+    /// packet is checked first (`signed.rs`).
     pub(crate) fn insert(&mut self, s: u32, data: &[u8], fragment: Option<Fragment>) -> Insert {
         let Some(i) = self.index(s) else {
             return Insert::Duplicate;
         };
-        match &self.slots[i] {
-            Slot::Have { .. } => Insert::Duplicate,
-            Slot::Missing(_) | Slot::Lost => {
-                self.slots[i] = Slot::Have {
-                    data: data.to_vec(),
-                    fragment,
-                };
-                self.keep_copy(s, data, fragment);
-                Insert::New
-            }
+        let reverify = match &self.slots[i] {
+            Slot::Have { .. } => return Insert::Duplicate,
+            Slot::Missing(st) => st.reverify,
+            Slot::Lost => 0,
+        };
+        let mut list = None;
+        let check = match self.signed.as_mut() {
+            None => Check::Verified,
+            Some(sw) => match sw.check(s, data, fragment, reverify) {
+                signed::Verdict::Forged => return Insert::Forged,
+                signed::Verdict::Data(check) => check,
+                signed::Verdict::List(l) => {
+                    list = Some(l);
+                    Check::List
+                }
+            },
+        };
+        self.slots[i] = Slot::Have {
+            data: data.to_vec(),
+            fragment,
+            check,
+        };
+        self.keep_copy(s, data, fragment);
+        if let Some(l) = list {
+            self.apply_list(s, l);
         }
+        Insert::New
     }
 
     /// An NCF for `s` was heard. With `suppress` false, a NAK still backing off is left to
@@ -373,6 +413,7 @@ impl ReceiveWindow {
         let first_due = nak.len();
         // One back-off draw per expiry round, shared, so retries batch like first NAKs do.
         let retry_at = now + t.backoff(rng);
+        self.arm_reasked(now, retry_at);
         let mut cur = self.base;
         for slot in self.slots.iter_mut() {
             let s = cur;
@@ -457,6 +498,7 @@ impl ReceiveWindow {
         }
         self.drain_slots(out);
         self.prune_parity();
+        self.prune_lists();
     }
 
     fn drain_slots(&mut self, out: &mut Vec<Output>) {
@@ -477,6 +519,21 @@ impl ReceiveWindow {
                     n += self.pop_orphan_fragments(first.wrapping_add(n));
                     self.base = self.base.wrapping_add(n);
                     push_lost(out, first, first.wrapping_add(n - 1));
+                }
+                Slot::Have {
+                    check: Check::Unverified(tries),
+                    ..
+                } => {
+                    let tries = *tries;
+                    if self.settle_unverified(tries) {
+                        return;
+                    }
+                }
+                Slot::Have {
+                    check: Check::List, ..
+                } => {
+                    self.slots.pop_front();
+                    self.base = self.base.wrapping_add(1);
                 }
                 Slot::Have { fragment: None, .. } => {
                     if let Some(Slot::Have { data, .. }) = self.slots.pop_front() {
@@ -549,7 +606,15 @@ impl ReceiveWindow {
                     // Lost fragment: the APDU is lost, up to and including this run.
                     return Assembly::Broken(n.max(1));
                 }
-                Slot::Have { data, fragment } => match fragment {
+                Slot::Have {
+                    check: Check::Unverified(_),
+                    ..
+                } => {
+                    // Cannot be: a block never splits an APDU, so the head's list checked
+                    // its fragments. Never delivered unchecked all the same.
+                    return Assembly::Broken(n.max(1));
+                }
+                Slot::Have { data, fragment, .. } => match fragment {
                     Some(f) if f.first_sqn == head.first_sqn && f.offset as usize == have => {
                         have += data.len();
                         n += 1;

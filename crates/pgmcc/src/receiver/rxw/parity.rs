@@ -95,6 +95,21 @@ impl ReceiveWindow {
         group[sqn::distance(tg, s) as usize] = Some((data.to_vec(), fragment));
     }
 
+    /// Forgets the copy of `s` (signed mode: it failed verification).
+    pub(super) fn forget_copy(&mut self, s: u32) {
+        let Some(p) = self.parity.as_mut() else {
+            return;
+        };
+        let tg = fec::tg_sqn(s, p.k);
+        if let Some(slot) = p
+            .copies
+            .get_mut(&tg)
+            .and_then(|g| g.get_mut(sqn::distance(tg, s) as usize))
+        {
+            *slot = None;
+        }
+    }
+
     /// Bytes of parity copies and held parity packets.
     pub(super) fn parity_bytes_held(&self) -> u64 {
         let Some(p) = self.parity.as_ref() else {
@@ -132,7 +147,7 @@ impl ReceiveWindow {
     fn original(&self, s: u32) -> Option<Original<'_>> {
         if !sqn::lt(s, self.base) {
             return match self.slots.get(self.index(s)?)? {
-                Slot::Have { data, fragment } => Some(Original {
+                Slot::Have { data, fragment, .. } => Some(Original {
                     payload: data,
                     fragment: *fragment,
                 }),

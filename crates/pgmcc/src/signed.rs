@@ -1,0 +1,314 @@
+//! Signed mode: data the receivers can verify came from the source (`docs/security.md`).
+//!
+//! The source groups its data packets into blocks and sends, in the sequence number just
+//! before each block, a **digest list**: one 16-byte digest per data packet of the block,
+//! signed with the source's private key. A receiver holding the source's public key
+//! verifies the list's signature, then each data packet against its digest, in the receive
+//! window and before anything is delivered:
+//!
+//! - a packet whose list is known is checked when it arrives: a forged one is dropped and
+//!   its sequence number stays missing, so the genuine one is still NAKed and accepted;
+//! - a packet that arrived before its list waits, unverified; when the list verifies, the
+//!   packets that do not match it go back to missing (NAKed again);
+//! - a packet that reaches the front of the window unverified (its list never verified, or
+//!   a forged packet sits where a list should be) is asked for again at most
+//!   [`REVERIFY_TRIES`] times, then given up like a lost one.
+//!
+//! Lists travel as ordinary data packets (repaired, rebuilt from parity, ordered like any
+//! other) whose payload starts with [`LIST_MAGIC`]; a payload is a list only if its
+//! signature verifies at its own sequence number in its own session. The last list of a
+//! session carries [`LIST_END`]: a receiver counts a session complete only when that signed
+//! end is delivered, never on an OPT_FIN alone. Each list names the previous list's sequence
+//! number, so a receiver that joined mid-block can tell the packets before its first list
+//! are unverifiable (their list precedes the window) without asking for them.
+//!
+//! A block never splits an APDU (its fragments stay in consecutive sequence numbers, as PGM
+//! requires), so an APDU larger than one block's worth of packets cannot be sent signed.
+//!
+//! The core holds no cryptography: the digest and the signature come from a [`Signer`] or a
+//! [`Verifier`] the driver provides (`pgmcc-net` uses Ed25519 and SHA-256).
+
+use std::fmt;
+
+use pgm_wire::{Fragment, Tsi};
+use serde::Serialize;
+
+/// First bytes of a digest list's payload.
+pub const LIST_MAGIC: [u8; 4] = *b"PGMS";
+/// Format version of the list.
+pub const LIST_VERSION: u8 = 1;
+/// Flag: the last list of the session; the session ends after the packets it covers.
+pub const LIST_END: u8 = 0x01;
+/// Bytes of one data packet's digest.
+pub const DIGEST_LEN: usize = 16;
+/// Bytes of a signature (Ed25519).
+pub const SIGNATURE_LEN: usize = 64;
+/// Bytes before the digests: magic, version, flags, count (u16), previous list (u32).
+pub const LIST_HEADER_LEN: usize = 12;
+/// Most packets one list covers, whatever the TPDU size.
+pub const MAX_BLOCK: usize = 128;
+/// Times a packet that reaches the front of the window unverified is asked for again.
+pub const REVERIFY_TRIES: u8 = 2;
+
+/// What signs and what the signature covers is fixed by this domain string.
+const LIST_DOMAIN: &[u8] = b"pgmcc signed digest list v1\0";
+
+/// A data packet's digest.
+pub type Digest = [u8; DIGEST_LEN];
+
+/// The source's side: digests of data packets and signatures of lists.
+pub trait Signer: Send + Sync + fmt::Debug {
+    /// The digest of the concatenation of `parts` (truncated to [`DIGEST_LEN`]).
+    fn digest(&self, parts: &[&[u8]]) -> Digest;
+    /// The signature of `message`.
+    fn sign(&self, message: &[u8]) -> [u8; SIGNATURE_LEN];
+}
+
+/// A receiver's side: the same digest, and the source's signatures checked.
+pub trait Verifier: Send + Sync + fmt::Debug {
+    /// The digest of the concatenation of `parts`, as [`Signer::digest`] computes it.
+    fn digest(&self, parts: &[&[u8]]) -> Digest;
+    /// Whether `signature` is the source's signature of `message`.
+    fn verify(&self, message: &[u8], signature: &[u8; SIGNATURE_LEN]) -> bool;
+}
+
+/// How many data packets one list covers when the payload holds at most `tsdu` bytes.
+pub fn block_capacity(tsdu: usize) -> usize {
+    (tsdu.saturating_sub(LIST_HEADER_LEN + SIGNATURE_LEN) / DIGEST_LEN).min(MAX_BLOCK)
+}
+
+/// The digest of data packet `sqn`: its sequence number, its place in its APDU and its
+/// payload.
+pub fn packet_digest(
+    digest: impl Fn(&[&[u8]]) -> Digest,
+    sqn: u32,
+    fragment: Option<Fragment>,
+    payload: &[u8],
+) -> Digest {
+    let mut place = [0u8; 17];
+    place[..4].copy_from_slice(&sqn.to_be_bytes());
+    if let Some(f) = fragment {
+        place[4] = 1;
+        place[5..9].copy_from_slice(&f.first_sqn.to_be_bytes());
+        place[9..13].copy_from_slice(&f.offset.to_be_bytes());
+        place[13..17].copy_from_slice(&f.apdu_len.to_be_bytes());
+    }
+    digest(&[&place, payload])
+}
+
+/// A verified digest list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct List {
+    /// The sequence number of the previous list (its own for the session's first).
+    pub prev: u32,
+    /// The last list of the session.
+    pub end: bool,
+    /// Digests of the packets that follow the list, in order.
+    pub digests: Vec<Digest>,
+}
+
+/// The bytes a list's signature covers: the domain, the session, the list's sequence
+/// number and the list without its signature.
+fn signed_message(tsi: Tsi, sqn: u32, body: &[u8]) -> Vec<u8> {
+    let mut m = Vec::with_capacity(LIST_DOMAIN.len() + 12 + body.len());
+    m.extend_from_slice(LIST_DOMAIN);
+    m.extend_from_slice(&tsi.gsi.0);
+    m.extend_from_slice(&tsi.sport.to_be_bytes());
+    m.extend_from_slice(&sqn.to_be_bytes());
+    m.extend_from_slice(body);
+    m
+}
+
+/// The payload of list `sqn` in session `tsi`, signed.
+pub fn encode_list(signer: &dyn Signer, tsi: Tsi, sqn: u32, list: &List) -> Vec<u8> {
+    let n = list.digests.len().min(usize::from(u16::MAX));
+    let mut p = Vec::with_capacity(LIST_HEADER_LEN + n * DIGEST_LEN + SIGNATURE_LEN);
+    p.extend_from_slice(&LIST_MAGIC);
+    p.push(LIST_VERSION);
+    p.push(if list.end { LIST_END } else { 0 });
+    p.extend_from_slice(&(n as u16).to_be_bytes());
+    p.extend_from_slice(&list.prev.to_be_bytes());
+    for d in &list.digests[..n] {
+        p.extend_from_slice(d);
+    }
+    let sig = signer.sign(&signed_message(tsi, sqn, &p));
+    p.extend_from_slice(&sig);
+    p
+}
+
+/// Whether a payload has a list's shape (magic, version and length); only a signature that
+/// verifies makes it one.
+pub fn looks_like_list(payload: &[u8]) -> bool {
+    list_shape(payload).is_some()
+}
+
+/// The digest count of a payload shaped like a list.
+fn list_shape(payload: &[u8]) -> Option<usize> {
+    if payload.len() < LIST_HEADER_LEN + SIGNATURE_LEN
+        || payload[..4] != LIST_MAGIC
+        || payload[4] != LIST_VERSION
+    {
+        return None;
+    }
+    let n = usize::from(u16::from_be_bytes([payload[6], payload[7]]));
+    (payload.len() == LIST_HEADER_LEN + n * DIGEST_LEN + SIGNATURE_LEN).then_some(n)
+}
+
+/// The list in `payload`, if it is one and its signature verifies as list `sqn` of session
+/// `tsi`.
+pub fn open_list(verifier: &dyn Verifier, tsi: Tsi, sqn: u32, payload: &[u8]) -> Option<List> {
+    let n = list_shape(payload)?;
+    let (body, sig) = payload.split_at(payload.len() - SIGNATURE_LEN);
+    let sig: &[u8; SIGNATURE_LEN] = sig.try_into().ok()?;
+    if !verifier.verify(&signed_message(tsi, sqn, body), sig) {
+        return None;
+    }
+    let digests = body[LIST_HEADER_LEN..]
+        .chunks_exact(DIGEST_LEN)
+        .take(n)
+        .filter_map(|c| c.try_into().ok())
+        .collect();
+    Some(List {
+        prev: u32::from_be_bytes([body[8], body[9], body[10], body[11]]),
+        end: body[5] & LIST_END != 0,
+        digests,
+    })
+}
+
+/// Signed-mode counters of a receiver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct SignedCounts {
+    /// Digest lists whose signature verified.
+    pub lists: u64,
+    /// Packets dropped on arrival: they do not match their list's digest, or sit where a
+    /// list should be without a valid signature, or lie beyond the signed end.
+    pub forged: u64,
+    /// Packets found not to match a list that verified after them, or that reached the
+    /// front of the window unverified: asked for again.
+    pub reasked: u64,
+    /// Packets given up because they could not be verified (their list was lost, lies before
+    /// the window, or they kept failing).
+    pub unverifiable: u64,
+}
+
+impl SignedCounts {
+    /// Adds `other` to these counts.
+    pub fn add(&mut self, other: &SignedCounts) {
+        self.lists += other.lists;
+        self.forged += other.forged;
+        self.reasked += other.reasked;
+        self.unverifiable += other.unverifiable;
+    }
+}
+
+/// SHA-256 of the parts, truncated: the digest both sides compute.
+fn sha256_digest(parts: &[&[u8]]) -> Digest {
+    use sha2::Digest as _;
+    let mut h = sha2::Sha256::new();
+    for p in parts {
+        h.update(p);
+    }
+    let full = h.finalize();
+    let mut d = [0u8; DIGEST_LEN];
+    d.copy_from_slice(&full[..DIGEST_LEN]);
+    d
+}
+
+/// Ed25519 (RFC 8032) signatures, SHA-256 digests: the source's side.
+impl Signer for ed25519_dalek::SigningKey {
+    fn digest(&self, parts: &[&[u8]]) -> Digest {
+        sha256_digest(parts)
+    }
+    fn sign(&self, message: &[u8]) -> [u8; SIGNATURE_LEN] {
+        ed25519_dalek::Signer::sign(self, message).to_bytes()
+    }
+}
+
+/// Ed25519 (RFC 8032) signatures, SHA-256 digests: a receiver's side. Verification is
+/// strict (no malleable or small-order signatures).
+impl Verifier for ed25519_dalek::VerifyingKey {
+    fn digest(&self, parts: &[&[u8]]) -> Digest {
+        sha256_digest(parts)
+    }
+    fn verify(&self, message: &[u8], signature: &[u8; SIGNATURE_LEN]) -> bool {
+        let sig = ed25519_dalek::Signature::from_bytes(signature);
+        self.verify_strict(message, &sig).is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use pgm_wire::Gsi;
+
+    use ed25519_dalek::{SigningKey, VerifyingKey};
+
+    use super::*;
+
+    fn keys(seed: u8) -> (SigningKey, VerifyingKey) {
+        let k = SigningKey::from_bytes(&[seed; 32]);
+        let v = k.verifying_key();
+        (k, v)
+    }
+
+    const TSI: Tsi = Tsi {
+        gsi: Gsi([1, 2, 3, 4, 5, 6]),
+        sport: 7,
+    };
+
+    #[test]
+    fn a_list_opens_only_where_and_by_whom_it_was_signed() {
+        let (key, public) = keys(1);
+        let list = List {
+            prev: 9,
+            end: true,
+            digests: vec![[3; DIGEST_LEN], [4; DIGEST_LEN]],
+        };
+        let p = encode_list(&key, TSI, 10, &list);
+        assert_eq!(p.len(), LIST_HEADER_LEN + 2 * DIGEST_LEN + SIGNATURE_LEN);
+        assert!(looks_like_list(&p));
+        assert_eq!(open_list(&public, TSI, 10, &p), Some(list));
+        // Another sequence number, another session, another key, a flipped bit.
+        assert_eq!(open_list(&public, TSI, 11, &p), None);
+        let other = Tsi { sport: 8, ..TSI };
+        assert_eq!(open_list(&public, other, 10, &p), None);
+        assert_eq!(open_list(&keys(2).1, TSI, 10, &p), None);
+        for i in 0..p.len() {
+            let mut q = p.clone();
+            q[i] ^= 0x10;
+            assert_eq!(open_list(&public, TSI, 10, &q), None, "bit flipped at {i}");
+        }
+        // Truncated or padded: not a list's shape at all.
+        assert!(!looks_like_list(&p[..p.len() - 1]));
+        assert!(!looks_like_list(&[p.as_slice(), &[0]].concat()));
+    }
+
+    #[test]
+    fn a_digest_binds_the_sequence_number_the_fragment_and_the_payload() {
+        let (key, public) = keys(1);
+        let d = |s, f, p: &[u8]| packet_digest(|parts| Signer::digest(&key, parts), s, f, p);
+        let v = |s, f, p: &[u8]| packet_digest(|parts| Verifier::digest(&public, parts), s, f, p);
+        let f = Fragment {
+            first_sqn: 1,
+            offset: 0,
+            apdu_len: 10,
+        };
+        let base = d(1, Some(f), b"hello");
+        assert_ne!(base, d(2, Some(f), b"hello"));
+        assert_ne!(base, d(1, None, b"hello"));
+        assert_ne!(base, d(1, Some(Fragment { offset: 5, ..f }), b"hello"));
+        assert_ne!(base, d(1, Some(f), b"hellp"));
+        assert_eq!(base, v(1, Some(f), b"hello"));
+    }
+
+    #[test]
+    fn block_capacity_fits_a_list_in_one_packet() {
+        for tsdu in [0, 100, 500, 1400, 9000] {
+            let n = block_capacity(tsdu);
+            assert!(n <= MAX_BLOCK);
+            if n > 0 {
+                assert!(LIST_HEADER_LEN + n * DIGEST_LEN + SIGNATURE_LEN <= tsdu);
+            }
+        }
+        assert_eq!(block_capacity(1400), 82);
+    }
+}
