@@ -10,8 +10,10 @@
 //! delivers data that differs from what the sender was given: for the sender's session its
 //! APDUs are, in order, exactly the APDUs sent, skipping only where it reported
 //! `Unrecoverable` (or before its first event: a late join). Injected packets that parse as
-//! the sender's own session are forgeries PGM cannot detect (it has no authentication), so
-//! the harness does not inject those.
+//! the sender's own session are forgeries plain PGM cannot detect (it has no
+//! authentication), so the harness injects those only into signed sessions (a third of the
+//! runs: the sender signs, the receiver verifies), where the same invariant must hold with
+//! forged data, lists, repairs and SPMs of the session arriving from the source's address.
 #![no_main]
 
 use std::net::{IpAddr, Ipv4Addr};
@@ -98,6 +100,7 @@ fn forges_session(bytes: &[u8]) -> bool {
 fn run(u: &mut Unstructured<'_>) -> Result<()> {
     let mut now = Instant::ZERO;
     let mut sc = SenderConfig::new(TSI, SRC, GROUP);
+    let signed = u.ratio(1, 3)?;
     sc.max_tpdu = 256 + u.int_in_range(0..=256)?;
     sc.txw_sqns = u.int_in_range(4..=64)?;
     sc.cc = match u.int_in_range(0..=5)? {
@@ -123,6 +126,11 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
     rc.rxw_sqns = u.int_in_range(4..=128)?;
     rc.max_sessions = 4;
     rc.reliable = u.ratio(7, 8)?;
+    if signed {
+        let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+        rc.verifier = Some(std::sync::Arc::new(key.verifying_key()));
+        sc.signer = Some(std::sync::Arc::new(key));
+    }
     let mut tx = Sender::new(sc, now);
     let mut rx = Receiver::new(rc, now);
     let mut reference = Reference {
@@ -173,9 +181,9 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                 tx.handle(now, RX, &p);
             }
             6 => {
-                let from = addr(u)?;
+                let from = if signed && u.arbitrary()? { SRC } else { addr(u)? };
                 let bytes: Vec<u8> = u.arbitrary()?;
-                if !forges_session(&bytes) {
+                if signed || !forges_session(&bytes) {
                     if u.arbitrary()? {
                         rx.handle(now, from, &bytes);
                     } else {
@@ -195,8 +203,8 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                     let i = u.choose_index(p.len())?;
                     p[i] = u.arbitrary()?;
                 }
-                if !forges_session(&p) {
-                    let from = addr(u)?;
+                if signed || !forges_session(&p) {
+                    let from = if signed && u.arbitrary()? { SRC } else { addr(u)? };
                     rx.handle(now, from, &p);
                     tx.handle(now, from, &p);
                 }

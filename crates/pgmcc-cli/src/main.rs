@@ -91,14 +91,18 @@ enum Command {
     ///
     /// Exit status: 0 complete, 1 incomplete (the message says why), 2 on errors.
     Recv(net::RecvArgs),
-    /// Make a group key for keyed mode (`send --key FILE`, `recv --key FILE`).
+    /// Make a group key for keyed mode (`send --key FILE`, `recv --key FILE`), or with
+    /// --sign a source's signing key pair for signed mode (`send --sign FILE`, `recv --trust
+    /// FILE.pub`).
     ///
-    /// Writes 32 random bytes from the operating system to a new file, readable by its owner
-    /// only. Whoever holds the file can send and receive in the group's keyed sessions: copy
-    /// it to every member over a secure channel. Keyed mode is described in
+    /// A group key is 32 random bytes from the operating system in a new file readable by its
+    /// owner only. Whoever holds it can send and receive in the group's keyed sessions: copy
+    /// it to every member over a secure channel. A signing key pair is an Ed25519 secret key
+    /// (FILE, owner only: keep it on the sending host) and its public key (FILE.pub, which
+    /// receivers are given: it lets them verify, not sign). Both modes are described in
     /// docs/security.md.
     ///
-    /// Example: pgmcc keygen group.key
+    /// Examples: pgmcc keygen group.key; pgmcc keygen --sign source.key
     ///
     /// Exit status: 0 when written, 2 if the file exists or cannot be written.
     Keygen(net::KeygenArgs),

@@ -23,8 +23,13 @@ fn pgmcc() -> Command {
 }
 
 /// The attacker's sockets: one that hears the group on `mcast_port` (shared with the real
-/// receiver, reads time out after `poll`), one that sends from its own address (TTL 0).
-fn attacker_sockets(mcast_port: u16, poll: Duration) -> (std::net::UdpSocket, std::net::UdpSocket) {
+/// receiver, reads time out after `poll`), one that sends from address `from` (TTL 0): its
+/// own, or the source's to play an attacker who spoofs it.
+fn attacker_sockets(
+    mcast_port: u16,
+    poll: Duration,
+    from: Ipv4Addr,
+) -> (std::net::UdpSocket, std::net::UdpSocket) {
     let listen = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
     listen.set_reuse_address(true).unwrap();
     listen
@@ -36,16 +41,17 @@ fn attacker_sockets(mcast_port: u16, poll: Duration) -> (std::net::UdpSocket, st
     let listen: std::net::UdpSocket = listen.into();
     listen.set_read_timeout(Some(poll)).unwrap();
     let evil = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
-    evil.bind(&SocketAddrV4::new(EVIL, 0).into()).unwrap();
+    evil.bind(&SocketAddrV4::new(from, 0).into()).unwrap();
     evil.set_multicast_ttl_v4(0).unwrap();
     evil.set_multicast_loop_v4(true).unwrap();
     evil.set_multicast_if_v4(&Ipv4Addr::LOCALHOST).unwrap();
     (listen, evil.into())
 }
 
-/// Listens to the group and forges the session's end until `stop`; returns forgeries sent.
-fn attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
-    let (listen, evil) = attacker_sockets(mcast_port, Duration::from_millis(50));
+/// Listens to the group and forges the session's end and data beyond its lead, from address
+/// `from`, until `stop`; counts forgeries in `sent`.
+fn attacker(mcast_port: u16, from: Ipv4Addr, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
+    let (listen, evil) = attacker_sockets(mcast_port, Duration::from_millis(50), from);
     let to = SocketAddrV4::new(GROUP, mcast_port);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut buf = vec![0u8; 65536];
@@ -75,7 +81,7 @@ fn attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
                 sqn: spm_sqn + 1,
                 trail: 0,
                 lead,
-                path_nla: IpAddr::V4(EVIL),
+                path_nla: IpAddr::V4(from),
             }),
         )
         .with_options(Options {
@@ -112,7 +118,7 @@ fn a_spoofed_end_of_session_does_not_make_recv_commit_a_prefix() {
     let sent = Arc::new(AtomicU32::new(0));
     let evil = {
         let (stop, sent) = (stop.clone(), sent.clone());
-        std::thread::spawn(move || attacker(mcast, stop, sent))
+        std::thread::spawn(move || attacker(mcast, EVIL, stop, sent))
     };
     let recv = pgmcc()
         .args([
@@ -261,7 +267,7 @@ fn a_keyed_transfer_is_untouched_by_forged_packets() {
 
 /// Learns the TSI from sealed packets' clear headers and forges plain PGM for it.
 fn keyed_attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
-    let (listen, evil) = attacker_sockets(mcast_port, Duration::from_millis(20));
+    let (listen, evil) = attacker_sockets(mcast_port, Duration::from_millis(20), EVIL);
     let to = SocketAddrV4::new(GROUP, mcast_port);
     let deadline = Instant::now() + Duration::from_secs(30);
     let mut buf = vec![0u8; 65536];
@@ -313,4 +319,118 @@ fn keyed_attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) 
         evil.send_to(&fin, to).unwrap();
         sent.fetch_add(17, Ordering::Relaxed);
     }
+}
+
+/// What a receive under the spoofing attacker ended with.
+struct Spoofed {
+    recv_code: Option<i32>,
+    intact: bool,
+    stderr: String,
+    stats: serde_json::Value,
+}
+
+/// A 3 MB transfer on loopback while an attacker spoofing the source's own address (it sends
+/// from 127.0.0.1, the source's interface, so source binding cannot tell it apart) forges
+/// data beyond the lead and an end of session; signed with a fresh key pair when `signed`.
+fn spoofed_transfer(signed: bool, ports: (u16, u16), iface: &str) -> Spoofed {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("source.key");
+    if signed {
+        let made = pgmcc()
+            .args(["keygen", "--sign"])
+            .arg(&key)
+            .output()
+            .unwrap();
+        assert!(
+            made.status.success(),
+            "{}",
+            String::from_utf8_lossy(&made.stderr)
+        );
+    }
+    let input = dir.path().join("in.bin");
+    let output = dir.path().join("out.bin");
+    let stats = dir.path().join("stats.json");
+    let data: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i * 11 + i / 211) as u8)
+        .collect();
+    std::fs::write(&input, &data).unwrap();
+    let (ucast, mcast) = ports;
+    let ports = format!("{ucast},{mcast}");
+    let group = format!("{GROUP}:7500");
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU32::new(0));
+    let evil = {
+        let (stop, sent) = (stop.clone(), sent.clone());
+        std::thread::spawn(move || attacker(mcast, Ipv4Addr::LOCALHOST, stop, sent))
+    };
+    let mut recv = pgmcc();
+    recv.args(["recv", "--group", &group, "--iface", iface])
+        .args(["--udp-ports", &ports, "--idle-timeout", "10s", "-q"])
+        .arg("--stats")
+        .arg(&stats)
+        .arg("--out")
+        .arg(&output)
+        .stderr(Stdio::piped());
+    if signed {
+        recv.arg("--trust").arg(dir.path().join("source.key.pub"));
+    }
+    let recv = recv.spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let mut send = pgmcc();
+    send.args(["send", "--group", &group, "--iface", "127.0.0.1"])
+        .args(["--udp-ports", &ports, "--ttl", "0", "--rate-max", "24Mbit"])
+        // A receiver fooled into ending early leaves the source without feedback.
+        .args(["--linger", "500ms", "--feedback-timeout", "5s", "-q"])
+        .arg(&input);
+    if signed {
+        send.arg("--sign").arg(&key);
+    }
+    let send = send.output().unwrap();
+    let recv = recv.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    evil.join().unwrap();
+    assert!(
+        send.status.success() || !signed,
+        "{}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert!(
+        sent.load(Ordering::Relaxed) > 20,
+        "the attacker forged only {} packets",
+        sent.load(Ordering::Relaxed)
+    );
+    Spoofed {
+        recv_code: recv.status.code(),
+        intact: std::fs::read(&output).is_ok_and(|o| o == data),
+        stderr: String::from_utf8_lossy(&recv.stderr).into_owned(),
+        stats: serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap(),
+    }
+}
+
+/// Signed mode against the strongest attacker on the segment: the receiver trusting the
+/// source's public key commits exactly the source's bytes and exits 0.
+#[test]
+fn a_signed_transfer_is_untouched_by_forgeries_from_the_sources_own_address() {
+    let r = spoofed_transfer(true, (41630, 41631), "127.0.0.7");
+    assert_eq!(r.recv_code, Some(0), "{}", r.stderr);
+    assert!(r.intact, "the output is not the input");
+    let signed = &r.stats["status"]["stats"]["signed"];
+    let caught = signed["forged"].as_u64().unwrap() + signed["reasked"].as_u64().unwrap();
+    assert!(caught > 20, "forgeries caught: {signed}");
+    assert_eq!(r.stats["status"]["stats"]["wrong_source"].as_u64(), Some(0));
+    assert!(
+        r.stderr.contains("forging this session's data"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// The control: the same attack on an unsigned transfer gets through plain mode's source
+/// binding (docs/security.md says so) and the receiver does not deliver the source's file.
+#[test]
+fn the_same_spoofing_attack_defeats_an_unsigned_transfer() {
+    let r = spoofed_transfer(false, (41640, 41641), "127.0.0.8");
+    eprintln!("unsigned receiver: exit {:?}: {}", r.recv_code, r.stderr);
+    assert!(!r.intact, "the attack did nothing: {}", r.stderr);
+    assert_eq!(r.stats["status"]["stats"]["wrong_source"].as_u64(), Some(0));
 }

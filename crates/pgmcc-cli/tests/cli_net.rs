@@ -143,7 +143,7 @@ fn keygen_writes_a_private_key_once_and_bad_key_files_are_named() {
     for (file, says) in [
         (key.clone(), "chmod 600"),
         (dir.path().join("missing"), "missing"),
-        (junk, "not a pgmcc key file"),
+        (junk, "must start with `pgmcc-key-v1`"),
     ] {
         let o = pgmcc()
             .args(["recv", "--group", "239.1.1.1:7500", "--key"])
@@ -328,4 +328,111 @@ fn recv_gives_up_when_no_session_starts_within_the_join_timeout() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("--join-timeout"), "{err}");
+}
+
+/// One loopback transfer (multicast TTL 0) of `data`, the sender and the receiver given extra
+/// flags; returns the receiver's exit code and standard error.
+fn loopback_pair(
+    data: &std::path::Path,
+    ports: &str,
+    iface: &str,
+    send_flags: &[&std::ffi::OsStr],
+    recv_flags: &[&std::ffi::OsStr],
+) -> (Option<i32>, String) {
+    let group = "239.255.77.54:7500";
+    let recv = pgmcc()
+        .args([
+            "recv",
+            "--group",
+            group,
+            "--iface",
+            iface,
+            "--udp-ports",
+            ports,
+        ])
+        .args(["--idle-timeout", "5s", "-q", "--out", "-"])
+        .args(recv_flags)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let send = pgmcc()
+        .args([
+            "send",
+            "--group",
+            group,
+            "--iface",
+            "127.0.0.1",
+            "--ttl",
+            "0",
+        ])
+        .args(["--udp-ports", ports, "--linger", "300ms", "-q"])
+        .args(["--feedback-timeout", "3s", "--rate-max", "20Mbit"])
+        .args(send_flags)
+        .arg(data)
+        .output()
+        .unwrap();
+    let recv = recv.wait_with_output().unwrap();
+    let _ = send;
+    (
+        recv.status.code(),
+        String::from_utf8_lossy(&recv.stderr).into_owned(),
+    )
+}
+
+/// Signed mode's key pair, and each side of a mismatch saying what to do about it.
+#[test]
+fn signed_mode_mismatches_fail_and_name_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("source.key");
+    let o = pgmcc()
+        .args(["keygen", "--sign"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{said}");
+    let public = dir.path().join("source.key.pub");
+    assert!(
+        said.contains("--trust") && said.contains("source.key.pub"),
+        "{said}"
+    );
+    let text = std::fs::read_to_string(&public).unwrap();
+    assert!(text.contains("pgmcc-public-key-v1 "), "{text}");
+    // The secret key where the public one belongs is named as such.
+    let o = pgmcc()
+        .args(["recv", "--group", "239.1.1.1:7500", "--trust"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&o.stderr).contains(".pub file"));
+
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![5u8; 300_000]).unwrap();
+    let (sign, trust) = (
+        std::ffi::OsStr::new("--sign"),
+        std::ffi::OsStr::new("--trust"),
+    );
+    // A signed source, a receiver that does not verify: no signature reaches the output.
+    let (code, err) = loopback_pair(
+        &data,
+        "41565,41566",
+        "127.0.0.9",
+        &[sign, key.as_os_str()],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("pass --trust"), "{err}");
+    // A receiver that verifies, a source that does not sign: nothing is delivered.
+    let (code, err) = loopback_pair(
+        &data,
+        "41567,41568",
+        "127.0.0.10",
+        &[],
+        &[trust, public.as_os_str()],
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("is the sender running with --sign"), "{err}");
 }

@@ -169,68 +169,90 @@ impl Key {
 
     /// Parses a key file's text (`path` only names it in errors).
     pub fn parse(text: &str, path: &str) -> Result<Key, KeyError> {
-        let bad = |reason: &str| KeyError::Format {
-            path: path.to_string(),
-            reason: reason.to_string(),
-        };
-        let line = text
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty() && !l.starts_with('#'))
-            .ok_or_else(|| bad("no key in it (make one with `pgmcc keygen FILE`)"))?;
-        let hex_key = line
-            .strip_prefix(KEY_FILE_TAG)
-            .map(str::trim)
-            .ok_or_else(|| bad("not a pgmcc key file (its key line must start with `pgmcc-key-v1`; make one with `pgmcc keygen FILE`)"))?;
-        let raw = hex::decode(hex_key).map_err(|_| bad("the key is not hexadecimal"))?;
-        let bytes: [u8; 32] = raw
-            .try_into()
-            .map_err(|_| bad("the key must be 32 bytes (64 hex digits)"))?;
+        let bytes = tagged_key(text, KEY_FILE_TAG, path, "`pgmcc keygen FILE`")?;
         Ok(Key { bytes })
     }
 
     /// Reads a key file, refusing one that other users can read.
     pub fn load(path: &Path) -> Result<Key, KeyError> {
-        let name = path.display().to_string();
-        let io = |source| KeyError::Io {
-            path: name.clone(),
-            source,
-        };
-        let meta = std::fs::metadata(path).map_err(io)?;
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = meta.permissions().mode() & 0o777;
-            if mode & 0o077 != 0 {
-                return Err(KeyError::Exposed { path: name, mode });
-            }
-        }
-        let _ = meta;
-        let text = std::fs::read_to_string(path).map_err(io)?;
-        Key::parse(&text, &name)
+        let text = read_key_file(path, true)?;
+        Key::parse(&text, &path.display().to_string())
     }
 
     /// Generates a key and writes it to a new file, mode 0600; never overwrites.
     pub fn create(path: &Path) -> Result<Key, KeyError> {
-        use std::io::Write;
         let key = Key::generate()?;
-        let name = path.display().to_string();
-        let io = |source| KeyError::Io {
-            path: name.clone(),
-            source,
-        };
-        let mut opts = std::fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        let mut f = opts.open(path).map_err(io)?;
-        f.write_all(key.to_file_text().as_bytes()).map_err(io)?;
-        f.sync_all().map_err(io)?;
+        write_new_key_file(path, &key.to_file_text(), 0o600)?;
         Ok(key)
     }
+}
+
+/// The 32 bytes on the first non-comment line of a key file, which must read `TAG HEX`.
+/// `make` says how to make a good one, for the error.
+pub(crate) fn tagged_key(
+    text: &str,
+    tag: &str,
+    path: &str,
+    make: &str,
+) -> Result<[u8; 32], KeyError> {
+    let bad = |reason: String| KeyError::Format {
+        path: path.to_string(),
+        reason,
+    };
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+        .ok_or_else(|| bad(format!("no key in it (make one with {make})")))?;
+    let hex_key = line.strip_prefix(tag).map(str::trim).ok_or_else(|| {
+        bad(format!(
+            "not the key file expected here (its key line must start with `{tag}`; make one with {make})"
+        ))
+    })?;
+    let raw = hex::decode(hex_key).map_err(|_| bad("the key is not hexadecimal".into()))?;
+    raw.try_into()
+        .map_err(|_| bad("the key must be 32 bytes (64 hex digits)".into()))
+}
+
+/// Reads a key file; with `secret`, refuses one that other users can read.
+pub(crate) fn read_key_file(path: &Path, secret: bool) -> Result<String, KeyError> {
+    let name = path.display().to_string();
+    let io = |source| KeyError::Io {
+        path: name.clone(),
+        source,
+    };
+    let meta = std::fs::metadata(path).map_err(io)?;
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(KeyError::Exposed { path: name, mode });
+        }
+    }
+    let _ = (meta, secret);
+    std::fs::read_to_string(path).map_err(io)
+}
+
+/// Writes `text` to a new file with permission bits `mode`; never overwrites.
+pub(crate) fn write_new_key_file(path: &Path, text: &str, mode: u32) -> Result<(), KeyError> {
+    use std::io::Write;
+    let name = path.display().to_string();
+    let io = |source| KeyError::Io {
+        path: name.clone(),
+        source,
+    };
+    let mut opts = std::fs::OpenOptions::new();
+    opts.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        opts.mode(mode);
+    }
+    let _ = mode;
+    let mut f = opts.open(path).map_err(io)?;
+    f.write_all(text.as_bytes()).map_err(io)?;
+    f.sync_all().map_err(io)
 }
 
 /// HKDF-SHA256 of the group key with this scheme's salt, expanded for `info`.
@@ -790,7 +812,7 @@ mod tests {
         for (text, says) in [
             ("", "no key"),
             ("# only a comment\n", "no key"),
-            ("ssh-ed25519 AAAA", "not a pgmcc key file"),
+            ("ssh-ed25519 AAAA", "must start with `pgmcc-key-v1`"),
             ("pgmcc-key-v1 zz", "not hexadecimal"),
             ("pgmcc-key-v1 abcd", "32 bytes"),
         ] {

@@ -20,6 +20,7 @@ mod error;
 pub mod keyed;
 mod receiver;
 mod sender;
+pub mod signing;
 pub mod socket;
 pub mod zmq;
 
@@ -27,6 +28,7 @@ pub use error::Error;
 pub use keyed::{Key, KeyError, KeyId, KeyedStats};
 pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus, SessionStatus};
 pub use sender::{Sender, SenderOptions, SenderStatus, LINGER_GRTTS};
+pub use signing::{SourceKey, TrustedKey};
 pub use socket::{
     local_addr_for, Encapsulation, Interface, DEFAULT_UDP_MCAST_PORT, DEFAULT_UDP_UCAST_PORT,
 };

@@ -16,6 +16,7 @@ use tracing::debug;
 use crate::clock::{entropy, Clock};
 use crate::error::Error;
 use crate::keyed::{Direction, Envelope, Key, KeyedStats};
+use crate::signing::TrustedKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 
 /// How a receiver is set up. [`ReceiverOptions::new`] gives the defaults documented per field.
@@ -49,6 +50,10 @@ pub struct ReceiverOptions {
     /// Keyed mode (docs/security.md): accept only datagrams sealed with this group key, and
     /// seal every NAK and ACK with it. Default none (plain PGM).
     pub key: Option<Key>,
+    /// Signed mode (docs/security.md): accept only data signed by this source key; nothing
+    /// unverified is delivered, forged packets are NAKed again, and a session ends only at
+    /// its signed end. Default none.
+    pub trust: Option<TrustedKey>,
 }
 
 impl ReceiverOptions {
@@ -67,6 +72,7 @@ impl ReceiverOptions {
             drop_every: None,
             source: None,
             key: None,
+            trust: None,
         }
     }
 }
@@ -196,6 +202,7 @@ impl Receiver {
         config.pgmcc = opts.pgmcc;
         config.rxw_sqns = opts.rxw_sqns;
         config.source = opts.source.map(IpAddr::V4);
+        config.verifier = opts.trust.as_ref().map(TrustedKey::verifier);
         let envelope = Envelope::new(opts.key, Direction::Up)?;
         let clock = Clock::new();
         let core = pgmcc::Receiver::new(config, clock.now());

@@ -17,6 +17,7 @@ use tracing::{debug, info, trace, warn};
 use crate::clock::{entropy, Clock};
 use crate::error::Error;
 use crate::keyed::{self, Direction, Envelope, Key, KeyedStats};
+use crate::signing::SourceKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 
 /// Group RTTs a linger lasts at least: one NAK round of a receiver whose timers follow the
@@ -88,6 +89,10 @@ pub struct SenderOptions {
     /// only datagrams sealed with it. Every PGM packet is then [`keyed::SEAL_OVERHEAD`] bytes
     /// shorter than `max_tpdu`. Default none (plain PGM, interoperable with OpenPGM).
     pub key: Option<Key>,
+    /// Signed mode (docs/security.md): sign the data with this source key, so that receivers
+    /// holding its public half (`ReceiverOptions::trust`) deliver nothing else. APDUs are
+    /// limited to one signed block ([`Sender::max_apdu`]). Default none.
+    pub sign: Option<SourceKey>,
 }
 
 impl SenderOptions {
@@ -116,6 +121,7 @@ impl SenderOptions {
             feedback_timeout: Some(Duration::from_secs(60)),
             max_duration: None,
             key: None,
+            sign: None,
         }
     }
 }
@@ -207,6 +213,7 @@ impl Sender {
         config.txw_sqns = opts.txw_sqns;
         config.cc = opts.cc;
         config.fec = opts.fec;
+        config.signer = opts.sign.as_ref().map(SourceKey::signer);
         if opts.ack_proof {
             use chacha20poly1305::aead::rand_core::RngCore;
             let mut key = [0u8; 16];
@@ -222,11 +229,11 @@ impl Sender {
             bytes_per_sec: r,
             burst: (r / 50).max(opts.max_tpdu as u64 * 4),
         });
-        let max_apdu = config.max_apdu;
         let max_tsdu = config.max_tsdu();
         let clock = Clock::new();
         let cc_config = config.cc;
         let core = pgmcc::Sender::new(config, clock.now());
+        let max_apdu = core.max_apdu();
         let (apdu_tx, apdu_rx) = mpsc::channel(64);
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");

@@ -58,6 +58,12 @@ pub(crate) struct RecvArgs {
     /// pgmcc_net::zmq). Implies --allow-partial-start (ZeroMQ marks no stream start).
     #[arg(long)]
     zmq: bool,
+    /// Signed mode: accept only data signed by the source whose public key is in FILE (the
+    /// FILE.pub of `pgmcc keygen --sign FILE`, run on the sender). Nothing unsigned reaches
+    /// the output, forged packets are dropped and asked for again, and "complete" means
+    /// every byte was verified, up to the source's signed end.
+    #[arg(long, value_name = "FILE")]
+    trust: Option<PathBuf>,
 }
 
 /// What `--stats` holds after a receive: the outcome (and why, if incomplete) with the
@@ -127,6 +133,28 @@ fn timed_out(
     }
 }
 
+/// What signed mode's counters say, for the user: forgeries refused, or a source that does
+/// not sign with the trusted key. Empty when nothing went wrong.
+fn signed_hints(c: &pgmcc::signed::SignedCounts, data_packets: u64) -> Vec<String> {
+    let mut hints = Vec::new();
+    if c.lists == 0 && data_packets > 0 {
+        hints.push(format!("{data_packets} data packets arrived but no list signed by the --trust key verified: is the sender running with --sign, with the secret half of this key?"));
+    }
+    if c.forged > 0 {
+        hints.push(format!(
+            "{} packets did not match the source's signed digests and were dropped (the genuine ones were received or asked for again): someone on the network is forging this session's data",
+            c.forged
+        ));
+    }
+    if c.unverifiable > 0 && c.lists > 0 {
+        hints.push(format!(
+            "{} packets could not be verified (sent before this receiver's first signed list, or their list was lost) and were not delivered",
+            c.unverifiable
+        ));
+    }
+    hints
+}
+
 /// Runs `pgmcc recv`.
 pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     let group = args.net.group()?;
@@ -142,10 +170,24 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             "--key and --zmq cannot be combined: ZeroMQ publishers do not seal their packets"
         );
     }
-    let keyed = opts
-        .key
-        .as_ref()
-        .map(|k| format!(", keyed (key {})", k.id()));
+    opts.trust = args
+        .trust
+        .as_deref()
+        .map(pgmcc_net::TrustedKey::load)
+        .transpose()?;
+    if opts.trust.is_some() && args.zmq {
+        anyhow::bail!("--trust and --zmq cannot be combined: ZeroMQ publishers do not sign");
+    }
+    let signer = opts.trust.as_ref().map(|k| k.id());
+    let keyed: String = [
+        opts.key
+            .as_ref()
+            .map(|k| format!(", keyed (key {})", k.id())),
+        signer.map(|id| format!(", trusting only data signed by key {id}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
     let out_path = match &args.out {
         Some(p) => p.clone(),
         None => {
@@ -166,7 +208,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 group,
                 args.net.group.port(),
                 rx.local_addr(),
-                keyed.as_deref().unwrap_or_default()
+                keyed
             );
         }
         let pb = progress(args.net.quiet, None);
@@ -223,6 +265,10 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     pb.set_message(format!("session {tsi}"));
                 }
                 Event::Data { tsi, data, .. } if Some(tsi) == session => {
+                    if signer.is_none() && !args.zmq && pgmcc::signed::looks_like_list(&data) {
+                        failure = Some("the source signs its data (pgmcc send --sign): its signatures would end up in the output; pass --trust with the source's public key file (FILE.pub)".into());
+                        break;
+                    }
                     hash.update(&data);
                     total += data.len() as u64;
                     match zmq.as_mut() {
@@ -308,11 +354,19 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 st.implausible_spms
             );
         }
+        if signer.is_some() {
+            for hint in signed_hints(&st.signed, st.odata_packets + st.rdata_packets) {
+                eprintln!("pgmcc recv: warning: {hint}");
+            }
+        }
         match failure {
             None => {
                 out.commit()?;
+                let verified = signer
+                    .map(|id| format!(", every byte verified as signed by key {id}"))
+                    .unwrap_or_default();
                 eprintln!(
-                    "pgmcc recv: received {total} bytes, complete; {} repairs, {} NAKs sent; sha256 {sha}",
+                    "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}",
                     report.status.stats.gaps_filled, report.status.stats.naks_sent
                 );
                 if args.zmq {
