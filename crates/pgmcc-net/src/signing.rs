@@ -14,7 +14,9 @@ use chacha20poly1305::aead::OsRng;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
-use crate::keyed::{read_key_file, tagged_key, write_new_key_file, KeyError, KeyId};
+use pgmcc::signed::{Signer, Verifier};
+
+use crate::keyed::{read_key_file, tagged_key, write_new_key_file, KeyError, KeyId, MAX_SKEW};
 
 /// Key line of a secret signing key file.
 const SECRET_TAG: &str = "pgmcc-signing-key-v1";
@@ -22,6 +24,42 @@ const SECRET_TAG: &str = "pgmcc-signing-key-v1";
 const PUBLIC_TAG: &str = "pgmcc-public-key-v1";
 /// How to make a pair, for errors.
 const MAKE: &str = "`pgmcc keygen --sign FILE`";
+
+/// A key with this host's wall clock: the source stamps its lists with the time, and a
+/// receiver follows only sessions whose first list is within [`MAX_SKEW`] of its own clock
+/// (the core reads no clock, so the driver supplies it here).
+#[derive(Debug)]
+struct WallClock<K>(K);
+
+fn unix_ms_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl Signer for WallClock<SigningKey> {
+    fn digest(&self, parts: &[&[u8]]) -> pgmcc::signed::Digest {
+        self.0.digest(parts)
+    }
+    fn sign(&self, message: &[u8]) -> [u8; pgmcc::signed::SIGNATURE_LEN] {
+        Signer::sign(&self.0, message)
+    }
+    fn unix_ms(&self) -> u64 {
+        unix_ms_now()
+    }
+}
+
+impl Verifier for WallClock<VerifyingKey> {
+    fn digest(&self, parts: &[&[u8]]) -> pgmcc::signed::Digest {
+        Verifier::digest(&self.0, parts)
+    }
+    fn verify(&self, message: &[u8], signature: &[u8; pgmcc::signed::SIGNATURE_LEN]) -> bool {
+        Verifier::verify(&self.0, message, signature)
+    }
+    fn fresh(&self, unix_ms: u64) -> bool {
+        unix_ms.abs_diff(unix_ms_now()) <= u64::try_from(MAX_SKEW.as_millis()).unwrap_or(u64::MAX)
+    }
+}
 
 /// The source's signing key (secret).
 #[derive(Clone)]
@@ -77,9 +115,9 @@ impl SourceKey {
         id_of(&self.key.verifying_key())
     }
 
-    /// What the core signs with.
-    pub fn signer(&self) -> Arc<dyn pgmcc::signed::Signer> {
-        self.key.clone()
+    /// What the core signs with: this key, and this host's clock to stamp lists.
+    pub fn signer(&self) -> Arc<dyn Signer> {
+        Arc::new(WallClock(self.key.as_ref().clone()))
     }
 
     /// Reads a secret key file, refusing one that other users can read.
@@ -127,9 +165,10 @@ impl TrustedKey {
         id_of(&self.key)
     }
 
-    /// What the core verifies with.
-    pub fn verifier(&self) -> Arc<dyn pgmcc::signed::Verifier> {
-        self.key.clone()
+    /// What the core verifies with: this key, and this host's clock to refuse sessions
+    /// signed more than [`MAX_SKEW`] ago (replays).
+    pub fn verifier(&self) -> Arc<dyn Verifier> {
+        Arc::new(WallClock(*self.key))
     }
 
     /// The public key file's text.
@@ -198,6 +237,22 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         assert!(SourceKey::create(&path).is_err(), "the .pub still exists");
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn lists_carry_the_clock_and_old_sessions_are_refused() {
+        let key = SourceKey::from_bytes([3; 32]);
+        let (signer, verifier) = (key.signer(), key.public().verifier());
+        let now = signer.unix_ms();
+        assert!(now.abs_diff(unix_ms_now()) < 1_000);
+        assert!(verifier.fresh(now) && verifier.fresh(now - 60_000));
+        assert!(!verifier.fresh(now - 301_000) && !verifier.fresh(now + 301_000));
+        assert!(
+            !verifier.fresh(0),
+            "a list stamped by no clock starts no session"
+        );
+        let sig = signer.sign(b"m");
+        assert!(verifier.verify(b"m", &sig) && !verifier.verify(b"n", &sig));
     }
 
     #[test]

@@ -43,8 +43,9 @@ pub const LIST_END: u8 = 0x01;
 pub const DIGEST_LEN: usize = 16;
 /// Bytes of a signature (Ed25519).
 pub const SIGNATURE_LEN: usize = 64;
-/// Bytes before the digests: magic, version, flags, count (u16), previous list (u32).
-pub const LIST_HEADER_LEN: usize = 12;
+/// Bytes before the digests: magic, version, flags, count (u16), previous list (u32), the
+/// signer's clock (u64, Unix milliseconds; 0 when it has none).
+pub const LIST_HEADER_LEN: usize = 20;
 /// Most packets one list covers, whatever the TPDU size.
 pub const MAX_BLOCK: usize = 128;
 /// Times a packet that reaches the front of the window unverified is asked for again.
@@ -62,6 +63,11 @@ pub trait Signer: Send + Sync + fmt::Debug {
     fn digest(&self, parts: &[&[u8]]) -> Digest;
     /// The signature of `message`.
     fn sign(&self, message: &[u8]) -> [u8; SIGNATURE_LEN];
+    /// The wall-clock time to stamp a list with, in Unix milliseconds; 0 for none. The core
+    /// never reads a clock: a driver that has one says so here (`pgmcc-net` does).
+    fn unix_ms(&self) -> u64 {
+        0
+    }
 }
 
 /// A receiver's side: the same digest, and the source's signatures checked.
@@ -70,6 +76,13 @@ pub trait Verifier: Send + Sync + fmt::Debug {
     fn digest(&self, parts: &[&[u8]]) -> Digest;
     /// Whether `signature` is the source's signature of `message`.
     fn verify(&self, message: &[u8], signature: &[u8; SIGNATURE_LEN]) -> bool;
+    /// Whether a session whose first list was stamped `unix_ms` is recent enough to follow:
+    /// a recording of an earlier signed session, played back, must not pass for a new one.
+    /// Only the first list a receiver verifies in a session is judged. Default: any time.
+    fn fresh(&self, unix_ms: u64) -> bool {
+        let _ = unix_ms;
+        true
+    }
 }
 
 /// How many data packets one list covers when the payload holds at most `tsdu` bytes.
@@ -103,6 +116,8 @@ pub struct List {
     pub prev: u32,
     /// The last list of the session.
     pub end: bool,
+    /// The signer's clock when it signed, in Unix milliseconds (0: none).
+    pub unix_ms: u64,
     /// Digests of the packets that follow the list, in order.
     pub digests: Vec<Digest>,
 }
@@ -128,6 +143,7 @@ pub fn encode_list(signer: &dyn Signer, tsi: Tsi, sqn: u32, list: &List) -> Vec<
     p.push(if list.end { LIST_END } else { 0 });
     p.extend_from_slice(&(n as u16).to_be_bytes());
     p.extend_from_slice(&list.prev.to_be_bytes());
+    p.extend_from_slice(&list.unix_ms.to_be_bytes());
     for d in &list.digests[..n] {
         p.extend_from_slice(d);
     }
@@ -168,9 +184,12 @@ pub fn open_list(verifier: &dyn Verifier, tsi: Tsi, sqn: u32, payload: &[u8]) ->
         .take(n)
         .filter_map(|c| c.try_into().ok())
         .collect();
+    let mut ms = [0u8; 8];
+    ms.copy_from_slice(&body[12..20]);
     Some(List {
         prev: u32::from_be_bytes([body[8], body[9], body[10], body[11]]),
         end: body[5] & LIST_END != 0,
+        unix_ms: u64::from_be_bytes(ms),
         digests,
     })
 }
@@ -189,6 +208,9 @@ pub struct SignedCounts {
     /// Packets given up because they could not be verified (their list was lost, lies before
     /// the window, or they kept failing).
     pub unverifiable: u64,
+    /// Lists refused because the session they would start was signed too long ago
+    /// ([`Verifier::fresh`]): a replay of an earlier session (or clocks far apart).
+    pub stale: u64,
 }
 
 impl SignedCounts {
@@ -198,6 +220,7 @@ impl SignedCounts {
         self.forged += other.forged;
         self.reasked += other.reasked;
         self.unverifiable += other.unverifiable;
+        self.stale += other.stale;
     }
 }
 
@@ -261,6 +284,7 @@ mod tests {
         let list = List {
             prev: 9,
             end: true,
+            unix_ms: 1_795_000_000_123,
             digests: vec![[3; DIGEST_LEN], [4; DIGEST_LEN]],
         };
         let p = encode_list(&key, TSI, 10, &list);
@@ -310,5 +334,6 @@ mod tests {
             }
         }
         assert_eq!(block_capacity(1400), 82);
+        assert_eq!(block_capacity(1340), 78);
     }
 }

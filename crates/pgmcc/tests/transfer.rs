@@ -828,3 +828,41 @@ fn a_late_joiner_gives_up_only_the_block_it_cannot_verify() {
     assert_eq!(late.apdus.len(), tail.len());
     assert!(late.apdus.iter().zip(tail).all(|(a, b)| a == b));
 }
+
+/// A verifier that takes the source's key but judges every session too old (a replay).
+#[derive(Debug)]
+struct Replayed(ed25519_dalek::VerifyingKey);
+
+impl pgmcc::signed::Verifier for Replayed {
+    fn digest(&self, parts: &[&[u8]]) -> pgmcc::signed::Digest {
+        pgmcc::signed::Verifier::digest(&self.0, parts)
+    }
+    fn verify(&self, message: &[u8], signature: &[u8; 64]) -> bool {
+        pgmcc::signed::Verifier::verify(&self.0, message, signature)
+    }
+    fn fresh(&self, _unix_ms: u64) -> bool {
+        false
+    }
+}
+
+#[test]
+fn a_signed_session_judged_stale_is_never_followed() {
+    let public = signing_key().verifying_key();
+    let mut net = signed_net(1, 14, |c| {
+        c.verifier = Some(std::sync::Arc::new(Replayed(public)));
+    });
+    let apdus: Vec<Vec<u8>> = (0..300u32).map(|i| vec![(i % 251) as u8; 1000]).collect();
+    for a in &apdus {
+        net.sender.send(a).unwrap();
+    }
+    net.sender.close();
+    while net.now < Instant::ZERO + Duration::from_secs(5) && net.step() {}
+    let st = net.rxs[0].stats().signed;
+    assert!(
+        net.sinks[0].bytes.is_empty(),
+        "delivered from a stale session"
+    );
+    assert_eq!(st.lists, 0, "{st:?}");
+    assert!(st.stale >= 4, "every list refused: {st:?}");
+    assert!(!net.sinks[0].ended);
+}

@@ -137,7 +137,10 @@ fn timed_out(
 /// not sign with the trusted key. Empty when nothing went wrong.
 fn signed_hints(c: &pgmcc::signed::SignedCounts, data_packets: u64) -> Vec<String> {
     let mut hints = Vec::new();
-    if c.lists == 0 && data_packets > 0 {
+    if c.stale > 0 {
+        hints.push(format!("{} lists signed by the --trust key were refused because the session they start was signed more than {} s from this host's clock: a replay of an earlier session, or clocks out of step", c.stale, pgmcc_net::keyed::MAX_SKEW.as_secs()));
+    }
+    if c.lists == 0 && c.stale == 0 && data_packets > 0 {
         hints.push(format!("{data_packets} data packets arrived but no list signed by the --trust key verified: is the sender running with --sign, with the secret half of this key?"));
     }
     if c.forged > 0 {

@@ -683,6 +683,7 @@ impl Sender {
         let list = signed::List {
             prev: self.last_list.unwrap_or(block.list_sqn),
             end,
+            unix_ms: signer.unix_ms(),
             digests,
         };
         let data = signed::encode_list(signer.as_ref(), self.config.tsi, block.list_sqn, &list);

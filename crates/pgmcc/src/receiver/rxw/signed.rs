@@ -98,6 +98,14 @@ impl SignedWindow {
                 None => Verdict::Data(Check::Unverified(tries)),
             },
         };
+        // The first list of a session must be recent: a replayed recording is not a session.
+        let verdict = match verdict {
+            Verdict::List(l) if self.lists.is_empty() && !self.verifier.fresh(l.unix_ms) => {
+                self.counts.stale += 1;
+                Verdict::Forged
+            }
+            v => v,
+        };
         match verdict {
             Verdict::Forged => self.counts.forged += 1,
             Verdict::List(_) => self.counts.lists += 1,
