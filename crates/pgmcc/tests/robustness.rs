@@ -1430,3 +1430,104 @@ fn acks_queued_behind_a_batch_of_packets_keep_their_proof() {
     }
     assert!(acks > 100, "{acks} ACKs");
 }
+
+fn spm_of(t: Tsi, lead: u32) -> Vec<u8> {
+    Repr::downstream(
+        t,
+        7500,
+        Body::Spm(SpmRepr {
+            sqn: 1,
+            trail: 0,
+            lead,
+            path_nla: SRC,
+        }),
+    )
+    .to_vec()
+    .unwrap()
+}
+
+/// Issue 21's lockout: fake sessions heard only by SPMs (70 of them, more than the table
+/// holds) neither lock a receiver out of the real session nor are announced to the
+/// application; the real one takes the place of one of them, is announced and delivered.
+#[test]
+fn sessions_heard_only_by_spms_are_never_announced_and_make_room_first() {
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.max_sessions = 64;
+    let mut r = Receiver::new(c, ms(0));
+    for g in 0..70u32 {
+        r.handle(ms(u64::from(g)), EVIL, &spm_of(flood_tsi(g), 100));
+    }
+    assert_eq!(r.stats().sessions_rejected, 0, "{:?}", r.stats());
+    assert_eq!(r.stats().sessions_evicted, 6);
+    let real = flood_tsi(1_000);
+    r.handle(ms(100), SRC, &odata_of(real, 0));
+    r.handle(ms(101), SRC, &odata_of(real, 1));
+    let events: Vec<ReceiverEvent> = std::iter::from_fn(|| r.poll_event()).collect();
+    let started: Vec<Tsi> = events
+        .iter()
+        .filter_map(|e| match e {
+            ReceiverEvent::SessionStarted { tsi, .. } => Some(*tsi),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, vec![real], "{events:?}");
+    let delivered = events
+        .iter()
+        .filter(|e| matches!(e, ReceiverEvent::Data { tsi, .. } if *tsi == real))
+        .count();
+    assert_eq!(delivered, 2);
+    assert!(!events
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::SessionExpired { .. })));
+}
+
+/// In signed mode a session must verify a list to be announced: a forger that starts a
+/// session of its own first (data, even with OPT_SYN) is neither followed nor able to keep
+/// the real session out.
+#[test]
+fn a_signed_receiver_announces_only_sessions_whose_lists_verify() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[9; 32]);
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.max_sessions = 4;
+    c.verifier = Some(std::sync::Arc::new(key.verifying_key()));
+    let mut r = Receiver::new(c, ms(0));
+    for g in 0..10u32 {
+        let fake = Repr::downstream(
+            flood_tsi(g),
+            7500,
+            Body::Odata(DataRepr { sqn: 0, trail: 0 }),
+        )
+        .with_options(Options {
+            syn: true,
+            ..Options::default()
+        })
+        .with_payload(b"forged")
+        .to_vec()
+        .unwrap();
+        r.handle(ms(u64::from(g)), EVIL, &fake);
+    }
+    assert!(r.poll_event().is_none(), "a forged session was announced");
+    // The real source, through a real core sender.
+    let real = flood_tsi(1_000);
+    let mut sc = SenderConfig::new(real, SRC, GROUP);
+    sc.signer = Some(std::sync::Arc::new(key));
+    let mut tx = Sender::new(sc, ms(20));
+    tx.send(b"genuine").unwrap();
+    tx.close();
+    let mut buf = vec![0u8; 2048];
+    while let Some(t) = tx.poll_transmit(ms(20), &mut buf) {
+        r.handle(ms(21), SRC, &buf[..t.len]);
+    }
+    let events: Vec<ReceiverEvent> = std::iter::from_fn(|| r.poll_event()).collect();
+    assert!(
+        matches!(events.first(), Some(ReceiverEvent::SessionStarted { tsi, .. }) if *tsi == real),
+        "{events:?}"
+    );
+    assert!(events.iter().any(
+        |e| matches!(e, ReceiverEvent::Data { tsi, data, .. } if *tsi == real && data == b"genuine")
+    ));
+    assert!(events
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::SessionEnded { tsi } if *tsi == real)));
+    assert_eq!(r.stats().sessions_rejected, 0);
+}

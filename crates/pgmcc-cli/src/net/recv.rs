@@ -225,6 +225,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut interrupted = false;
         let mut zmq_parts = 0u64;
         let joined = std::time::Instant::now();
+        let mut unsigned_since: Option<std::time::Instant> = None;
         loop {
             let ready = match rx.try_read() {
                 Some(ev) => Some(ev),
@@ -254,7 +255,17 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     break;
                 }
                 Err(_) => {
-                    if let Some(why) = timed_out(args, session, &rx.status(), joined.elapsed()) {
+                    let status = rx.status();
+                    // Trusting a key, hearing data, and no session proves itself: the source
+                    // does not sign with that key. Say so after --idle-timeout of it.
+                    if signer.is_some() && session.is_none() && status.stats.odata_packets > 0 {
+                        let since = *unsigned_since.get_or_insert_with(std::time::Instant::now);
+                        if since.elapsed() >= args.idle_timeout {
+                            failure = Some(format!("data arrived for {:?} (--idle-timeout) but no session signed by the --trust key", args.idle_timeout));
+                            break;
+                        }
+                    }
+                    if let Some(why) = timed_out(args, session, &status, joined.elapsed()) {
                         failure = Some(why);
                         break;
                     }

@@ -210,6 +210,7 @@ impl Receiver {
                 max_payload: 0,
                 last_heard: now,
                 ended: false,
+                announced: false,
                 next_spmr: now,
                 grtt: None,
             },
@@ -286,7 +287,6 @@ impl Receiver {
         if repr.options.syn {
             peer.syn_sqn = Some(s);
         }
-        let mut started = None;
         if peer.rxw.is_none() {
             let mut base = s;
             if let (JoinPolicy::FromJoinMin, Some(min)) = (join, repr.options.join) {
@@ -301,7 +301,6 @@ impl Receiver {
                 }
             }
             peer.rxw = Some(new_window(&self.config, tsi, base, trail));
-            started = Some(base);
         }
         let need_spmr = peer.path.is_none() && now >= peer.next_spmr;
         if need_spmr {
@@ -365,10 +364,7 @@ impl Receiver {
                 &mut self.stats.cc,
             );
         }
-        if let Some(first_sqn) = started {
-            self.events
-                .push_back(ReceiverEvent::SessionStarted { tsi, first_sqn });
-        }
+        self.announce_if_proven(tsi);
         match ins {
             Insert::New => {
                 // Anything but the packet that extended the lead filled a gap.
@@ -427,6 +423,27 @@ impl Receiver {
         w.set_trail(trail);
         let r = w.insert_parity(tg, s.wrapping_sub(tg), layout, shard);
         note_parity(r, &mut peer.fb, &mut self.stats);
+        self.announce_if_proven(repr.tsi());
+    }
+
+    /// Announces session `tsi` (`SessionStarted`) once it has proved itself: data arrived
+    /// (in signed mode: a digest list verified). A session heard only by SPMs, or only by
+    /// packets that do not verify, is never announced, and is the first to make room when
+    /// the session table is full.
+    fn announce_if_proven(&mut self, tsi: Tsi) {
+        let Some(peer) = self.sessions.get_mut(&tsi) else {
+            return;
+        };
+        let Some(w) = peer.rxw.as_ref() else {
+            return;
+        };
+        if !peer.announced && w.proven() {
+            peer.announced = true;
+            self.events.push_back(ReceiverEvent::SessionStarted {
+                tsi,
+                first_sqn: w.origin(),
+            });
+        }
     }
 
     /// Moves the ACKs `tsi`'s feedback wants sent into the transmit queue.
@@ -482,12 +499,10 @@ impl Receiver {
             .filter(|&k| crate::fec::valid_tg_size(k));
         let timers = peer.timers(&self.timers);
         peer.data_from.get_or_insert(from);
-        let mut started = None;
         if peer.rxw.is_none() {
             // Heard the session first by SPM: want only data after its lead.
             let base = spm.lead.wrapping_add(1);
             peer.rxw = Some(new_window(&self.config, tsi, base, spm.trail));
-            started = Some(base);
         }
         if repr.options.fin {
             peer.fin_lead = Some(spm.lead);
@@ -504,10 +519,6 @@ impl Receiver {
                 }
             }
             w.set_trail(spm.trail);
-        }
-        if let Some(first_sqn) = started {
-            self.events
-                .push_back(ReceiverEvent::SessionStarted { tsi, first_sqn });
         }
     }
 
@@ -683,11 +694,15 @@ impl Receiver {
                     }
                     Output::Lost { first, last } => {
                         stats.unrecoverable_sqns += u64::from(sqn::distance(first, last)) + 1;
-                        events.push_back(ReceiverEvent::Unrecoverable {
-                            tsi: peer.tsi,
-                            first,
-                            last,
-                        });
+                        // Nothing to report of a session never announced: to the
+                        // application it does not exist (yet).
+                        if peer.announced {
+                            events.push_back(ReceiverEvent::Unrecoverable {
+                                tsi: peer.tsi,
+                                first,
+                                last,
+                            });
+                        }
                     }
                 }
             }
@@ -701,7 +716,9 @@ impl Receiver {
             if let Some(fin) = end {
                 if !peer.ended && sqn::gt(w.base(), fin) {
                     peer.ended = true;
-                    events.push_back(ReceiverEvent::SessionEnded { tsi: peer.tsi });
+                    if peer.announced {
+                        events.push_back(ReceiverEvent::SessionEnded { tsi: peer.tsi });
+                    }
                 }
             }
         });

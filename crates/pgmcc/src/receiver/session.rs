@@ -37,6 +37,10 @@ pub(super) struct Peer {
     /// When a packet of this session last arrived.
     pub(super) last_heard: Instant,
     pub(super) ended: bool,
+    /// The session proved itself: it sent data (in signed mode: a digest list verified).
+    /// Only then is it announced (`SessionStarted`) and its events handed up, and until
+    /// then it is the first to go when the session table is full.
+    pub(super) announced: bool,
     pub(super) next_spmr: Instant,
     /// The source's latest OPT_GRTT (group RTT, group size), from an SPM or NCF.
     pub(super) grtt: Option<(Duration, u32)>,
@@ -179,12 +183,20 @@ impl Sessions {
         admit
     }
 
-    /// Frees one slot: an ended session, else the one silent longest if silent for `expiry`.
+    /// Frees one slot: an ended session, else the one that has not proved itself and was
+    /// heard from longest ago, else the one silent longest if silent for `expiry`. The flag
+    /// says whether an announced session's undelivered data went with it.
     fn evict_one(&mut self, now: Instant, expiry: Duration) -> Option<(Tsi, bool)> {
         let victim = self
             .order
             .iter()
             .find(|t| self.peers.get(t).is_some_and(|p| p.ended))
+            .or_else(|| {
+                self.order
+                    .iter()
+                    .filter(|t| self.peers.get(t).is_some_and(|p| !p.announced))
+                    .min_by_key(|t| self.peers.get(t).map(|p| p.last_heard))
+            })
             .or_else(|| {
                 self.order
                     .iter()
@@ -196,7 +208,10 @@ impl Sessions {
                     .min_by_key(|t| self.peers.get(t).map(|p| p.last_heard))
             })
             .copied()?;
-        let expired = self.peers.remove(&victim).is_some_and(|p| !p.ended);
+        let expired = self
+            .peers
+            .remove(&victim)
+            .is_some_and(|p| !p.ended && p.announced);
         if self.last.is_some_and(|(t, _)| t == victim) {
             self.last = None;
         }

@@ -160,6 +160,8 @@ pub(crate) struct ReceiveWindow {
     origin: u32,
     /// Signed mode: the source's verified digest lists (`signed.rs`).
     signed: Option<SignedWindow>,
+    /// A data packet was taken (in signed mode this proves nothing: see `proven`).
+    received: bool,
 }
 
 impl ReceiveWindow {
@@ -175,6 +177,7 @@ impl ReceiveWindow {
             parity: None,
             origin: base,
             signed: None,
+            received: false,
         }
     }
 
@@ -195,6 +198,19 @@ impl ReceiveWindow {
     /// Slots held: from the next to deliver to the lead.
     pub(crate) fn span(&self) -> u32 {
         self.slots.len() as u32
+    }
+
+    /// The first sequence number the window wanted.
+    pub(crate) fn origin(&self) -> u32 {
+        self.origin
+    }
+
+    /// The session proved itself: data arrived, or in signed mode a digest list verified.
+    pub(crate) fn proven(&self) -> bool {
+        match &self.signed {
+            Some(_) => self.has_verified_list(),
+            None => self.received,
+        }
     }
 
     /// The next sequence number to deliver.
@@ -358,6 +374,7 @@ impl ReceiveWindow {
             check,
         };
         self.keep_copy(s, data, fragment);
+        self.received = true;
         if let Some(l) = list {
             self.apply_list(s, l);
         }

@@ -143,6 +143,11 @@ impl ReceiveWindow {
         self.signed.as_ref().and_then(|s| s.end)
     }
 
+    /// Signed mode: a digest list of the session verified.
+    pub(super) fn has_verified_list(&self) -> bool {
+        self.signed.as_ref().is_some_and(|s| !s.lists.is_empty())
+    }
+
     /// True in a signed session.
     pub(crate) fn is_signed(&self) -> bool {
         self.signed.is_some()
