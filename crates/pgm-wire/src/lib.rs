@@ -60,4 +60,4 @@ pub use options::{
 pub use poll::{PollRepr, PolrRepr};
 pub use repr::{Body, ChecksumPolicy, Repr};
 pub use spm::SpmRepr;
-pub use types::{Gsi, PacketType, Tsi, AFI_IP, AFI_IP6};
+pub use types::{Gsi, PacketType, Tsi, TsiParseError, AFI_IP, AFI_IP6};

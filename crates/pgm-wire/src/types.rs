@@ -147,6 +147,33 @@ impl fmt::Display for Tsi {
     }
 }
 
+/// A TSI written as [`Tsi`]'s `Display` shows it: the GSI's six bytes and the data-source
+/// port, in decimal, separated by dots (`12.34.56.78.90.12.4000`).
+impl std::str::FromStr for Tsi {
+    type Err = TsiParseError;
+
+    fn from_str(s: &str) -> core::result::Result<Tsi, TsiParseError> {
+        let bad = || TsiParseError(s.to_string());
+        let parts: Vec<&str> = s.trim().split('.').collect();
+        let [g0, g1, g2, g3, g4, g5, port] = parts[..] else {
+            return Err(bad());
+        };
+        let mut gsi = [0u8; 6];
+        for (b, p) in gsi.iter_mut().zip([g0, g1, g2, g3, g4, g5]) {
+            *b = p.parse().map_err(|_| bad())?;
+        }
+        Ok(Tsi {
+            gsi: Gsi(gsi),
+            sport: port.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// A string that is not a TSI.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}` is not a TSI: expected six GSI bytes and a port, in decimal, separated by dots, as `pgmcc send` prints it (e.g. 12.34.56.78.90.12.4000)")]
+pub struct TsiParseError(String);
+
 /// Address family indicator for IPv4 NLAs (RFC 1700).
 pub const AFI_IP: u16 = 1;
 /// Address family indicator for IPv6 NLAs (RFC 1700).
@@ -238,6 +265,26 @@ pub(crate) fn need(what: &'static str, buf: &[u8], needed: usize) -> Result<()> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tsis_parse_as_they_print() {
+        let t = Tsi {
+            gsi: Gsi([58, 156, 37, 215, 211, 102]),
+            sport: 15458,
+        };
+        assert_eq!(t.to_string().parse::<Tsi>(), Ok(t));
+        for bad in [
+            "",
+            "1.2.3.4.5.6",
+            "1.2.3.4.5.6.7.8",
+            "1.2.3.4.5.256.7",
+            "a.2.3.4.5.6.7",
+            "1.2.3.4.5.6.70000",
+        ] {
+            let e = bad.parse::<Tsi>().unwrap_err().to_string();
+            assert!(e.contains("is not a TSI"), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn type_codes_round_trip() {

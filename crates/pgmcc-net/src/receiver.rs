@@ -47,6 +47,8 @@ pub struct ReceiverOptions {
     /// `ReceiverConfig::source`). Without it each session is bound to the address its first
     /// packet came from. Default none.
     pub source: Option<Ipv4Addr>,
+    /// Follow only this session (the core's `ReceiverConfig::session`). Default none.
+    pub session: Option<pgm_wire::Tsi>,
     /// Keyed mode (docs/security.md): accept only datagrams sealed with this group key, and
     /// seal every NAK and ACK with it. Default none (plain PGM).
     pub key: Option<Key>,
@@ -71,6 +73,7 @@ impl ReceiverOptions {
             seed: None,
             drop_every: None,
             source: None,
+            session: None,
             key: None,
             trust: None,
         }
@@ -202,6 +205,7 @@ impl Receiver {
         config.pgmcc = opts.pgmcc;
         config.rxw_sqns = opts.rxw_sqns;
         config.source = opts.source.map(IpAddr::V4);
+        config.session = opts.session;
         config.verifier = opts.trust.as_ref().map(TrustedKey::verifier);
         let envelope = Envelope::new(opts.key, Direction::Up)?;
         let clock = Clock::new();

@@ -1531,3 +1531,24 @@ fn a_signed_receiver_announces_only_sessions_whose_lists_verify() {
         .any(|e| matches!(e, ReceiverEvent::SessionEnded { tsi } if *tsi == real)));
     assert_eq!(r.stats().sessions_rejected, 0);
 }
+
+/// `ReceiverConfig::session` (`recv --session TSI`): other sessions never take a slot.
+#[test]
+fn a_receiver_bound_to_a_session_hears_no_other() {
+    let want = flood_tsi(7);
+    let mut c = ReceiverConfig::new(rx_addr(0), GROUP, 1);
+    c.session = Some(want);
+    c.max_sessions = 1;
+    let mut r = Receiver::new(c, ms(0));
+    for g in 0..50u32 {
+        r.handle(ms(1), EVIL, &odata_of(flood_tsi(100 + g), 0));
+    }
+    r.handle(ms(2), SRC, &odata_of(want, 0));
+    assert_eq!(r.stats().other_session, 50);
+    assert_eq!(r.stats().sessions_rejected, 0);
+    let events: Vec<ReceiverEvent> = std::iter::from_fn(|| r.poll_event()).collect();
+    assert!(
+        matches!(events[..], [ReceiverEvent::SessionStarted { tsi, .. }, ReceiverEvent::Data { .. }] if tsi == want),
+        "{events:?}"
+    );
+}

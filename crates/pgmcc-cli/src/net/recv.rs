@@ -46,6 +46,10 @@ pub(crate) struct RecvArgs {
     /// wins (unless --key is used); with it, packets from any other address are dropped.
     #[arg(long, value_name = "ADDR")]
     source: Option<std::net::Ipv4Addr>,
+    /// Follow only the session with this TSI, as `pgmcc send` prints it ("session
+    /// 12.34.56.78.90.12.4000"); packets of every other session are dropped.
+    #[arg(long, value_name = "TSI")]
+    session: Option<pgm_wire::Tsi>,
     /// Do not take part in pgmcc (no loss reports, never acker).
     #[arg(long)]
     no_pgmcc: bool,
@@ -167,6 +171,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     opts.pgmcc = !args.no_pgmcc;
     opts.drop_every = args.drop_every;
     opts.source = args.source;
+    opts.session = args.session;
     opts.key = args.net.key()?;
     if opts.key.is_some() && args.zmq {
         anyhow::bail!(

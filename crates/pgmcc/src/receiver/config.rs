@@ -96,6 +96,11 @@ pub struct ReceiverConfig {
     /// ([`ReceiverStats::wrong_source`](super::ReceiverStats::wrong_source)). Without it a
     /// session is bound to the address its first packet came from. Default none.
     pub source: Option<IpAddr>,
+    /// Follow only this session (`pgmcc recv --session TSI`): downstream packets of any other
+    /// TSI are dropped and counted
+    /// ([`ReceiverStats::other_session`](super::ReceiverStats::other_session)), so no other
+    /// session takes a slot. Default none.
+    pub session: Option<pgm_wire::Tsi>,
     /// Largest PGM packet taken, in bytes; larger datagrams are dropped and counted
     /// (`ReceiverStats::oversized`). Default 9000 (a jumbo frame); OpenPGM and our sources
     /// send at most 1500 unless told otherwise.
@@ -140,6 +145,7 @@ impl ReceiverConfig {
             loss_events: None,
             coalesce_acks: true,
             source: None,
+            session: None,
             max_tpdu: 9000,
             session_bytes: 32 << 20,
             total_bytes: 256 << 20,

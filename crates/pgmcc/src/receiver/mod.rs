@@ -147,6 +147,10 @@ impl Receiver {
             repr.body,
             Body::Odata(_) | Body::Rdata(_) | Body::Spm(_) | Body::Ncf(_)
         );
+        if downstream && self.config.session.is_some_and(|t| t != repr.tsi()) {
+            self.stats.other_session += 1;
+            return;
+        }
         if downstream && !self.sent_by_source(&repr, from) {
             self.stats.wrong_source += 1;
             trace!(%from, tsi = %repr.tsi(), "receiver: downstream packet not from the session's source dropped");
