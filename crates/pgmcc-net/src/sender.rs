@@ -93,6 +93,9 @@ pub struct SenderOptions {
     /// holding its public half (`ReceiverOptions::trust`) deliver nothing else. APDUs are
     /// limited to one signed block ([`Sender::max_apdu`]). Default none.
     pub sign: Option<SourceKey>,
+    /// SPMs sent back to back at the start and when data resumes after a silence of IHB_MAX
+    /// (the core's `SenderConfig::spm_burst`). Default 3, as OpenPGM's sources send at start.
+    pub spm_burst: u32,
 }
 
 impl SenderOptions {
@@ -122,6 +125,7 @@ impl SenderOptions {
             max_duration: None,
             key: None,
             sign: None,
+            spm_burst: 3,
         }
     }
 }
@@ -214,6 +218,7 @@ impl Sender {
         config.cc = opts.cc;
         config.fec = opts.fec;
         config.signer = opts.sign.as_ref().map(SourceKey::signer);
+        config.spm_burst = opts.spm_burst.max(1);
         if opts.ack_proof {
             use chacha20poly1305::aead::rand_core::RngCore;
             let mut key = [0u8; 16];

@@ -839,3 +839,53 @@ fn nak_waits_armed_before_the_group_rtt_was_known_shrink_when_it_arrives() {
         "the 2 s wait was kept: next deadline {next:?} after a NAK at {first:?}"
     );
 }
+
+/// Issue 24: OpenPGM's sources announce a session with three SPMs; a receiver that lost a
+/// lone first SPM could not NAK until the next heartbeat. With `spm_burst` 3 the session
+/// starts with three, and data resuming after a silence of IHB_MAX is preceded by three.
+#[test]
+fn spms_go_out_in_a_burst_at_start_and_after_a_long_silence() {
+    let mut c = SenderConfig::new(TSI, SRC, GROUP);
+    c.spm_burst = 3;
+    let mut s = Sender::new(c, ms(0));
+    s.send(b"first").unwrap();
+    let out = drain(&mut s, ms(0));
+    let kinds: Vec<PacketType> = out.iter().map(|r| r.packet_type()).collect();
+    assert_eq!(
+        kinds,
+        [
+            PacketType::Spm,
+            PacketType::Spm,
+            PacketType::Spm,
+            PacketType::Odata
+        ]
+    );
+    // Idle past IHB_MAX (8 s): heartbeats only, then data comes back behind a burst.
+    let mut t = 0;
+    while t < 9_000 {
+        t += 100;
+        s.handle_timeout(ms(t));
+        drain(&mut s, ms(t));
+    }
+    s.send(b"again").unwrap();
+    let kinds: Vec<PacketType> = drain(&mut s, ms(t))
+        .iter()
+        .map(|r| r.packet_type())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            PacketType::Spm,
+            PacketType::Spm,
+            PacketType::Spm,
+            PacketType::Odata
+        ]
+    );
+    // Data that follows promptly goes alone.
+    s.send(b"more").unwrap();
+    let kinds: Vec<PacketType> = drain(&mut s, ms(t + 10))
+        .iter()
+        .map(|r| r.packet_type())
+        .collect();
+    assert_eq!(kinds, [PacketType::Odata]);
+}

@@ -141,6 +141,12 @@ pub struct SenderConfig {
     pub ihb_min: Duration,
     /// IHB_MAX: heartbeat interval ceiling, reached by doubling from IHB_MIN. Default 8 s.
     pub ihb_max: Duration,
+    /// SPMs sent back to back when the session starts, and again before the first ODATA
+    /// after the source sent no data for IHB_MAX: a receiver that lost the only SPM cannot
+    /// NAK until the next one (an OpenPGM receiver then loses what was sent meanwhile for
+    /// good). OpenPGM's sources send 3 at start. Default 1 (the simulator's, RFC 3208 sets
+    /// no number); the runtime sends 3.
+    pub spm_burst: u32,
     /// While new data waits to be sent, the first heartbeat waits at least one group RTT
     /// after the last ODATA (`Sender::heartbeat_at`). Default true; false is RFC 3208's
     /// IHB_MIN after every ODATA, which puts one SPM into every idle gap of a window-limited
@@ -250,6 +256,7 @@ impl SenderConfig {
             spm_ambient: Duration::from_secs(30),
             ihb_min: Duration::from_millis(100),
             ihb_max: Duration::from_secs(8),
+            spm_burst: 1,
             heartbeat_waits_for_grtt: true,
             initial_sqn: 0,
             join_window: None,
@@ -434,6 +441,10 @@ pub struct Sender {
     /// When an SPM should carry a changed group RTT (`Sender::note_grtt_news`).
     grtt_spm_at: Option<Instant>,
     spm_now: bool,
+    /// SPMs of a burst still to send (`SenderConfig::spm_burst`).
+    spm_burst_left: u32,
+    /// When the last ODATA went out (`None` also once a burst after a silence was armed).
+    last_odata: Option<Instant>,
     syn_sent: bool,
     closing: bool,
     cc: Option<Box<dyn CongestionControl>>,
@@ -491,6 +502,8 @@ impl Sender {
             grtt_told: None,
             grtt_spm_at: None,
             spm_now: true,
+            spm_burst_left: config.spm_burst.saturating_sub(1),
+            last_odata: None,
             syn_sent: false,
             closing: false,
             cc: config.cc.build(now),
@@ -1131,7 +1144,7 @@ impl Sender {
 
     /// When `handle_timeout` (or `poll_transmit`) next has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.spm_now {
+        if self.spm_now || self.spm_burst_left > 0 {
             return Some(Instant::ZERO);
         }
         let mut t = self.next_ambient;
@@ -1180,6 +1193,7 @@ impl Sender {
             }
         }
         let spm_due = self.spm_now
+            || self.spm_burst_left > 0
             || self.grtt_spm_at.is_some_and(|at| now >= at)
             || now >= self.next_ambient
             || self.heartbeat_at().is_some_and(|h| now >= h);
@@ -1234,6 +1248,15 @@ impl Sender {
             .map(|p| (p.sqn, p.data.len() + DATA_OVERHEAD))?;
         if !self.cc_allows() || !self.rate_allows(now, len) {
             return None;
+        }
+        let silent = self
+            .last_odata
+            .is_some_and(|t| now.saturating_duration_since(t) >= self.config.ihb_max);
+        if silent && self.config.spm_burst > 1 {
+            // Data resumes after a long silence: announce the session again first.
+            self.last_odata = None;
+            self.spm_burst_left = self.config.spm_burst;
+            return self.emit_spm(now, buf);
         }
         self.emit_data(now, sqn, false, buf)
     }
@@ -1371,7 +1394,11 @@ impl Sender {
         }
         let repr = Repr::downstream(self.config.tsi, self.config.dport, body).with_options(opts);
         self.spm_sqn = self.spm_sqn.wrapping_add(1);
-        self.spm_now = false;
+        if self.spm_now {
+            self.spm_now = false;
+        } else {
+            self.spm_burst_left = self.spm_burst_left.saturating_sub(1);
+        }
         self.last_spm = now;
         self.next_ambient = now + self.config.spm_ambient;
         if self.heartbeat_at().is_some_and(|h| now >= h) {
@@ -1447,6 +1474,7 @@ impl Sender {
             }
         } else {
             self.syn_sent = true;
+            self.last_odata = Some(now);
             self.odata_meter.1 += len as u64;
             self.stats.odata_packets += 1;
             self.stats.odata_bytes += data_len as u64;
