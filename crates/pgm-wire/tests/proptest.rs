@@ -74,14 +74,14 @@ fn body() -> impl Strategy<Value = Body> {
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
     // Codes 0x14..=0x7f are unassigned, except our OPT_TFMCC_DATA (0x1e), OPT_PSEUDOFED
-    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32), OPT_FEC (0x33), OPT_REPORT_BAR (0x34) and OPT_ACK_PROOF (0x35), which are typed; 0x10/0x11
+    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32), OPT_FEC (0x33), OPT_REPORT_BAR (0x34), OPT_ACK_PROOF (0x35) and OPT_OUTCOME (0x36), which are typed; 0x10/0x11
     // (OPT_CR/CRQST) are also kept as unknown.
     let code = prop_oneof![
         Just(0x10u8),
         Just(0x11u8),
         0x14u8..=0x1d,
         0x1fu8..=0x2f,
-        0x36u8..=0x7f
+        0x37u8..=0x7f
     ];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
@@ -109,6 +109,7 @@ prop_compose! {
         lowweight in prop::option::of((any::<u8>(), any::<u32>())),
         grtt in prop::option::of((any::<u32>(), any::<u32>())),
         ack_proof in prop::option::of(any::<u32>()),
+        outcome in prop::option::of((any::<u8>(), any::<u64>(), any::<[u8; 32]>(), "[a-z .=]{0,40}")),
         (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded, report_bar) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
@@ -148,6 +149,7 @@ prop_compose! {
             fec: fec.map(|(proactive, on_demand, code, tgs)| Fec { proactive, on_demand, code, tgs }),
             report_bar: report_bar.map(|(loss, intervals)| ReportBar { loss, intervals }),
             ack_proof: ack_proof.map(|value| AckProof { value }),
+            outcome: outcome.map(|(status, bytes, sha256, reason)| Outcome { status, bytes, sha256, reason }),
             unknown: Vec::new(),
         }
     }
@@ -372,6 +374,15 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
     if let Some(p) = o.ack_proof {
         // OPT_ACK_PROOF (ours, docs/wire.md): rsv u8, value u32
         v.push((0x35, 0, [&[0][..], &be(p.value)].concat()));
+    }
+    if let Some(x) = &o.outcome {
+        // OPT_OUTCOME (ours, docs/wire.md): rsv u8, status u8, bytes u64, sha256, reason
+        let bytes = x.bytes.to_be_bytes();
+        v.push((
+            0x36,
+            0,
+            [&[0, x.status][..], &bytes, &x.sha256, x.reason.as_bytes()].concat(),
+        ));
     }
     for u in &o.unknown {
         v.push((u.code, u.flags, u.data.to_vec()));

@@ -436,3 +436,97 @@ fn signed_mode_mismatches_fail_and_name_the_fix() {
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("is the sender running with --sign"), "{err}");
 }
+
+/// Issue 22: every receiver reports how its transfer ended, and `send --expect` turns the
+/// reports into the exit status: 0 when every expected receiver confirmed the sha256, 1 when
+/// one failed (a late joiner here, named in the table with its reason) or never reported.
+#[test]
+fn the_sender_collects_delivery_reports_and_expect_sets_its_exit_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(
+        &data,
+        (0..2_000_000u32)
+            .map(|i| (i % 253) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let group = "239.255.77.55:7500";
+    let ports = "41575,41576";
+    let recv = |iface: &str, out: &str| {
+        pgmcc()
+            .args([
+                "recv",
+                "--group",
+                group,
+                "--iface",
+                iface,
+                "--udp-ports",
+                ports,
+            ])
+            .args(["--idle-timeout", "5s", "-q", "--out"])
+            .arg(dir.path().join(out))
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let send = |expect: &str, rate: &str| {
+        pgmcc()
+            .args([
+                "send",
+                "--group",
+                group,
+                "--iface",
+                "127.0.0.1",
+                "--ttl",
+                "0",
+            ])
+            .args([
+                "--udp-ports",
+                ports,
+                "--linger",
+                "300ms",
+                "-q",
+                "--rate-max",
+                rate,
+            ])
+            .args(["--expect", expect, "--expect-timeout", "3s"])
+            .arg(&data)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    // Both on time: both confirm, exit 0.
+    let (a, b) = (recv("127.0.0.31", "a1"), recv("127.0.0.32", "b1"));
+    std::thread::sleep(Duration::from_millis(400));
+    let s = send("2", "40Mbit").wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&s.stderr);
+    assert_eq!(s.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches("complete, sha256 matches").count(), 2, "{err}");
+    for r in [a, b] {
+        assert!(r.wait_with_output().unwrap().status.success());
+    }
+    // One joins late and fails: named with its reason, exit 1.
+    let a = recv("127.0.0.31", "a2");
+    std::thread::sleep(Duration::from_millis(400));
+    let s = send("127.0.0.31,127.0.0.33", "8Mbit");
+    std::thread::sleep(Duration::from_millis(700));
+    let late = recv("127.0.0.33", "c2");
+    let s = s.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&s.stderr);
+    assert_eq!(s.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("127.0.0.31") && err.contains("complete, sha256 matches"),
+        "{err}"
+    );
+    assert!(
+        err.contains("127.0.0.33") && err.contains("FAILED: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("first packet"),
+        "the late joiner's reason: {err}"
+    );
+    assert!(a.wait_with_output().unwrap().status.success());
+    assert_eq!(late.wait_with_output().unwrap().status.code(), Some(1));
+}

@@ -177,6 +177,8 @@ pub struct ReceiverStatus {
 pub struct Receiver {
     events: mpsc::Receiver<Event>,
     status: watch::Receiver<ReceiverStatus>,
+    /// Delivery reports for the driver to send (`Receiver::report`).
+    reports: mpsc::Sender<(pgm_wire::Tsi, pgm_wire::Outcome)>,
     stop: Option<oneshot::Sender<()>>,
     task: JoinHandle<ReceiverStatus>,
     local: Ipv4Addr,
@@ -213,6 +215,7 @@ impl Receiver {
         let (event_tx, event_rx) = mpsc::channel(1024);
         let (status_tx, status_rx) = watch::channel(ReceiverStatus::default());
         let (stop_tx, stop_rx) = oneshot::channel();
+        let (report_tx, report_rx) = mpsc::channel(8);
         debug!(%local, group = %opts.group, "pgm receiver joined");
         let batch = batched(&recv, setup.encapsulation, 1);
         let driver = Driver {
@@ -229,11 +232,13 @@ impl Receiver {
             received: 0,
             injected_drops: 0,
             envelope,
+            reports: report_rx,
         };
         let task = tokio::spawn(driver.run(stop_rx));
         Ok(Receiver {
             events: event_rx,
             status: status_rx,
+            reports: report_tx,
             stop: Some(stop_tx),
             task,
             local,
@@ -258,6 +263,20 @@ impl Receiver {
     /// The latest status snapshot.
     pub fn status(&self) -> ReceiverStatus {
         self.status.borrow().clone()
+    }
+
+    /// Tells the source of session `tsi` how it ended here (a delivery report: OPT_OUTCOME on
+    /// a POLR, unicast to the source). Sent three times, 150 ms apart, since unicast may be
+    /// lost and the source keeps the last report per receiver; returns after the last.
+    pub async fn report(&self, tsi: pgm_wire::Tsi, outcome: pgm_wire::Outcome) {
+        for i in 0..REPORT_COPIES {
+            if i > 0 {
+                tokio::time::sleep(Duration::from_millis(150)).await;
+            }
+            if self.reports.send((tsi, outcome.clone())).await.is_err() {
+                return;
+            }
+        }
     }
 
     /// Leaves the group and returns the final status.
@@ -290,7 +309,11 @@ struct Driver {
     injected_drops: u64,
     /// Keyed mode's sealing, or the plain path.
     envelope: Envelope,
+    reports: mpsc::Receiver<(pgm_wire::Tsi, pgm_wire::Outcome)>,
 }
+
+/// Copies of each delivery report (`Receiver::report`).
+const REPORT_COPIES: u32 = 3;
 
 impl Driver {
     async fn run(mut self, mut stop: oneshot::Receiver<()>) -> ReceiverStatus {
@@ -323,6 +346,11 @@ impl Driver {
             let wake = self.clock.deadline(deadline);
             tokio::select! {
                 _ = &mut stop => return self.publish(self.clock.now()),
+                Some((tsi, outcome)) = self.reports.recv() => {
+                    if !self.core.report(tsi, outcome) {
+                        debug!(%tsi, "no source address known for the delivery report");
+                    }
+                }
                 r = self.recv.readable(), if self.batch.is_some() => {
                     if let Err(e) = r {
                         debug!(error = %e, "receive error");

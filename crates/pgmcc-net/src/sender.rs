@@ -96,6 +96,48 @@ pub struct SenderOptions {
     /// SPMs sent back to back at the start and when data resumes after a silence of IHB_MAX
     /// (the core's `SenderConfig::spm_burst`). Default 3, as OpenPGM's sources send at start.
     pub spm_burst: u32,
+    /// Delivery reports to wait for after the data went out (issue 22): the linger goes on
+    /// until they arrived, or for at most [`SenderOptions::expect_timeout`]. Reports that
+    /// arrive anyway are kept either way ([`SenderStatus::reports`]). Default none.
+    pub expect: Option<Expect>,
+    /// How long after the data went out to wait for the expected reports. Default 30 s.
+    pub expect_timeout: Duration,
+}
+
+/// Which receivers' delivery reports a source waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expect {
+    /// Reports from this many receivers (any addresses).
+    Receivers(usize),
+    /// Reports from each of these addresses.
+    Hosts(Vec<Ipv4Addr>),
+}
+
+impl Expect {
+    /// Whether `reports` (from these addresses) are all this expects.
+    pub fn met<'a>(&self, reports: impl IntoIterator<Item = &'a DeliveryReport>) -> bool {
+        let from: Vec<IpAddr> = reports.into_iter().map(|r| r.receiver).collect();
+        match self {
+            Expect::Receivers(n) => from.len() >= *n,
+            Expect::Hosts(h) => h.iter().all(|a| from.contains(&IpAddr::V4(*a))),
+        }
+    }
+}
+
+/// One receiver's delivery report (OPT_OUTCOME, `docs/wire.md`): how the session ended there.
+/// Unauthenticated unless the session is keyed: anyone can send one in a receiver's name.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeliveryReport {
+    /// The receiver's address.
+    pub receiver: IpAddr,
+    /// It received the whole session.
+    pub complete: bool,
+    /// Bytes it delivered.
+    pub bytes: u64,
+    /// SHA-256 of what it delivered, in hex.
+    pub sha256: String,
+    /// Why it failed (empty when complete).
+    pub reason: String,
 }
 
 impl SenderOptions {
@@ -126,6 +168,8 @@ impl SenderOptions {
             key: None,
             sign: None,
             spm_burst: 3,
+            expect: None,
+            expect_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -159,6 +203,8 @@ pub struct SenderStatus {
     pub keyed: Option<KeyedStats>,
     /// Not keyed: datagrams that were sealed (a receiver runs with a key), dropped.
     pub sealed_without_key: u64,
+    /// Receivers' delivery reports so far, by address.
+    pub reports: Vec<DeliveryReport>,
 }
 
 /// A PGM source on real sockets. Create it inside a tokio runtime; a background task runs the
@@ -256,6 +302,8 @@ impl Sender {
             status: status_tx,
             linger: opts.linger,
             max_linger: opts.max_linger.max(opts.linger),
+            expect: opts.expect,
+            expect_timeout: opts.expect_timeout,
             send_errors: 0,
             drained_at: None,
             drop_every: opts.drop_every.filter(|&n| n > 0),
@@ -341,6 +389,8 @@ struct Driver {
     status: watch::Sender<SenderStatus>,
     linger: Duration,
     max_linger: Duration,
+    expect: Option<Expect>,
+    expect_timeout: Duration,
     send_errors: u64,
     drained_at: Option<pgmcc::Instant>,
     drop_every: Option<u32>,
@@ -426,14 +476,24 @@ impl Driver {
             if let Some(drained) = self.drained_at {
                 let since = quiet_since.max(drained);
                 let quiet = self.core.is_idle() && now.saturating_duration_since(since) >= linger;
+                let after = now.saturating_duration_since(drained);
+                // Expected delivery reports keep the source up to `expect_timeout`.
+                let waiting = self
+                    .expect
+                    .as_ref()
+                    .is_some_and(|e| !e.met(&self.reports()) && after < self.expect_timeout);
                 // Whatever happens, the linger ends `max_linger` after the data went out.
-                if quiet || now.saturating_duration_since(drained) >= self.max_linger {
+                if (quiet || after >= self.max_linger) && !waiting {
                     break;
                 }
             }
             let mut deadline = self.core.poll_timeout();
             if let Some(drained) = self.drained_at {
-                let end = (quiet_since.max(drained) + linger).min(drained + self.max_linger);
+                let mut end = (quiet_since.max(drained) + linger).min(drained + self.max_linger);
+                if self.expect.is_some() {
+                    // Waiting for reports: look again at the next status tick at the latest.
+                    end = end.max(next_status.min(drained + self.expect_timeout));
+                }
                 deadline = Some(deadline.map_or(end, |d| d.min(end)));
             }
             let wake = self.clock.deadline(
@@ -604,8 +664,23 @@ impl Driver {
             finished,
             keyed: self.envelope.stats(),
             sealed_without_key: self.envelope.sealed_without_key(),
+            reports: self.reports(),
         };
         self.status.send_replace(status.clone());
         status
+    }
+
+    /// The core's delivery reports, for the application.
+    fn reports(&self) -> Vec<DeliveryReport> {
+        self.core
+            .reports()
+            .map(|(receiver, o)| DeliveryReport {
+                receiver,
+                complete: o.status == pgm_wire::OUTCOME_COMPLETE,
+                bytes: o.bytes,
+                sha256: o.sha256.iter().map(|b| format!("{b:02x}")).collect(),
+                reason: o.reason.clone(),
+            })
+            .collect()
     }
 }

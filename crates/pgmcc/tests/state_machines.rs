@@ -889,3 +889,42 @@ fn spms_go_out_in_a_burst_at_start_and_after_a_long_silence() {
         .collect();
     assert_eq!(kinds, [PacketType::Odata]);
 }
+
+/// Issue 22: a receiver tells the source how the session ended (OPT_OUTCOME on a POLR, to the
+/// source's address); the source keeps the last report per receiver.
+#[test]
+fn delivery_reports_reach_the_source_and_the_last_one_counts() {
+    let mut s = sender();
+    let mut r = receiver();
+    s.send(b"hello").unwrap();
+    for p in drain(&mut s, ms(0)) {
+        r.handle(ms(1), SRC, &p.to_vec().unwrap());
+    }
+    let tsi = match events(&mut r).first() {
+        Some(ReceiverEvent::SessionStarted { tsi, .. }) => *tsi,
+        e => panic!("{e:?}"),
+    };
+    let failed = pgm_wire::Outcome {
+        status: pgm_wire::OUTCOME_FAILED,
+        bytes: 5,
+        sha256: [1; 32],
+        reason: "interrupted".into(),
+    };
+    let complete = pgm_wire::Outcome {
+        status: pgm_wire::OUTCOME_COMPLETE,
+        reason: String::new(),
+        ..failed.clone()
+    };
+    assert!(r.report(tsi, failed));
+    assert!(r.report(tsi, complete.clone()));
+    let other = Tsi { sport: 1, ..tsi };
+    assert!(!r.report(other, complete.clone()), "no such session");
+    for (dst, bytes) in sent_by(&mut r, ms(2)) {
+        assert_eq!(dst, Destination::Unicast(SRC));
+        s.handle(ms(3), RX, &bytes);
+    }
+    assert_eq!(r.stats().reports_sent, 2);
+    assert_eq!(s.stats().reports_received, 2);
+    let reports: Vec<_> = s.reports().collect();
+    assert_eq!(reports, vec![(RX, &complete)]);
+}

@@ -45,9 +45,9 @@ mod redirect;
 mod session;
 
 pub use experimental::{
-    AckProof, Fec, Grtt, LowWeight, Pseudofed, RepList, ReportBar, TfmccData,
-    FEC_RS_VANDERMONDE_GF256, LW_NO_ACKS, LW_QUICK_NAK, MAX_REPRESENTATIVES, PF_CI, PF_FULL,
-    PF_HAVE_CI, RB_INTERVALS,
+    AckProof, Fec, Grtt, LowWeight, Outcome, Pseudofed, RepList, ReportBar, TfmccData,
+    FEC_RS_VANDERMONDE_GF256, LW_NO_ACKS, LW_QUICK_NAK, MAX_REASON, MAX_REPRESENTATIVES,
+    OUTCOME_COMPLETE, OUTCOME_FAILED, PF_CI, PF_FULL, PF_HAVE_CI, RB_INTERVALS,
 };
 pub use fec::ParityPrm;
 pub use fragment::{Fragment, FRAGMENT_BODY_LEN};
@@ -123,6 +123,10 @@ pub const OPT_REPORT_BAR: u8 = 0x34;
 /// acknowledges: proof of receipt (ours, experimental: 0x35 is unassigned by RFC 3208 and
 /// OpenPGM). Sent with flags 0 (OPX "ignore"). Layout in [`AckProof`] and `docs/wire.md`.
 pub const OPT_ACK_PROOF: u8 = 0x35;
+/// OPT_OUTCOME: a receiver's delivery report on a POLR (ours, experimental: 0x36 is
+/// unassigned by RFC 3208 and OpenPGM). Sent with flags 0. Layout in [`Outcome`] and
+/// `docs/wire.md`.
+pub const OPT_OUTCOME: u8 = 0x36;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -269,6 +273,8 @@ pub struct Options<'a> {
     /// OPT_ACK_PROOF (ours, experimental code 0x35): a data packet's nonce, or an ACK's
     /// proof of receipt.
     pub ack_proof: Option<AckProof>,
+    /// OPT_OUTCOME (ours, experimental code 0x36): a receiver's delivery report.
+    pub outcome: Option<Outcome>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -491,6 +497,9 @@ impl<'a> Options<'a> {
         if let Some(v) = &self.ack_proof {
             put::<AckProof, _>(v, &mut f)?;
         }
+        if let Some(v) = &self.outcome {
+            put::<Outcome, _>(v, &mut f)?;
+        }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
                 return Err(Error::Unencodable("unknown option code must be 1..=127"));
@@ -667,6 +676,7 @@ impl<'a> Options<'a> {
             OPT_FEC => take::<Fec>(&mut self.fec, body)?,
             OPT_REPORT_BAR => take::<experimental::ReportBar>(&mut self.report_bar, body)?,
             OPT_ACK_PROOF => take::<AckProof>(&mut self.ack_proof, body)?,
+            OPT_OUTCOME => take::<Outcome>(&mut self.outcome, body)?,
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -712,6 +722,7 @@ pub(crate) mod tests {
         assert_eq!(<Fec as Codec>::CODE, OPT_FEC);
         assert_eq!(<experimental::ReportBar as Codec>::CODE, OPT_REPORT_BAR);
         assert_eq!(<AckProof as Codec>::CODE, OPT_ACK_PROOF);
+        assert_eq!(<Outcome as Codec>::CODE, OPT_OUTCOME);
     }
 
     #[test]

@@ -340,8 +340,32 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             }
         }
         pb.finish_and_clear();
+        let digest = hash.finalize();
+        let sha = hex_string(&digest);
+        let to_stdout = matches!(out, Output::Stdout(_));
+        // The output is committed before the source is told it arrived.
+        if failure.is_none() {
+            if let Err(e) = out.commit() {
+                failure = Some(format!("{e:#}"));
+            }
+        }
+        if let Some(tsi) = session {
+            // Tell the source how it ended here (`pgmcc send` prints a table of these).
+            let mut sha256 = [0u8; 32];
+            sha256.copy_from_slice(&digest);
+            let outcome = pgm_wire::Outcome {
+                status: if failure.is_some() {
+                    pgm_wire::OUTCOME_FAILED
+                } else {
+                    pgm_wire::OUTCOME_COMPLETE
+                },
+                bytes: total,
+                sha256,
+                reason: failure.clone().unwrap_or_default(),
+            };
+            rx.report(tsi, outcome).await;
+        }
         let status = rx.close().await;
-        let sha = hex_string(&hash.finalize());
         let report = RecvReport {
             outcome: if failure.is_some() { "incomplete" } else { "complete" },
             detail: failure.clone().unwrap_or_default(),
@@ -380,7 +404,6 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         }
         match failure {
             None => {
-                out.commit()?;
                 let verified = signer
                     .map(|id| format!(", every byte verified as signed by key {id}"))
                     .unwrap_or_default();
@@ -395,7 +418,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             }
             Some(why) => {
                 // A file output is discarded (the temporary file is removed on drop).
-                let kept = if matches!(out, Output::Stdout(_)) {
+                let kept = if to_stdout {
                     "the bytes already written to standard output are incomplete"
                 } else {
                     "no output file was written"

@@ -91,6 +91,74 @@ pub(crate) struct SendArgs {
     /// OpenPGM and ZeroMQ receivers would see the signatures as data.
     #[arg(long, value_name = "FILE")]
     sign: Option<PathBuf>,
+    /// Wait for delivery reports and exit 1 unless they all say "complete" with this
+    /// transfer's sha256: a number of receivers (`--expect 10`), or their addresses
+    /// (`--expect 10.0.0.2,10.0.0.3`). Every `pgmcc recv` reports how it ended; the table of
+    /// reports is printed either way.
+    #[arg(long, value_name = "N|ADDR,...", value_parser = parse_expect)]
+    expect: Option<pgmcc_net::Expect>,
+    /// How long after the data went out to wait for the --expect reports.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    expect_timeout: Duration,
+}
+
+/// `--expect`: a count of receivers, or a comma-separated list of their IPv4 addresses.
+fn parse_expect(s: &str) -> Result<pgmcc_net::Expect, String> {
+    if let Ok(n) = s.trim().parse::<usize>() {
+        if n == 0 {
+            return Err("expect at least one receiver".into());
+        }
+        return Ok(pgmcc_net::Expect::Receivers(n));
+    }
+    let hosts = s
+        .split(',')
+        .map(|h| {
+            h.trim()
+                .parse::<Ipv4Addr>()
+                .map_err(|_| format!("`{h}` is neither a number of receivers nor an IPv4 address"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(pgmcc_net::Expect::Hosts(hosts))
+}
+
+/// The delivery reports as a table for the terminal, and whether they meet `expect` (every
+/// expected receiver complete with `sha`). Without `expect`, whether none failed.
+fn report_table(
+    reports: &[pgmcc_net::DeliveryReport],
+    sha: &str,
+    expect: Option<&pgmcc_net::Expect>,
+) -> (Vec<String>, bool) {
+    let good = |r: &pgmcc_net::DeliveryReport| r.complete && r.sha256 == sha;
+    let mut lines = Vec::new();
+    for r in reports {
+        let what = if good(r) {
+            "complete, sha256 matches".to_string()
+        } else if r.complete {
+            format!("complete but sha256 {} differs", r.sha256)
+        } else {
+            format!("FAILED: {}", r.reason)
+        };
+        lines.push(format!(
+            "  {:<15} {:>12} bytes  {what}",
+            r.receiver, r.bytes
+        ));
+    }
+    let ok = match expect {
+        None => reports.iter().all(good),
+        Some(pgmcc_net::Expect::Receivers(n)) => reports.iter().filter(|r| good(r)).count() >= *n,
+        Some(pgmcc_net::Expect::Hosts(h)) => h.iter().all(|a| {
+            let missing = !reports
+                .iter()
+                .any(|r| r.receiver == std::net::IpAddr::V4(*a));
+            if missing {
+                lines.push(format!("  {a:<15} {:>12}        NO REPORT", "-"));
+            }
+            reports
+                .iter()
+                .any(|r| r.receiver == std::net::IpAddr::V4(*a) && good(r))
+        }),
+    };
+    (lines, ok)
 }
 
 /// What `--stats` holds after a send.
@@ -125,6 +193,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.key = args.net.key()?;
     opts.feedback_timeout = (!args.feedback_timeout.is_zero()).then_some(args.feedback_timeout);
     opts.max_duration = args.max_duration;
+    opts.expect = args.expect.clone();
+    opts.expect_timeout = args.expect_timeout;
     opts.sign = args
         .sign
         .as_deref()
@@ -228,6 +298,29 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     status.stats.rdata_packets,
                     status.stats.naks_received,
                 );
+                let (lines, ok) = report_table(&status.reports, &sha, args.expect.as_ref());
+                let n = status.reports.len();
+                if n > 0 || args.expect.is_some() {
+                    eprintln!("pgmcc send: {n} delivery report{}:", if n == 1 { "" } else { "s" });
+                    for l in &lines {
+                        eprintln!("{l}");
+                    }
+                }
+                let code = match (&args.expect, ok) {
+                    (Some(e), false) => {
+                        let want = match e {
+                            pgmcc_net::Expect::Receivers(n) => format!("{n} receivers"),
+                            pgmcc_net::Expect::Hosts(h) => format!("{} named receivers", h.len()),
+                        };
+                        eprintln!("pgmcc send: error: --expect {want} to confirm a complete transfer with this sha256 within --expect-timeout ({:?}); they did not", args.expect_timeout);
+                        ExitCode::from(1)
+                    }
+                    (None, false) => {
+                        eprintln!("pgmcc send: warning: some receivers report a failed transfer (pass --expect to exit non-zero when that happens)");
+                        ExitCode::SUCCESS
+                    }
+                    _ => ExitCode::SUCCESS,
+                };
                 let report = SendReport {
                     tsi: tsi.to_string(),
                     source,
@@ -237,7 +330,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     seconds: secs,
                     status,
                 };
-                (report, ExitCode::SUCCESS)
+                (report, code)
             }
             Err(pgmcc_net::Error::Abandoned { reason, status }) => {
                 pb.finish_and_clear();

@@ -103,6 +103,8 @@ pub struct ReceiverStats {
     /// window ahead, or an SPM sequence number more than 2^20 ahead. Dropped (their FIN, path
     /// and edges ignored).
     pub implausible_spms: u64,
+    /// Delivery reports sent to sources (`Receiver::report`).
+    pub reports_sent: u64,
     /// Downstream packets of a session other than `ReceiverConfig::session`: dropped.
     pub other_session: u64,
     /// Datagrams longer than `ReceiverConfig::max_tpdu`: dropped.

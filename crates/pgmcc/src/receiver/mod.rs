@@ -128,6 +128,22 @@ impl Receiver {
         self.events.pop_front()
     }
 
+    /// Tells the source of session `tsi` how the session ended here: a POLR carrying
+    /// OPT_OUTCOME (what was delivered, its SHA-256, why it failed), sent straight to the
+    /// source's address. Unicast may be lost: callers send it a few times (the source keeps
+    /// the last report per address). Returns false when the session is unknown or its source
+    /// address is not.
+    pub fn report(&mut self, tsi: Tsi, outcome: pgm_wire::Outcome) -> bool {
+        let known = self
+            .sessions
+            .get(&tsi)
+            .is_some_and(|p| p.data_from.is_some());
+        if known {
+            self.transmits.push(tsi, Pending::Report(Box::new(outcome)));
+        }
+        known
+    }
+
     /// Takes one datagram. `from` is the IP address it came from.
     pub fn handle(&mut self, now: Instant, from: IpAddr, datagram: &[u8]) {
         if datagram.len() > self.config.max_tpdu {
@@ -662,6 +678,7 @@ impl Receiver {
                             self.stats.parity_naks_sent += 1;
                         }
                         Pending::Spmr(_) => self.stats.spmrs_sent += 1,
+                        Pending::Report(_) => self.stats.reports_sent += 1,
                         Pending::Ack { fb, .. } => {
                             self.stats.acks_sent += 1;
                             fb.count_sent(&mut self.stats.cc);

@@ -25,6 +25,8 @@ pub(super) enum Pending {
     /// (several datagrams may be handled before `poll_transmit`). `since` is the RX_MAX of
     /// the oldest ACK this one replaced (coalescing), or its own.
     Ack { fb: FeedbackAck, since: u32 },
+    /// A delivery report for the source (OPT_OUTCOME on a POLR; `Receiver::report`).
+    Report(Box<pgm_wire::Outcome>),
 }
 
 /// Packets queued for a driver that does not poll them: beyond this the oldest go (a NAK's
@@ -122,6 +124,23 @@ impl Pending {
                 let repr = Repr::upstream(tsi, dport, Body::Ack(fb.ack)).with_options(fb.options());
                 // ACKs go straight to the source, not through network elements.
                 Some((repr, Destination::Unicast(source)))
+            }
+            Pending::Report(outcome) => {
+                let source = peer.data_from?;
+                let lead = peer.rxw.as_ref().map_or(0, |w| w.base().wrapping_sub(1));
+                let body = Body::Polr(pgm_wire::PolrRepr {
+                    sqn: lead,
+                    round: 0,
+                });
+                let opts = Options {
+                    outcome: Some(outcome.as_ref().clone()),
+                    ..Options::default()
+                };
+                // Straight to the source, as ACKs go.
+                Some((
+                    Repr::upstream(tsi, dport, body).with_options(opts),
+                    Destination::Unicast(source),
+                ))
             }
             Pending::Spmr(to) => Some((
                 Repr::upstream(tsi, dport, Body::Spmr),

@@ -66,6 +66,8 @@ const ACK_PROOF_ROOM: usize = 8;
 /// Addresses remembered as having proved receipt in an ACK (OPT_ACK_PROOF): their ACKs must
 /// always carry the proof from then on.
 const PROVEN_ACKERS: usize = 16;
+/// Receivers whose delivery reports a source keeps.
+pub const MAX_REPORTS: usize = 65_536;
 
 /// The nonce of data packet `sqn` under `key` (OPT_ACK_PROOF).
 pub fn ack_nonce(key: &[u8; 16], sqn: u32) -> u32 {
@@ -315,6 +317,10 @@ pub struct SenderStats {
     pub odata_bytes: u64,
     /// RDATA packets sent.
     pub rdata_packets: u64,
+    /// Delivery reports received (POLR with OPT_OUTCOME), repeats included.
+    pub reports_received: u64,
+    /// Delivery reports from new addresses dropped because [`MAX_REPORTS`] were kept.
+    pub reports_dropped: u64,
     /// Signed mode: digest lists queued (one per block, counted in `odata_packets` too when
     /// sent).
     pub signed_lists: u64,
@@ -453,6 +459,8 @@ pub struct Sender {
     block: Option<Block>,
     /// Signed mode: the sequence number of the last list queued.
     last_list: Option<u32>,
+    /// Receivers' delivery reports, the last per address (bounded by [`MAX_REPORTS`]).
+    reports: std::collections::BTreeMap<IpAddr, pgm_wire::Outcome>,
     /// Congestion-control events for the application, bounded.
     events: Events,
     stats: SenderStats,
@@ -509,6 +517,7 @@ impl Sender {
             cc: config.cc.build(now),
             block: None,
             last_list: None,
+            reports: std::collections::BTreeMap::new(),
             events: Events::new(),
             stats: SenderStats::default(),
             config,
@@ -793,9 +802,30 @@ impl Sender {
                 self.stats.spmrs_received += 1;
                 self.spm_now = true;
             }
+            Body::Polr(_) if repr.tsi() == self.config.tsi && repr.options.outcome.is_some() => {
+                if let Some(outcome) = repr.options.outcome {
+                    self.on_report(from, outcome);
+                }
+            }
             _ => self.stats.ignored += 1,
         }
         self.refresh_budget(now);
+    }
+
+    /// A receiver's delivery report: kept, the last one per address, for at most
+    /// [`MAX_REPORTS`] addresses (more are counted and dropped).
+    fn on_report(&mut self, from: IpAddr, outcome: pgm_wire::Outcome) {
+        self.stats.reports_received += 1;
+        if self.reports.len() >= MAX_REPORTS && !self.reports.contains_key(&from) {
+            self.stats.reports_dropped += 1;
+            return;
+        }
+        self.reports.insert(from, outcome);
+    }
+
+    /// The receivers' delivery reports (OPT_OUTCOME), the latest per address, by address.
+    pub fn reports(&self) -> impl Iterator<Item = (IpAddr, &pgm_wire::Outcome)> {
+        self.reports.iter().map(|(a, o)| (*a, o))
     }
 
     /// Checks an ACK's proof of receipt (OPT_ACK_PROOF). `None`: refused (a wrong proof, or
