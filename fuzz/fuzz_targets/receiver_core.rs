@@ -80,9 +80,12 @@ impl Reference {
             // A session silent for `peer_expiry` is forgotten; if it comes back it is joined
             // afresh, possibly mid-stream: the next delivery may skip ahead.
             ReceiverEvent::SessionExpired { tsi } if tsi == TSI => self.gap_allowed = true,
+            // A forged OPT_RST (signed runs inject the session's own packets) ends it.
+            ReceiverEvent::SessionReset { tsi, .. } if tsi == TSI => self.gap_allowed = true,
             ReceiverEvent::SessionStarted { .. }
             | ReceiverEvent::SessionEnded { .. }
-            | ReceiverEvent::SessionExpired { .. } => {}
+            | ReceiverEvent::SessionExpired { .. }
+            | ReceiverEvent::SessionReset { .. } => {}
         }
     }
 }
@@ -210,6 +213,7 @@ fn run(u: &mut Unstructured<'_>) -> Result<()> {
                 }
             }
             8 => tx.close(),
+            9 if u.ratio(1, 8)? => tx.abort(u.arbitrary()?),
             _ => {}
         }
         while let Some(t) = tx.poll_transmit(now, &mut buf) {

@@ -530,3 +530,69 @@ fn the_sender_collects_delivery_reports_and_expect_sets_its_exit_status() {
     assert!(a.wait_with_output().unwrap().status.success());
     assert_eq!(late.wait_with_output().unwrap().status.code(), Some(1));
 }
+
+/// Issue 22: Ctrl-C on the sender used to be silent, and receivers waited out their 30 s idle
+/// timeout. Now the sender says what it sent, exits 130, and its OPT_RST ends the receivers'
+/// wait at once (loopback, multicast TTL 0).
+#[test]
+fn an_interrupted_sender_tells_its_receivers_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![3u8; 20_000_000]).unwrap();
+    let (group, ports) = ("239.255.77.56:7500", "41577,41578");
+    let recv = pgmcc()
+        .args([
+            "recv",
+            "--group",
+            group,
+            "--iface",
+            "127.0.0.34",
+            "--udp-ports",
+            ports,
+        ])
+        .args(["-q", "--out"])
+        .arg(dir.path().join("out"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    // 20 MB at 8 Mbit/s: 20 s of sending, interrupted after 1.5 s.
+    let send = pgmcc()
+        .args([
+            "send",
+            "--group",
+            group,
+            "--iface",
+            "127.0.0.1",
+            "--ttl",
+            "0",
+        ])
+        .args(["--udp-ports", ports, "-q", "--rate-max", "8Mbit"])
+        .arg(&data)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let interrupted = std::time::Instant::now();
+    assert!(Command::new("kill")
+        .args(["-INT", &send.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    let s = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&s.stderr);
+    assert_eq!(s.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted after") && err.contains("OPT_RST"),
+        "{err}"
+    );
+    let r = recv.wait_with_output().unwrap();
+    let rerr = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{rerr}");
+    assert!(rerr.contains("the source aborted session"), "{rerr}");
+    assert!(
+        interrupted.elapsed() < Duration::from_secs(3),
+        "the receiver took {:?} to give up",
+        interrupted.elapsed()
+    );
+}

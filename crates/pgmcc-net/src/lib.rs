@@ -27,7 +27,9 @@ pub mod zmq;
 pub use error::Error;
 pub use keyed::{Key, KeyError, KeyId, KeyedStats};
 pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus, SessionStatus};
-pub use sender::{DeliveryReport, Expect, Sender, SenderOptions, SenderStatus, LINGER_GRTTS};
+pub use sender::{
+    Aborter, DeliveryReport, Expect, Sender, SenderOptions, SenderStatus, LINGER_GRTTS,
+};
 pub use signing::{SourceKey, TrustedKey};
 pub use socket::{
     local_addr_for, Encapsulation, Interface, DEFAULT_UDP_MCAST_PORT, DEFAULT_UDP_UCAST_PORT,

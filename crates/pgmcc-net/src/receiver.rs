@@ -114,6 +114,13 @@ pub enum Event {
         /// The session.
         tsi: Tsi,
     },
+    /// The source aborted the session (OPT_RST): nothing more will come.
+    SessionReset {
+        /// The session.
+        tsi: Tsi,
+        /// The source's 6-bit error code (0: no reason given).
+        error_code: u8,
+    },
     /// The source ended the session and everything up to its end was delivered or reported.
     SessionEnded {
         /// The session.
@@ -384,6 +391,9 @@ impl Driver {
                 Event::Unrecoverable { tsi, first, last }
             }
             ReceiverEvent::SessionExpired { tsi } => Event::SessionExpired { tsi },
+            ReceiverEvent::SessionReset { tsi, error_code } => {
+                Event::SessionReset { tsi, error_code }
+            }
             ReceiverEvent::SessionEnded { tsi } => Event::SessionEnded {
                 tsi,
                 syn_sqn: self.core.session_syn(&tsi),

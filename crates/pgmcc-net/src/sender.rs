@@ -223,6 +223,8 @@ pub struct SenderStatus {
 #[derive(Debug)]
 pub struct Sender {
     apdus: Option<mpsc::Sender<Vec<u8>>>,
+    /// Tells the driver to abort the session ([`Sender::abort`], [`Aborter`]).
+    abort: mpsc::Sender<()>,
     status: watch::Receiver<SenderStatus>,
     task: JoinHandle<Result<SenderStatus, Error>>,
     tsi: Tsi,
@@ -286,6 +288,7 @@ impl Sender {
         let core = pgmcc::Sender::new(config, clock.now());
         let max_apdu = core.max_apdu();
         let (apdu_tx, apdu_rx) = mpsc::channel(64);
+        let (abort_tx, abort_rx) = mpsc::channel(1);
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
@@ -299,6 +302,7 @@ impl Sender {
             setup,
             clock,
             apdus: apdu_rx,
+            abort: abort_rx,
             status: status_tx,
             linger: opts.linger,
             max_linger: opts.max_linger.max(opts.linger),
@@ -314,6 +318,7 @@ impl Sender {
         let task = tokio::spawn(driver.run());
         Ok(Sender {
             apdus: Some(apdu_tx),
+            abort: abort_tx,
             status: status_rx,
             task,
             tsi,
@@ -365,6 +370,25 @@ impl Sender {
     /// answers NAKs until none came for the linger time, and returns the final status.
     pub async fn close(mut self) -> Result<SenderStatus, Error> {
         self.apdus = None;
+        self.join().await
+    }
+
+    /// Aborts the session (Ctrl-C, say): what is queued is dropped, nothing is repaired, and
+    /// a burst of SPMs with OPT_RST tells receivers to give up now rather than wait for a
+    /// source that is gone. Returns the status once they are out.
+    pub async fn abort(mut self) -> Result<SenderStatus, Error> {
+        self.aborter().abort();
+        self.apdus = None;
+        self.join().await
+    }
+
+    /// A handle that aborts the session from elsewhere (a signal handler, say), also while
+    /// [`Sender::close`] lingers; `close` then returns once the OPT_RST burst is out.
+    pub fn aborter(&self) -> Aborter {
+        Aborter(self.abort.clone())
+    }
+
+    async fn join(self) -> Result<SenderStatus, Error> {
         match self.task.await {
             Ok(r) => r,
             Err(e) => Err(Error::Io {
@@ -372,6 +396,17 @@ impl Sender {
                 source: std::io::Error::other(e.to_string()),
             }),
         }
+    }
+}
+
+/// Aborts a [`Sender`]'s session ([`Sender::aborter`]).
+#[derive(Debug, Clone)]
+pub struct Aborter(mpsc::Sender<()>);
+
+impl Aborter {
+    /// Asks the source to abort: OPT_RST to the receivers, then its task ends.
+    pub fn abort(&self) {
+        let _ = self.0.try_send(());
     }
 }
 
@@ -386,6 +421,7 @@ struct Driver {
     setup: SocketSetup,
     clock: Clock,
     apdus: mpsc::Receiver<Vec<u8>>,
+    abort: mpsc::Receiver<()>,
     status: watch::Sender<SenderStatus>,
     linger: Duration,
     max_linger: Duration,
@@ -503,6 +539,9 @@ impl Driver {
             );
             let accepting = pending.is_none() && closed_at.is_none();
             tokio::select! {
+                Some(()) = self.abort.recv() => {
+                    return Ok(self.send_reset().await);
+                }
                 r = self.sock.readable(), if self.batch.is_some() => {
                     if let Err(e) = r {
                         debug!(error = %e, "receive error");
@@ -539,6 +578,21 @@ impl Driver {
         }
         let now = self.clock.now();
         Ok(self.publish(now, true))
+    }
+
+    /// Aborts: the core sends its OPT_RST burst, then the final status.
+    async fn send_reset(&mut self) -> SenderStatus {
+        let mut buf = vec![0u8; 65536];
+        self.core.abort(0);
+        for _ in 0..16 {
+            let now = self.clock.now();
+            self.flush(now, &mut buf).await;
+            if self.core.is_idle() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        self.publish(self.clock.now(), true)
     }
 
     /// Why the source should give up now, if it should.

@@ -32,6 +32,7 @@ async fn receive_all(mut rx: Receiver) -> (Vec<u8>, bool) {
             Event::Data { data, .. } => got.extend_from_slice(&data),
             Event::Unrecoverable { first, last, .. } => panic!("lost {first}..={last}"),
             Event::SessionExpired { .. } => panic!("session expired"),
+            Event::SessionReset { .. } => panic!("session reset"),
             Event::SessionEnded { syn_sqn, .. } => {
                 complete = syn_sqn.is_some() && syn_sqn == first;
                 break;
@@ -176,7 +177,9 @@ fn blocking_api_delivers_messages_whole_including_fragmented_ones() {
             Event::Data { data, .. } => got.push(data),
             Event::SessionEnded { .. } => break,
             Event::Unrecoverable { .. } => panic!("loss on loopback"),
-            Event::SessionStarted { .. } | Event::SessionExpired { .. } => {}
+            Event::SessionStarted { .. }
+            | Event::SessionExpired { .. }
+            | Event::SessionReset { .. } => {}
         }
     }
     assert_eq!(got, messages);

@@ -212,6 +212,7 @@ impl Lab {
                     ReceiverEvent::SessionStarted { tsi, .. } => s.started.push(tsi),
                     ReceiverEvent::SessionEnded { tsi } => s.ended.push(tsi),
                     ReceiverEvent::SessionExpired { tsi } => s.expired.push(tsi),
+                    ReceiverEvent::SessionReset { .. } => panic!("no source aborts here"),
                 }
             }
         }

@@ -928,3 +928,38 @@ fn delivery_reports_reach_the_source_and_the_last_one_counts() {
     let reports: Vec<_> = s.reports().collect();
     assert_eq!(reports, vec![(RX, &complete)]);
 }
+
+/// An aborted source sends nothing but a burst of SPMs with OPT_RST (no repairs), then is
+/// idle; a receiver of the session reports it reset, once.
+#[test]
+fn an_aborted_source_sends_rst_and_receivers_report_the_reset() {
+    let mut s = sender();
+    let mut r = receiver();
+    for i in 0..3u8 {
+        s.send(&[i; 100]).unwrap();
+    }
+    for p in drain(&mut s, ms(0)).iter().take(2) {
+        r.handle(ms(1), SRC, &p.to_vec().unwrap());
+    }
+    let _ = events(&mut r);
+    s.send(b"never sent").unwrap();
+    s.abort(5);
+    let out = drain(&mut s, ms(2));
+    assert_eq!(out.len(), 3, "{out:?}");
+    for p in &out {
+        assert_eq!(p.packet_type(), PacketType::Spm);
+        let rst = p.options.rst.unwrap();
+        assert!(rst.no_repairs && rst.error_code == 5 && !p.options.fin);
+        r.handle(ms(3), SRC, &p.to_vec().unwrap());
+    }
+    assert!(s.is_idle());
+    // NAKs get no answer any more.
+    s.handle(ms(4), RX, &nak(&[1]));
+    assert!(drain(&mut s, ms(5)).is_empty());
+    let ev = events(&mut r);
+    let resets = ev
+        .iter()
+        .filter(|e| matches!(e, ReceiverEvent::SessionReset { error_code: 5, .. }))
+        .count();
+    assert_eq!(resets, 1, "{ev:?}");
+}

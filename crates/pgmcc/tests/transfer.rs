@@ -152,6 +152,7 @@ impl Net {
                     ReceiverEvent::SessionStarted { first_sqn, .. } => s.started = Some(first_sqn),
                     ReceiverEvent::SessionEnded { .. } => s.ended = true,
                     ReceiverEvent::SessionExpired { .. } => panic!("one session cannot expire"),
+                    ReceiverEvent::SessionReset { .. } => panic!("the source never aborts"),
                 }
             }
         }

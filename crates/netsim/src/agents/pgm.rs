@@ -236,8 +236,11 @@ impl PgmReceiverAgent {
                     self.unrecoverable += u64::from(last.wrapping_sub(first)) + 1
                 }
                 ReceiverEvent::SessionEnded { .. } => self.ended = true,
-                // One session per agent, so its table never fills: nothing to expire.
-                ReceiverEvent::SessionStarted { .. } | ReceiverEvent::SessionExpired { .. } => {}
+                // One session per agent, so its table never fills: nothing to expire; and
+                // simulated sources never abort.
+                ReceiverEvent::SessionStarted { .. }
+                | ReceiverEvent::SessionExpired { .. }
+                | ReceiverEvent::SessionReset { .. } => {}
             }
         }
     }

@@ -26,3 +26,28 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
         .build()
         .context("starting the async runtime")
 }
+
+/// SIGINT and SIGTERM, so `pgmcc recv` can remove its temporary file and say what it got,
+/// and `pgmcc send` can tell receivers it is aborting.
+pub(super) struct Signals {
+    int: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    pub(super) fn new() -> anyhow::Result<Signals> {
+        use anyhow::Context;
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            int: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+            term: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+        })
+    }
+
+    pub(super) async fn recv(&mut self) {
+        tokio::select! {
+            _ = self.int.recv() => {}
+            _ = self.term.recv() => {}
+        }
+    }
+}

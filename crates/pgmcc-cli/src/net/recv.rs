@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use super::args::{key_hints, parse_duration, NetArgs};
 use super::output::Output;
 use super::report::{hex_string, progress, write_stats};
-use super::runtime;
+use super::{runtime, Signals};
 
 /// Arguments of `pgmcc recv`.
 #[derive(Debug, ClapArgs)]
@@ -80,29 +80,6 @@ struct RecvReport {
     bytes: u64,
     sha256: String,
     status: pgmcc_net::ReceiverStatus,
-}
-
-/// SIGINT and SIGTERM, so `pgmcc recv` can remove its temporary file and say what it got.
-struct Signals {
-    int: tokio::signal::unix::Signal,
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn new() -> Result<Signals> {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok(Signals {
-            int: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
-            term: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
-        })
-    }
-
-    async fn recv(&mut self) {
-        tokio::select! {
-            _ = self.int.recv() => {}
-            _ = self.term.recv() => {}
-        }
-    }
 }
 
 /// Why to give up now, if the session followed went silent for `--idle-timeout` (by its
@@ -328,6 +305,17 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                             eprintln!("pgmcc recv: warning: {why}");
                         }
                     }
+                    break;
+                }
+                Event::SessionReset { tsi, error_code } if Some(tsi) == session => {
+                    let code = if error_code > 0 {
+                        format!(" (error code {error_code})")
+                    } else {
+                        String::new()
+                    };
+                    failure = Some(format!(
+                        "the source aborted session {tsi}{code}: it was interrupted or failed, and nothing more will come"
+                    ));
                     break;
                 }
                 Event::SessionExpired { tsi } if Some(tsi) == session => {

@@ -16,7 +16,7 @@ use tokio::io::AsyncReadExt;
 
 use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs};
 use super::report::{hex_string, progress, write_stats};
-use super::runtime;
+use super::{runtime, Signals};
 
 /// Arguments of `pgmcc send`.
 #[derive(Debug, ClapArgs)]
@@ -254,9 +254,19 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         // packet-sized messages so nothing needs fragmenting.
         let tsdu = tx.max_tsdu();
         let mut buf = vec![0u8; 256 * tsdu];
+        // Ctrl-C (or SIGTERM) aborts: receivers are told at once (OPT_RST).
+        let mut stop = Signals::new()?;
+        let aborter = tx.aborter();
+        let mut interrupted = false;
         // A write fails only when the source's task ended: `close` then says why.
         'input: loop {
-            let n = input.read(&mut buf).await.context("reading the input")?;
+            let n = tokio::select! {
+                r = input.read(&mut buf) => r.context("reading the input")?,
+                () = stop.recv() => {
+                    interrupted = true;
+                    break 'input;
+                }
+            };
             if n == 0 {
                 break;
             }
@@ -265,7 +275,14 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             for chunk in block.chunks(tsdu) {
                 // Waits while congestion control holds the queue full; look up now and then.
                 loop {
-                    match tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)).await {
+                    let written = tokio::select! {
+                        r = tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)) => r,
+                        () = stop.recv() => {
+                            interrupted = true;
+                            break 'input;
+                        }
+                    };
+                    match written {
                         Ok(Ok(())) => break,
                         Ok(Err(_)) => break 'input,
                         Err(_) => {
@@ -285,7 +302,39 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let sending_secs = started.elapsed().as_secs_f64();
         pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
         let (tsi, source) = (tx.tsi(), tx.local_addr());
-        let (report, code) = match tx.close().await {
+        if interrupted {
+            aborter.abort();
+        }
+        let close = tx.close();
+        tokio::pin!(close);
+        let closed = tokio::select! {
+            r = &mut close => r,
+            () = stop.recv() => {
+                // Interrupted while lingering: stop serving repairs, tell receivers.
+                interrupted = true;
+                aborter.abort();
+                close.await
+            }
+        };
+        let (report, code) = match closed {
+            Ok(status) if interrupted => {
+                pb.finish_and_clear();
+                eprintln!(
+                    "pgmcc send: interrupted after {:.1} s: {total} bytes of the input read, {} data packets sent; receivers were told the session is aborted (OPT_RST)",
+                    status.elapsed_secs, status.stats.odata_packets
+                );
+                let report = SendReport {
+                    tsi: tsi.to_string(),
+                    source,
+                    bytes: total,
+                    sha256: String::new(),
+                    sending_seconds: status.elapsed_secs,
+                    seconds: status.elapsed_secs,
+                    status,
+                };
+                // 130: the shell's code for "ended by SIGINT".
+                (report, ExitCode::from(130))
+            }
             Ok(status) => {
                 pb.finish_and_clear();
                 let sha = hex_string(&hash.finalize());

@@ -47,6 +47,14 @@ pub enum ReceiverEvent {
         /// The session.
         tsi: Tsi,
     },
+    /// The source aborted the session (an SPM with OPT_RST, RFC 3208 §9.5): nothing more will
+    /// come, and whatever was not delivered is lost.
+    SessionReset {
+        /// The session.
+        tsi: Tsi,
+        /// The source's 6-bit error code (0: no reason given).
+        error_code: u8,
+    },
 }
 
 /// Counters of a receiver.

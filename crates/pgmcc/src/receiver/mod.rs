@@ -524,6 +524,19 @@ impl Receiver {
             let base = spm.lead.wrapping_add(1);
             peer.rxw = Some(new_window(&self.config, tsi, base, spm.trail));
         }
+        if let Some(rst) = repr.options.rst {
+            // The source gave up on the session: nothing more will come.
+            if !peer.ended {
+                peer.ended = true;
+                if peer.announced {
+                    self.events.push_back(ReceiverEvent::SessionReset {
+                        tsi,
+                        error_code: rst.error_code,
+                    });
+                }
+            }
+            return;
+        }
         if repr.options.fin {
             peer.fin_lead = Some(spm.lead);
         }

@@ -453,6 +453,9 @@ pub struct Sender {
     last_odata: Option<Instant>,
     syn_sent: bool,
     closing: bool,
+    /// The session was aborted ([`Sender::abort`]) with this error code: only SPMs carrying
+    /// OPT_RST go out.
+    aborted: Option<u8>,
     cc: Option<Box<dyn CongestionControl>>,
     /// Signed mode: the block being filled (its packets have sequence numbers after the
     /// list's, not yet in `txw`).
@@ -514,6 +517,7 @@ impl Sender {
             last_odata: None,
             syn_sent: false,
             closing: false,
+            aborted: None,
             cc: config.cc.build(now),
             block: None,
             last_list: None,
@@ -593,6 +597,9 @@ impl Sender {
 
     /// True when nothing is queued: no new data, no repairs, no NCFs.
     pub fn is_idle(&self) -> bool {
+        if self.aborted.is_some() {
+            return !self.spm_now && self.spm_burst_left == 0;
+        }
         self.queued_packets() == 0 && self.repairs.is_empty() && self.ncfs.is_empty()
     }
 
@@ -731,6 +738,21 @@ impl Sender {
             self.flush_block(true);
             self.closing = true;
             self.spm_now = true;
+        }
+    }
+
+    /// Aborts the session: nothing more is sent or repaired, and a burst of SPMs (at least
+    /// three) carries OPT_RST with the N bit (no repairs) and `error_code` (6 bits; 0 =
+    /// unknown reason), so receivers give up at once instead of waiting for a source that is
+    /// gone (RFC 3208 §9.5). Once they are out the sender is idle and the driver may drop it.
+    pub fn abort(&mut self, error_code: u8) {
+        if self.aborted.is_none() {
+            self.aborted = Some(error_code & 0x3f);
+            self.spm_now = true;
+            self.spm_burst_left = self.config.spm_burst.max(3) - 1;
+            self.repairs.clear();
+            self.repair_set.clear();
+            self.ncfs.clear();
         }
     }
 
@@ -1215,6 +1237,10 @@ impl Sender {
     /// Writes the next datagram to send into `buf` (which must hold
     /// [`SenderConfig::max_tpdu`] bytes) and says where it goes; `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        if self.aborted.is_some() {
+            let due = self.spm_now || self.spm_burst_left > 0;
+            return if due { self.emit_spm(now, buf) } else { None };
+        }
         if let Some(len) = self.ncfs.front().map(|(_, l)| ncf_len(l)) {
             if self.budget_allows(now, len) {
                 if let Some((parity, list)) = self.ncfs.pop_front() {
@@ -1409,7 +1435,11 @@ impl Sender {
             self.grtt_spm_at = None;
         }
         let mut opts = Options {
-            fin,
+            fin: fin && self.aborted.is_none(),
+            rst: self.aborted.map(|error_code| pgm_wire::Rst {
+                no_repairs: true,
+                error_code,
+            }),
             grtt,
             fec: self.parity.as_ref().map(|p| Fec {
                 proactive: false,
