@@ -85,7 +85,8 @@ impl Reference {
             ReceiverEvent::SessionStarted { .. }
             | ReceiverEvent::SessionEnded { .. }
             | ReceiverEvent::SessionExpired { .. }
-            | ReceiverEvent::SessionReset { .. } => {}
+            | ReceiverEvent::SessionReset { .. }
+            | ReceiverEvent::Manifest { .. } => {}
         }
     }
 }

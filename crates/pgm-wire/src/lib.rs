@@ -51,8 +51,8 @@ pub use error::{Error, Result};
 pub use header::{Packet, HEADER_LEN, OPT_NETWORK, OPT_PARITY, OPT_PRESENT, OPT_VAR_PKTLEN};
 pub use nak::NakRepr;
 pub use options::{
-    AckProof, Fec, Fragment, Grtt, LowWeight, NakBoIvl, NakBoRng, Options, Opx, Outcome, ParityPrm,
-    PgmccData, PgmccFeedback, Pseudofed, RepList, ReportBar, Rst, SqnList, TfmccData,
+    AckProof, Fec, Fragment, Grtt, LowWeight, Manifest, NakBoIvl, NakBoRng, Options, Opx, Outcome,
+    ParityPrm, PgmccData, PgmccFeedback, Pseudofed, RepList, ReportBar, Rst, SqnList, TfmccData,
     UnknownOption, FEC_RS_VANDERMONDE_GF256, FRAGMENT_BODY_LEN, LW_NO_ACKS, LW_QUICK_NAK,
     MAX_REASON, MAX_REPRESENTATIVES, OPT_ACK_PROOF, OPT_FEC, OPT_GRTT, OPT_LOWWEIGHT, OPT_OUTCOME,
     OPT_PSEUDOFED, OPT_REPORT_BAR, OUTCOME_COMPLETE, OUTCOME_FAILED, PF_CI, PF_FULL, PF_HAVE_CI,

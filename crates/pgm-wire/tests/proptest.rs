@@ -74,14 +74,14 @@ fn body() -> impl Strategy<Value = Body> {
 /// Unknown options, as owned data (the Repr borrows it).
 fn unknown_raw() -> impl Strategy<Value = Vec<(u8, u8, Vec<u8>)>> {
     // Codes 0x14..=0x7f are unassigned, except our OPT_TFMCC_DATA (0x1e), OPT_PSEUDOFED
-    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32), OPT_FEC (0x33), OPT_REPORT_BAR (0x34), OPT_ACK_PROOF (0x35) and OPT_OUTCOME (0x36), which are typed; 0x10/0x11
+    // (0x30), OPT_LOWWEIGHT (0x31), OPT_GRTT (0x32), OPT_FEC (0x33), OPT_REPORT_BAR (0x34), OPT_ACK_PROOF (0x35), OPT_OUTCOME (0x36) and OPT_MANIFEST (0x37), which are typed; 0x10/0x11
     // (OPT_CR/CRQST) are also kept as unknown.
     let code = prop_oneof![
         Just(0x10u8),
         Just(0x11u8),
         0x14u8..=0x1d,
         0x1fu8..=0x2f,
-        0x37u8..=0x7f
+        0x38u8..=0x7f
     ];
     prop::collection::vec(
         (code, any::<u8>(), prop::collection::vec(any::<u8>(), 0..24)),
@@ -110,6 +110,7 @@ prop_compose! {
         grtt in prop::option::of((any::<u32>(), any::<u32>())),
         ack_proof in prop::option::of(any::<u32>()),
         outcome in prop::option::of((any::<u8>(), any::<u64>(), any::<[u8; 32]>(), "[a-z .=]{0,40}")),
+        manifest in prop::option::of((prop::option::of(any::<u64>()), any::<u32>(), any::<u64>(), prop::option::of(any::<[u8; 32]>()), "[a-z.]{0,30}")),
         (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded, report_bar) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
@@ -150,6 +151,7 @@ prop_compose! {
             report_bar: report_bar.map(|(loss, intervals)| ReportBar { loss, intervals }),
             ack_proof: ack_proof.map(|value| AckProof { value }),
             outcome: outcome.map(|(status, bytes, sha256, reason)| Outcome { status, bytes, sha256, reason }),
+            manifest: manifest.map(|(size, mode, mtime, sha256, name)| Manifest { size, mode, mtime, sha256, name }),
             unknown: Vec::new(),
         }
     }
@@ -382,6 +384,25 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
             0x36,
             0,
             [&[0, x.status][..], &bytes, &x.sha256, x.reason.as_bytes()].concat(),
+        ));
+    }
+    if let Some(m) = &o.manifest {
+        // OPT_MANIFEST (ours, docs/wire.md): rsv, flags (SIZE 1, SHA256 2), size u64, mode u32,
+        // mtime u64, [sha256], name
+        let flags = u8::from(m.size.is_some()) | (u8::from(m.sha256.is_some()) << 1);
+        let sha: &[u8] = m.sha256.as_ref().map_or(&[], |s| &s[..]);
+        v.push((
+            0x37,
+            0,
+            [
+                &[0, flags][..],
+                &m.size.unwrap_or(0).to_be_bytes(),
+                &be(m.mode),
+                &m.mtime.to_be_bytes(),
+                sha,
+                m.name.as_bytes(),
+            ]
+            .concat(),
         ));
     }
     for u in &o.unknown {

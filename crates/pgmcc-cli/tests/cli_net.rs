@@ -596,3 +596,88 @@ fn an_interrupted_sender_tells_its_receivers_at_once() {
         interrupted.elapsed()
     );
 }
+
+/// Issue 22: the source announces the file (OPT_MANIFEST on its SPMs: name, size, mode,
+/// mtime, and with the end its sha256). A receiver checks the whole stream against it (or
+/// against --expect-sha256) and gives the file the source's modification time; a wrong
+/// --expect-sha256 fails and leaves no file.
+#[test]
+fn receivers_verify_the_announced_sha256_and_keep_the_mtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.bin");
+    std::fs::write(
+        &data,
+        (0..1_500_000u32)
+            .map(|i| (i % 241) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let mtime = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(&data)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let (group, ports) = ("239.255.77.57:7500", "41579,41580");
+    let recv = |iface: &str, out: &std::path::Path, extra: &[&str]| {
+        pgmcc()
+            .args([
+                "recv",
+                "--group",
+                group,
+                "--iface",
+                iface,
+                "--udp-ports",
+                ports,
+            ])
+            .args(["-q", "--idle-timeout", "5s"])
+            .args(extra)
+            .arg("--out")
+            .arg(out)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (good, bad) = (dir.path().join("good"), dir.path().join("bad"));
+    let a = recv("127.0.0.35", &good, &[]);
+    let b = recv("127.0.0.36", &bad, &["--expect-sha256", &"ab".repeat(32)]);
+    std::thread::sleep(Duration::from_millis(400));
+    let s = pgmcc()
+        .args([
+            "send",
+            "--group",
+            group,
+            "--iface",
+            "127.0.0.1",
+            "--ttl",
+            "0",
+        ])
+        .args([
+            "--udp-ports",
+            ports,
+            "-q",
+            "--rate-max",
+            "40Mbit",
+            "--linger",
+            "300ms",
+        ])
+        .arg(&data)
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let a = a.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&a.stderr);
+    assert!(a.status.success(), "{err}");
+    assert!(
+        err.contains("sha256 matches the source's manifest"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&good).unwrap(), std::fs::read(&data).unwrap());
+    assert_eq!(std::fs::metadata(&good).unwrap().modified().unwrap(), mtime);
+    let b = b.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(b.status.code(), Some(1), "{err}");
+    assert!(err.contains("is not the --expect-sha256"), "{err}");
+    assert!(!bad.exists());
+}

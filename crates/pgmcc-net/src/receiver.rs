@@ -114,6 +114,14 @@ pub enum Event {
         /// The session.
         tsi: Tsi,
     },
+    /// What the session carries (the source's OPT_MANIFEST: name, size, mode, mtime, and
+    /// at the end the stream's SHA-256). Not authenticated.
+    Manifest {
+        /// The session.
+        tsi: Tsi,
+        /// The manifest.
+        manifest: pgm_wire::Manifest,
+    },
     /// The source aborted the session (OPT_RST): nothing more will come.
     SessionReset {
         /// The session.
@@ -394,6 +402,7 @@ impl Driver {
             ReceiverEvent::SessionReset { tsi, error_code } => {
                 Event::SessionReset { tsi, error_code }
             }
+            ReceiverEvent::Manifest { tsi, manifest } => Event::Manifest { tsi, manifest },
             ReceiverEvent::SessionEnded { tsi } => Event::SessionEnded {
                 tsi,
                 syn_sqn: self.core.session_syn(&tsi),

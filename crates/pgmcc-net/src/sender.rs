@@ -102,6 +102,9 @@ pub struct SenderOptions {
     pub expect: Option<Expect>,
     /// How long after the data went out to wait for the expected reports. Default 30 s.
     pub expect_timeout: Duration,
+    /// What the session carries, on every SPM (OPT_MANIFEST, `docs/wire.md`); add the
+    /// stream's SHA-256 with [`Sender::set_manifest`] before [`Sender::close`]. Default none.
+    pub manifest: Option<pgm_wire::Manifest>,
 }
 
 /// Which receivers' delivery reports a source waits for.
@@ -170,6 +173,7 @@ impl SenderOptions {
             spm_burst: 3,
             expect: None,
             expect_timeout: Duration::from_secs(30),
+            manifest: None,
         }
     }
 }
@@ -225,6 +229,8 @@ pub struct Sender {
     apdus: Option<mpsc::Sender<Vec<u8>>>,
     /// Tells the driver to abort the session ([`Sender::abort`], [`Aborter`]).
     abort: mpsc::Sender<()>,
+    /// Manifest updates for the SPMs ([`Sender::set_manifest`]).
+    manifests: mpsc::Sender<pgm_wire::Manifest>,
     status: watch::Receiver<SenderStatus>,
     task: JoinHandle<Result<SenderStatus, Error>>,
     tsi: Tsi,
@@ -266,6 +272,7 @@ impl Sender {
         config.cc = opts.cc;
         config.fec = opts.fec;
         config.signer = opts.sign.as_ref().map(SourceKey::signer);
+        config.manifest = opts.manifest.clone();
         config.spm_burst = opts.spm_burst.max(1);
         if opts.ack_proof {
             use chacha20poly1305::aead::rand_core::RngCore;
@@ -289,6 +296,7 @@ impl Sender {
         let max_apdu = core.max_apdu();
         let (apdu_tx, apdu_rx) = mpsc::channel(64);
         let (abort_tx, abort_rx) = mpsc::channel(1);
+        let (manifest_tx, manifest_rx) = mpsc::channel(4);
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
@@ -303,6 +311,7 @@ impl Sender {
             clock,
             apdus: apdu_rx,
             abort: abort_rx,
+            manifests: manifest_rx,
             status: status_tx,
             linger: opts.linger,
             max_linger: opts.max_linger.max(opts.linger),
@@ -319,6 +328,7 @@ impl Sender {
         Ok(Sender {
             apdus: Some(apdu_tx),
             abort: abort_tx,
+            manifests: manifest_tx,
             status: status_rx,
             task,
             tsi,
@@ -382,6 +392,13 @@ impl Sender {
         self.join().await
     }
 
+    /// Replaces the manifest the SPMs carry (OPT_MANIFEST), typically with the stream's
+    /// SHA-256 once everything was written: call it before [`Sender::close`] and the SPMs
+    /// announcing the end carry it. Returns false if the source's task has ended.
+    pub fn set_manifest(&self, manifest: pgm_wire::Manifest) -> bool {
+        self.manifests.try_send(manifest).is_ok()
+    }
+
     /// A handle that aborts the session from elsewhere (a signal handler, say), also while
     /// [`Sender::close`] lingers; `close` then returns once the OPT_RST burst is out.
     pub fn aborter(&self) -> Aborter {
@@ -422,6 +439,7 @@ struct Driver {
     clock: Clock,
     apdus: mpsc::Receiver<Vec<u8>>,
     abort: mpsc::Receiver<()>,
+    manifests: mpsc::Receiver<pgm_wire::Manifest>,
     status: watch::Sender<SenderStatus>,
     linger: Duration,
     max_linger: Duration,
@@ -542,6 +560,7 @@ impl Driver {
                 Some(()) = self.abort.recv() => {
                     return Ok(self.send_reset().await);
                 }
+                Some(m) = self.manifests.recv() => self.core.set_manifest(Some(m)),
                 r = self.sock.readable(), if self.batch.is_some() => {
                     if let Err(e) = r {
                         debug!(error = %e, "receive error");
@@ -566,7 +585,11 @@ impl Driver {
                         Some(apdu) => pending = Some(apdu),
                         None => {
                             // The application closed: everything it wrote is in the core
-                            // (or `pending`, handled above on the next turn).
+                            // (or `pending`, handled above on the next turn). A manifest it
+                            // set before closing goes out with the end.
+                            while let Ok(m) = self.manifests.try_recv() {
+                                self.core.set_manifest(Some(m));
+                            }
                             self.core.close();
                             closed_at = Some(self.clock.now());
                             debug!("pgm source closing");

@@ -33,6 +33,7 @@ async fn receive_all(mut rx: Receiver) -> (Vec<u8>, bool) {
             Event::Unrecoverable { first, last, .. } => panic!("lost {first}..={last}"),
             Event::SessionExpired { .. } => panic!("session expired"),
             Event::SessionReset { .. } => panic!("session reset"),
+            Event::Manifest { .. } => {}
             Event::SessionEnded { syn_sqn, .. } => {
                 complete = syn_sqn.is_some() && syn_sqn == first;
                 break;
@@ -179,7 +180,8 @@ fn blocking_api_delivers_messages_whole_including_fragmented_ones() {
             Event::Unrecoverable { .. } => panic!("loss on loopback"),
             Event::SessionStarted { .. }
             | Event::SessionExpired { .. }
-            | Event::SessionReset { .. } => {}
+            | Event::SessionReset { .. }
+            | Event::Manifest { .. } => {}
         }
     }
     assert_eq!(got, messages);

@@ -213,6 +213,7 @@ impl Lab {
                     ReceiverEvent::SessionEnded { tsi } => s.ended.push(tsi),
                     ReceiverEvent::SessionExpired { tsi } => s.expired.push(tsi),
                     ReceiverEvent::SessionReset { .. } => panic!("no source aborts here"),
+                    ReceiverEvent::Manifest { .. } => {}
                 }
             }
         }

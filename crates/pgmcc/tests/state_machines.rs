@@ -963,3 +963,46 @@ fn an_aborted_source_sends_rst_and_receivers_report_the_reset() {
         .count();
     assert_eq!(resets, 1, "{ev:?}");
 }
+
+/// OPT_MANIFEST rides on every SPM; a receiver hands it up once the session is announced,
+/// and again when it changes (the SHA-256 added at the end).
+#[test]
+fn the_manifest_reaches_receivers_after_the_session_is_announced_and_when_it_changes() {
+    let mut c = SenderConfig::new(TSI, SRC, GROUP);
+    let first = pgm_wire::Manifest {
+        size: Some(5),
+        mode: 0o644,
+        mtime: 1_700_000_000,
+        sha256: None,
+        name: "a.txt".into(),
+    };
+    c.manifest = Some(first.clone());
+    let mut s = Sender::new(c, ms(0));
+    let mut r = receiver();
+    // The first SPM goes out before any data: nothing is announced yet.
+    for p in drain(&mut s, ms(0)) {
+        r.handle(ms(1), SRC, &p.to_vec().unwrap());
+    }
+    assert!(events(&mut r).is_empty());
+    s.send(b"hello").unwrap();
+    for p in drain(&mut s, ms(2)) {
+        r.handle(ms(3), SRC, &p.to_vec().unwrap());
+    }
+    let done = pgm_wire::Manifest {
+        sha256: Some([4; 32]),
+        ..first.clone()
+    };
+    s.set_manifest(Some(done.clone()));
+    s.close();
+    for p in drain(&mut s, ms(4)) {
+        r.handle(ms(5), SRC, &p.to_vec().unwrap());
+    }
+    let manifests: Vec<pgm_wire::Manifest> = events(&mut r)
+        .into_iter()
+        .filter_map(|e| match e {
+            ReceiverEvent::Manifest { manifest, .. } => Some(manifest),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(manifests, vec![first, done]);
+}

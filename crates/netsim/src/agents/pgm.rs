@@ -240,7 +240,8 @@ impl PgmReceiverAgent {
                 // simulated sources never abort.
                 ReceiverEvent::SessionStarted { .. }
                 | ReceiverEvent::SessionExpired { .. }
-                | ReceiverEvent::SessionReset { .. } => {}
+                | ReceiverEvent::SessionReset { .. }
+                | ReceiverEvent::Manifest { .. } => {}
             }
         }
     }

@@ -45,7 +45,7 @@ mod redirect;
 mod session;
 
 pub use experimental::{
-    AckProof, Fec, Grtt, LowWeight, Outcome, Pseudofed, RepList, ReportBar, TfmccData,
+    AckProof, Fec, Grtt, LowWeight, Manifest, Outcome, Pseudofed, RepList, ReportBar, TfmccData,
     FEC_RS_VANDERMONDE_GF256, LW_NO_ACKS, LW_QUICK_NAK, MAX_REASON, MAX_REPRESENTATIVES,
     OUTCOME_COMPLETE, OUTCOME_FAILED, PF_CI, PF_FULL, PF_HAVE_CI, RB_INTERVALS,
 };
@@ -127,6 +127,10 @@ pub const OPT_ACK_PROOF: u8 = 0x35;
 /// unassigned by RFC 3208 and OpenPGM). Sent with flags 0. Layout in [`Outcome`] and
 /// `docs/wire.md`.
 pub const OPT_OUTCOME: u8 = 0x36;
+/// OPT_MANIFEST: the file a session carries (name, size, mode, mtime, and at the end its
+/// SHA-256), on SPMs (ours, experimental: 0x37 is unassigned by RFC 3208 and OpenPGM). Sent
+/// with flags 0. Layout in [`Manifest`] and `docs/wire.md`.
+pub const OPT_MANIFEST: u8 = 0x37;
 /// OPT_INVALID: an option a network element invalidated (OPX = 01).
 pub const OPT_INVALID: u8 = 0x7f;
 
@@ -275,6 +279,8 @@ pub struct Options<'a> {
     pub ack_proof: Option<AckProof>,
     /// OPT_OUTCOME (ours, experimental code 0x36): a receiver's delivery report.
     pub outcome: Option<Outcome>,
+    /// OPT_MANIFEST (ours, experimental code 0x37): the file a session carries.
+    pub manifest: Option<Manifest>,
     /// Options this codec does not interpret (including OPT_CR, OPT_CRQST, OPT_INVALID).
     pub unknown: Vec<UnknownOption<'a>>,
 }
@@ -500,6 +506,9 @@ impl<'a> Options<'a> {
         if let Some(v) = &self.outcome {
             put::<Outcome, _>(v, &mut f)?;
         }
+        if let Some(v) = &self.manifest {
+            put::<Manifest, _>(v, &mut f)?;
+        }
         for u in &self.unknown {
             if u.code > OPT_MASK || u.code == OPT_LENGTH {
                 return Err(Error::Unencodable("unknown option code must be 1..=127"));
@@ -677,6 +686,7 @@ impl<'a> Options<'a> {
             OPT_REPORT_BAR => take::<experimental::ReportBar>(&mut self.report_bar, body)?,
             OPT_ACK_PROOF => take::<AckProof>(&mut self.ack_proof, body)?,
             OPT_OUTCOME => take::<Outcome>(&mut self.outcome, body)?,
+            OPT_MANIFEST => take::<Manifest>(&mut self.manifest, body)?,
             _ => self.unknown.push(UnknownOption {
                 code,
                 flags,
@@ -723,6 +733,7 @@ pub(crate) mod tests {
         assert_eq!(<experimental::ReportBar as Codec>::CODE, OPT_REPORT_BAR);
         assert_eq!(<AckProof as Codec>::CODE, OPT_ACK_PROOF);
         assert_eq!(<Outcome as Codec>::CODE, OPT_OUTCOME);
+        assert_eq!(<Manifest as Codec>::CODE, OPT_MANIFEST);
     }
 
     #[test]

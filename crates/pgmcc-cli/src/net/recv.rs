@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::args::{key_hints, parse_duration, NetArgs};
 use super::output::Output;
-use super::report::{hex_string, progress, write_stats};
+use super::report::{hex_string, progress, set_size, write_stats};
 use super::{runtime, Signals};
 
 /// Arguments of `pgmcc recv`.
@@ -68,6 +68,23 @@ pub(crate) struct RecvArgs {
     /// every byte was verified, up to the source's signed end.
     #[arg(long, value_name = "FILE")]
     trust: Option<PathBuf>,
+    /// The SHA-256 the whole stream must have (64 hex digits, from a source you trust): a
+    /// transfer whose bytes hash otherwise fails and leaves no file. Without it the hash the
+    /// source announces with its end is checked, when it sends one.
+    #[arg(long, value_name = "HEX", value_parser = parse_sha256)]
+    expect_sha256: Option<String>,
+}
+
+/// `--expect-sha256`: 64 hex digits, kept in lower case.
+fn parse_sha256(s: &str) -> Result<String, String> {
+    let h = s.trim().to_ascii_lowercase();
+    if h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(h)
+    } else {
+        Err(format!(
+            "`{s}` is not a SHA-256: expected 64 hex digits (as sha256sum prints)"
+        ))
+    }
 }
 
 /// What `--stats` holds after a receive: the outcome (and why, if incomplete) with the
@@ -111,6 +128,25 @@ fn timed_out(
                 )
             })
         }
+    }
+}
+
+/// Gives the written file the source file's modification time (from its manifest), as cp -p
+/// and uftp do; a failure only warns.
+fn set_mtime(path: &std::path::Path, mtime: u64) {
+    if mtime == 0 {
+        return;
+    }
+    let t = std::time::UNIX_EPOCH + Duration::from_secs(mtime);
+    let set = std::fs::File::options()
+        .write(true)
+        .open(path)
+        .and_then(|f| f.set_modified(t));
+    if let Err(e) = set {
+        eprintln!(
+            "pgmcc recv: warning: could not set {}'s modification time: {e}",
+            path.display()
+        );
     }
 }
 
@@ -206,6 +242,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut stop = Signals::new()?;
         let mut interrupted = false;
         let mut zmq_parts = 0u64;
+        let mut manifest: Option<pgm_wire::Manifest> = None;
         let joined = std::time::Instant::now();
         let mut unsigned_since: Option<std::time::Instant> = None;
         loop {
@@ -307,6 +344,15 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     }
                     break;
                 }
+                Event::Manifest { tsi, manifest: m } if Some(tsi) == session => {
+                    if let Some(size) = m.size {
+                        set_size(&pb, size);
+                    }
+                    if !m.name.is_empty() {
+                        pb.set_message(format!("{} from session {tsi}", m.name));
+                    }
+                    manifest = Some(m);
+                }
                 Event::SessionReset { tsi, error_code } if Some(tsi) == session => {
                     let code = if error_code > 0 {
                         format!(" (error code {error_code})")
@@ -330,6 +376,27 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         pb.finish_and_clear();
         let digest = hash.finalize();
         let sha = hex_string(&digest);
+        // The whole stream's hash: against --expect-sha256, else the source's manifest.
+        let announced = manifest
+            .as_ref()
+            .and_then(|m| m.sha256)
+            .map(|h| hex_string(&h));
+        let mut verified = None;
+        if failure.is_none() {
+            if let Some(want) = &args.expect_sha256 {
+                if *want != sha {
+                    failure = Some(format!("the data's sha256 {sha} is not the --expect-sha256 {want}"));
+                } else {
+                    verified = Some("--expect-sha256");
+                }
+            } else if let Some(want) = &announced {
+                if *want != sha {
+                    failure = Some(format!("the data's sha256 {sha} differs from the {want} the source announced: the stream was altered or mixed up"));
+                } else {
+                    verified = Some("the source's manifest");
+                }
+            }
+        }
         let to_stdout = matches!(out, Output::Stdout(_));
         // The output is committed before the source is told it arrived.
         if failure.is_none() {
@@ -392,9 +459,16 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         }
         match failure {
             None => {
-                let verified = signer
-                    .map(|id| format!(", every byte verified as signed by key {id}"))
-                    .unwrap_or_default();
+                if let (Some(m), false) = (&manifest, to_stdout) {
+                    set_mtime(&out_path, m.mtime);
+                }
+                let verified = [
+                    signer.map(|id| format!(", every byte verified as signed by key {id}")),
+                    verified.map(|v| format!(", sha256 matches {v}")),
+                ]
+                .into_iter()
+                .flatten()
+                .collect::<String>();
                 eprintln!(
                     "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}",
                     report.status.stats.gaps_filled, report.status.stats.naks_sent

@@ -14,12 +14,7 @@ pub(super) fn progress(quiet: bool, len: Option<u64>) -> ProgressBar {
         return ProgressBar::hidden();
     }
     let pb = match len {
-        Some(n) => ProgressBar::new(n).with_style(
-            ProgressStyle::with_template(
-                "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec} {msg}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        ),
+        Some(n) => ProgressBar::new(n).with_style(sized_style()),
         None => ProgressBar::new_spinner().with_style(
             ProgressStyle::with_template("{spinner} {bytes} {binary_bytes_per_sec} {msg}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -27,6 +22,23 @@ pub(super) fn progress(quiet: bool, len: Option<u64>) -> ProgressBar {
     };
     pb.set_draw_target(ProgressDrawTarget::stderr_with_hz(4));
     pb
+}
+
+/// The bar for a known length: bytes, percentage, rate and time left.
+fn sized_style() -> ProgressStyle {
+    ProgressStyle::with_template(
+        "{bar:30} {bytes}/{total_bytes} {percent}% {binary_bytes_per_sec} ETA {eta} {msg}",
+    )
+    .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+/// Turns a spinner into a bar once the length is known (a receiver learns it from the
+/// source's manifest).
+pub(super) fn set_size(pb: &ProgressBar, len: u64) {
+    if pb.length() != Some(len) {
+        pb.set_length(len);
+        pb.set_style(sized_style());
+    }
 }
 
 /// Writes `value` as pretty JSON to `path`, or to standard output for `-`.

@@ -216,15 +216,36 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     }
     let cc_on = args.cc != Controller::None;
     let stdin = args.input == Path::new("-");
-    let len = if stdin {
+    let meta = if stdin {
         None
     } else {
         Some(
             std::fs::metadata(&args.input)
-                .with_context(|| format!("reading {}", args.input.display()))?
-                .len(),
+                .with_context(|| format!("reading {}", args.input.display()))?,
         )
     };
+    let len = meta.as_ref().map(std::fs::Metadata::len);
+    // What the session carries, on every SPM; the SHA-256 is added at the end.
+    let manifest = pgm_wire::Manifest {
+        size: len,
+        mode: meta.as_ref().map_or(0, |m| {
+            use std::os::unix::fs::PermissionsExt;
+            m.permissions().mode() & 0o7777
+        }),
+        mtime: meta
+            .as_ref()
+            .and_then(|m| m.modified().ok())
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_secs()),
+        sha256: None,
+        name: args
+            .input
+            .file_name()
+            .filter(|_| !stdin)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    };
+    opts.manifest = Some(manifest.clone());
     let rt = runtime()?;
     rt.block_on(async {
         let mut input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if stdin {
@@ -302,8 +323,17 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let sending_secs = started.elapsed().as_secs_f64();
         pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
         let (tsi, source) = (tx.tsi(), tx.local_addr());
+        let digest = hash.finalize();
         if interrupted {
             aborter.abort();
+        } else {
+            // The SPMs announcing the end carry the stream's hash: receivers verify it.
+            let mut sha256 = [0u8; 32];
+            sha256.copy_from_slice(&digest);
+            tx.set_manifest(pgm_wire::Manifest {
+                sha256: Some(sha256),
+                ..manifest
+            });
         }
         let close = tx.close();
         tokio::pin!(close);
@@ -337,7 +367,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             }
             Ok(status) => {
                 pb.finish_and_clear();
-                let sha = hex_string(&hash.finalize());
+                let sha = hex_string(&digest);
                 let secs = status.elapsed_secs;
                 // Until the last byte left as ODATA (the core queues what `write` hands it).
                 let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);

@@ -47,6 +47,15 @@ pub enum ReceiverEvent {
         /// The session.
         tsi: Tsi,
     },
+    /// What the session carries, from the source's OPT_MANIFEST: when the session is
+    /// announced (if the source sent one by then) and whenever it changes (the SHA-256 of
+    /// the whole stream arrives with the SPMs announcing the end). Not authenticated.
+    Manifest {
+        /// The session.
+        tsi: Tsi,
+        /// The manifest.
+        manifest: pgm_wire::Manifest,
+    },
     /// The source aborted the session (an SPM with OPT_RST, RFC 3208 §9.5): nothing more will
     /// come, and whatever was not delivered is lost.
     SessionReset {

@@ -231,6 +231,7 @@ impl Receiver {
                 last_heard: now,
                 ended: false,
                 announced: false,
+                manifest: None,
                 next_spmr: now,
                 grtt: None,
             },
@@ -463,6 +464,10 @@ impl Receiver {
                 tsi,
                 first_sqn: w.origin(),
             });
+            if let Some(manifest) = peer.manifest.clone() {
+                self.events
+                    .push_back(ReceiverEvent::Manifest { tsi, manifest });
+            }
         }
     }
 
@@ -539,6 +544,17 @@ impl Receiver {
         }
         if repr.options.fin {
             peer.fin_lead = Some(spm.lead);
+        }
+        if let Some(m) = &repr.options.manifest {
+            if peer.manifest.as_ref() != Some(m) {
+                peer.manifest = Some(m.clone());
+                if peer.announced {
+                    self.events.push_back(ReceiverEvent::Manifest {
+                        tsi,
+                        manifest: m.clone(),
+                    });
+                }
+            }
         }
         if let Some(w) = peer.rxw.as_mut() {
             w.set_parity(parity_k, now);

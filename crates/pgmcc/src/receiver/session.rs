@@ -41,6 +41,8 @@ pub(super) struct Peer {
     /// Only then is it announced (`SessionStarted`) and its events handed up, and until
     /// then it is the first to go when the session table is full.
     pub(super) announced: bool,
+    /// The source's latest OPT_MANIFEST.
+    pub(super) manifest: Option<pgm_wire::Manifest>,
     pub(super) next_spmr: Instant,
     /// The source's latest OPT_GRTT (group RTT, group size), from an SPM or NCF.
     pub(super) grtt: Option<(Duration, u32)>,

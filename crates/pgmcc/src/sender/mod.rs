@@ -239,6 +239,10 @@ pub struct SenderConfig {
     /// [`Sender::send`] refuses larger APDUs; a block goes out when full, when the link
     /// would otherwise idle, and at [`Sender::close`]. Default `None`.
     pub signer: Option<Arc<dyn Signer>>,
+    /// What the session carries (OPT_MANIFEST on every SPM: name, size, mode, mtime, and
+    /// the SHA-256 once [`Sender::set_manifest`] gives it): our receivers show progress and
+    /// verify the whole stream; others skip the option. Default `None`.
+    pub manifest: Option<pgm_wire::Manifest>,
 }
 
 impl SenderConfig {
@@ -273,6 +277,7 @@ impl SenderConfig {
             fec: Some(64),
             ack_proof: None,
             signer: None,
+            manifest: None,
         }
     }
 
@@ -739,6 +744,13 @@ impl Sender {
             self.closing = true;
             self.spm_now = true;
         }
+    }
+
+    /// Replaces the manifest the SPMs carry ([`SenderConfig::manifest`]); typically with the
+    /// stream's SHA-256 added once the application has written all of it, before
+    /// [`Sender::close`], so the SPMs announcing the end carry it.
+    pub fn set_manifest(&mut self, manifest: Option<pgm_wire::Manifest>) {
+        self.config.manifest = manifest;
     }
 
     /// Aborts the session: nothing more is sent or repaired, and a burst of SPMs (at least
@@ -1440,6 +1452,7 @@ impl Sender {
                 no_repairs: true,
                 error_code,
             }),
+            manifest: self.config.manifest.clone(),
             grtt,
             fec: self.parity.as_ref().map(|p| Fec {
                 proactive: false,

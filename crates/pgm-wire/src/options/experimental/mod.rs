@@ -11,6 +11,7 @@
 //! | 0x34 | [`OPT_REPORT_BAR`](super::OPT_REPORT_BAR) | pgmcc reports despite suppression (`docs/pgmcc.md`) | `report_bar.rs` |
 //! | 0x35 | [`OPT_ACK_PROOF`](super::OPT_ACK_PROOF) | proof of receipt in pgmcc's ACKs (`docs/security.md`) | `ack_proof.rs` |
 //! | 0x36 | [`OPT_OUTCOME`](super::OPT_OUTCOME) | receivers' delivery reports, on POLR (`docs/wire.md`) | `outcome.rs` |
+//! | 0x37 | [`OPT_MANIFEST`](super::OPT_MANIFEST) | the file a session carries, on SPMs (`docs/wire.md`) | `manifest.rs` |
 //!
 //! The codes are unassigned in RFC 3208 and OpenPGM. We always send these options with
 //! flags byte 0: OPX 00, "ignore", so a PGM peer or network element that does not know them
@@ -21,6 +22,7 @@ mod ack_proof;
 mod fec;
 mod grtt;
 mod lowweight;
+mod manifest;
 mod outcome;
 mod pseudofed;
 mod report_bar;
@@ -30,6 +32,7 @@ pub use ack_proof::AckProof;
 pub use fec::{Fec, FEC_RS_VANDERMONDE_GF256};
 pub use grtt::Grtt;
 pub use lowweight::{LowWeight, LW_NO_ACKS, LW_QUICK_NAK};
+pub use manifest::Manifest;
 pub use outcome::{Outcome, MAX_REASON, OUTCOME_COMPLETE, OUTCOME_FAILED};
 pub use pseudofed::{Pseudofed, RepList, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI};
 pub use report_bar::{ReportBar, RB_INTERVALS};
