@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 
 use super::args::{key_hints, parse_duration, NetArgs};
 use super::output::Output;
-use super::report::{hex_string, progress, set_size, write_stats};
+use super::report::{hex_string, progress, set_size, write_stats, LineProgress};
 use super::{runtime, Signals};
 
 /// Arguments of `pgmcc recv`.
@@ -233,6 +233,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             );
         }
         let pb = progress(args.net.quiet, None);
+        let mut lines = LineProgress::new("pgmcc recv", args.net.quiet);
         let mut hash = Sha256::new();
         let mut total = 0u64;
         let mut session = None;
@@ -321,6 +322,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                         },
                     }
                     pb.set_position(total);
+                    lines.tick(total, manifest.as_ref().and_then(|m| m.size));
                 }
                 Event::Unrecoverable { tsi, first, last } if Some(tsi) == session => {
                     failure = Some(format!(

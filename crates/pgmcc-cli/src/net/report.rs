@@ -41,6 +41,59 @@ pub(super) fn set_size(pb: &ProgressBar, len: u64) {
     }
 }
 
+/// One line of progress every [`LINE_EVERY`] on standard error when it is not a terminal
+/// (a log, a pipe: the bar is not drawn there), so long transfers still show they move.
+pub(super) struct LineProgress {
+    who: &'static str,
+    on: bool,
+    started: std::time::Instant,
+    last: std::time::Instant,
+}
+
+/// How often [`LineProgress`] prints.
+const LINE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
+impl LineProgress {
+    /// Progress lines prefixed `who` ("pgmcc send"), off with `--quiet` or on a terminal.
+    pub(super) fn new(who: &'static str, quiet: bool) -> LineProgress {
+        use std::io::IsTerminal;
+        let now = std::time::Instant::now();
+        LineProgress {
+            who,
+            on: !quiet && !std::io::stderr().is_terminal(),
+            started: now,
+            last: now,
+        }
+    }
+
+    /// Prints `done` bytes (of `total`, if known) when a line is due.
+    pub(super) fn tick(&mut self, done: u64, total: Option<u64>) {
+        if !self.on || self.last.elapsed() < LINE_EVERY {
+            return;
+        }
+        self.last = std::time::Instant::now();
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        let rate = done as f64 / secs;
+        let mb = |b: u64| b as f64 / 1e6;
+        let line = match total.filter(|t| *t > 0) {
+            Some(t) => {
+                let eta = (t.saturating_sub(done)) as f64 / rate.max(1.0);
+                format!(
+                    "{}: {:.0}% ({:.1} of {:.1} MB), {:.2} MB/s, about {:.0} s left",
+                    self.who,
+                    done as f64 * 100.0 / t as f64,
+                    mb(done),
+                    mb(t),
+                    rate / 1e6,
+                    eta
+                )
+            }
+            None => format!("{}: {:.1} MB, {:.2} MB/s", self.who, mb(done), rate / 1e6),
+        };
+        eprintln!("{line}");
+    }
+}
+
 /// Writes `value` as pretty JSON to `path`, or to standard output for `-`.
 pub(super) fn write_stats<T: Serialize>(path: &Path, value: &T) -> Result<()> {
     let json = serde_json::to_string_pretty(value).context("encoding statistics")?;

@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs};
-use super::report::{hex_string, progress, write_stats};
+use super::report::{hex_string, progress, write_stats, LineProgress};
 use super::{runtime, Signals};
 
 /// Arguments of `pgmcc send`.
@@ -268,6 +268,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             keyed
         );
         let pb = progress(args.net.quiet, len);
+        let mut lines = LineProgress::new("pgmcc send", args.net.quiet);
         let mut hash = Sha256::new();
         let mut total = 0u64;
         let mut warned = false;
@@ -310,13 +311,19 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                             let st = tx.status();
                             warn_if_no_acker(&st, cc_on, &mut warned, &pb);
                             pb.set_message(sender_message(&st));
+                            let left = st.stats.odata_bytes.min(total);
+                            pb.set_position(left);
+                            lines.tick(left, len);
                         }
                     }
                 }
             }
             total += n as u64;
-            pb.set_position(total);
+            // What has left as ODATA, not what was read: the source queues what it is given.
             let st = tx.status();
+            let left = st.stats.odata_bytes.min(total);
+            pb.set_position(left);
+            lines.tick(left, len);
             warn_if_no_acker(&st, cc_on, &mut warned, &pb);
             pb.set_message(sender_message(&st));
         }
