@@ -63,9 +63,9 @@ fn libpgm_sender_to_our_receivers_with_loss() {
                 &format!("r{}", i + 1),
                 o,
                 &[
-                    "--udp-ports",
-                    ONE_PORT,
-                    "--allow-partial-start",
+                    // One port both ways and no start marker: what --peer openpgm sets.
+                    "--peer",
+                    "openpgm",
                     "--drop-every",
                     &drop,
                     "--stats",
@@ -166,10 +166,9 @@ fn our_sender_to_libpgm_receivers_with_loss() {
         &input,
         &stats_path,
         &[
-            "--udp-ports",
-            ONE_PORT,
-            "--cc",
-            "none",
+            // One port both ways, no congestion control, no parity: --peer openpgm.
+            "--peer",
+            "openpgm",
             "--rate-max",
             "30Mbit",
             "--drop-every",
@@ -242,18 +241,11 @@ fn zeromq_epgm_publisher_to_our_receiver() {
             "recv",
             "--group",
             "239.192.0.1:5555",
-            "--udp-ports",
-            "5555,5555",
+            // The endpoint's port both ways, ZeroMQ's framing: --peer zeromq.
+            "--peer",
+            "zeromq",
         ])
-        .args([
-            "--zmq",
-            "--drop-every",
-            "50",
-            "-q",
-            "--idle-timeout",
-            "20s",
-            "--out",
-        ])
+        .args(["--drop-every", "50", "-q", "--idle-timeout", "20s", "--out"])
         .arg(&out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -23,10 +23,18 @@ pub(crate) struct NetArgs {
     #[arg(long, value_name = "IF")]
     pub(super) iface: Option<Interface>,
     /// UDP encapsulation ports, UCAST,MCAST: upstream packets (NAKs, ACKs) go to the source
-    /// on UCAST, downstream packets (data, SPMs, NCFs) to the group on MCAST. OpenPGM's
-    /// defaults.
-    #[arg(long, value_name = "UCAST,MCAST", default_value = "3055,3056", value_parser = parse_ports)]
-    udp_ports: (u16, u16),
+    /// on UCAST, downstream packets (data, SPMs, NCFs) to the group on MCAST [default:
+    /// 3055,3056, OpenPGM's defaults; with --peer, what that peer needs].
+    #[arg(long, value_name = "UCAST,MCAST", value_parser = parse_ports)]
+    udp_ports: Option<(u16, u16)>,
+    /// The other end is not pgmcc: set what it needs in one flag. `openpgm` (libpgm 5.3
+    /// programs): one UDP port both ways, 3056 (a libpgm source hears NAKs only there); a
+    /// receiver accepts a stream whose start is not marked (libpgm sends no OPT_SYN); a
+    /// sender uses no congestion control (libpgm receivers never ACK: give --rate-max) and
+    /// no FEC parity. `zeromq` (an epgm:// PUB socket, receive only): the group's port both
+    /// ways, and ZeroMQ's framing decoded (as --zmq). Flags given explicitly win.
+    #[arg(long, value_name = "PEER")]
+    pub(super) peer: Option<Peer>,
     /// Carry PGM directly over IP (protocol 113) instead of UDP; needs root or CAP_NET_RAW.
     #[arg(long)]
     raw_ip: bool,
@@ -45,16 +53,32 @@ pub(crate) struct NetArgs {
     pub(super) quiet: bool,
 }
 
+/// A non-pgmcc implementation at the other end (`--peer`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Peer {
+    /// OpenPGM (libpgm 5.3) sources or receivers.
+    #[value(name = "openpgm")]
+    OpenPgm,
+    /// A ZeroMQ PUB socket on epgm:// (receiving only).
+    #[value(name = "zeromq")]
+    ZeroMq,
+}
+
 impl NetArgs {
-    /// UDP on `--udp-ports`, or raw IP with `--raw-ip`.
+    /// UDP on `--udp-ports` (or the `--peer`'s, or OpenPGM's defaults), or raw IP with
+    /// `--raw-ip`.
     pub(super) fn encapsulation(&self) -> Encapsulation {
         if self.raw_ip {
-            Encapsulation::RawIp
-        } else {
-            Encapsulation::Udp {
-                ucast_port: self.udp_ports.0,
-                mcast_port: self.udp_ports.1,
-            }
+            return Encapsulation::RawIp;
+        }
+        let (ucast_port, mcast_port) = self.udp_ports.unwrap_or(match self.peer {
+            Some(Peer::OpenPgm) => (3056, 3056),
+            Some(Peer::ZeroMq) => (self.group.port(), self.group.port()),
+            None => (3055, 3056),
+        });
+        Encapsulation::Udp {
+            ucast_port,
+            mcast_port,
         }
     }
 

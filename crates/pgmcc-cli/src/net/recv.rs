@@ -10,7 +10,7 @@ use pgmcc_net::{Event, Receiver, ReceiverOptions};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use super::args::{key_hints, parse_duration, NetArgs};
+use super::args::{key_hints, parse_duration, NetArgs, Peer};
 use super::output::Output;
 use super::report::{hex_string, progress, set_size, write_stats, LineProgress};
 use super::{runtime, Signals};
@@ -111,7 +111,7 @@ fn timed_out(
     match session {
         None => (!args.join_timeout.is_zero() && since_join >= args.join_timeout).then(|| {
             format!(
-                "no session heard in {:?} (--join-timeout): is the source running, on this group and port, with the same --udp-ports (and --key)?",
+                "no session heard in {:?} (--join-timeout): is the source running, on this group and port, with the same --udp-ports (and --key)? An OpenPGM source needs --peer openpgm, a ZeroMQ publisher --peer zeromq",
                 args.join_timeout
             )
         }),
@@ -186,7 +186,9 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     opts.source = args.source;
     opts.session = args.session;
     opts.key = args.net.key()?;
-    if opts.key.is_some() && args.zmq {
+    let zmq_framing = args.zmq || args.net.peer == Some(Peer::ZeroMq);
+    let allow_partial_start = args.allow_partial_start || args.net.peer.is_some();
+    if opts.key.is_some() && zmq_framing {
         anyhow::bail!(
             "--key and --zmq cannot be combined: ZeroMQ publishers do not seal their packets"
         );
@@ -196,7 +198,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         .as_deref()
         .map(pgmcc_net::TrustedKey::load)
         .transpose()?;
-    if opts.trust.is_some() && args.zmq {
+    if opts.trust.is_some() && zmq_framing {
         anyhow::bail!("--trust and --zmq cannot be combined: ZeroMQ publishers do not sign");
     }
     let signer = opts.trust.as_ref().map(|k| k.id());
@@ -239,7 +241,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut session = None;
         let mut first = None;
         let mut failure: Option<String> = None;
-        let mut zmq = args.zmq.then(pgmcc_net::zmq::ZmqDecoder::default);
+        let mut zmq = zmq_framing.then(pgmcc_net::zmq::ZmqDecoder::default);
         let mut stop = Signals::new()?;
         let mut interrupted = false;
         let mut zmq_parts = 0u64;
@@ -299,7 +301,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     pb.set_message(format!("session {tsi}"));
                 }
                 Event::Data { tsi, data, .. } if Some(tsi) == session => {
-                    if signer.is_none() && !args.zmq && pgmcc::signed::looks_like_list(&data) {
+                    if signer.is_none() && !zmq_framing && pgmcc::signed::looks_like_list(&data) {
                         failure = Some("the source signs its data (pgmcc send --sign): its signatures would end up in the output; pass --trust with the source's public key file (FILE.pub)".into());
                         break;
                     }
@@ -331,12 +333,12 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     break;
                 }
                 Event::SessionEnded { tsi, syn_sqn } if Some(tsi) == session => {
-                    if (syn_sqn.is_none() || syn_sqn != first) && !args.zmq {
+                    if (syn_sqn.is_none() || syn_sqn != first) && !zmq_framing {
                         let why = match syn_sqn {
                             Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
                             None => format!("this receiver never saw the stream's first packet (it started at packet {}: it joined late, lost the start, or the source does not mark it with OPT_SYN, as OpenPGM does not)", first.unwrap_or_default()),
                         };
-                        if !args.allow_partial_start {
+                        if !allow_partial_start {
                             failure = Some(format!(
                                 "{why}; the output would be missing its beginning (pass --allow-partial-start to keep it anyway)"
                             ));
@@ -475,7 +477,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}",
                     report.status.stats.gaps_filled, report.status.stats.naks_sent
                 );
-                if args.zmq {
+                if zmq_framing {
                     eprintln!("pgmcc recv: {zmq_parts} ZeroMQ message parts");
                 }
                 Ok(ExitCode::SUCCESS)

@@ -14,7 +14,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
-use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs};
+use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs, Peer};
 use super::report::{hex_string, progress, write_stats, LineProgress};
 use super::{runtime, Signals};
 
@@ -34,9 +34,9 @@ pub(crate) struct SendArgs {
     /// Congestion control, by the names scenarios and the comparison matrix use: the
     /// default, `pgmcc`, is our recommended pgmcc; `pgmcc-paper` is the algorithm as
     /// published, for comparisons (docs/pgmcc.md).
-    #[arg(long, value_name = "CC", value_parser = controller_parser(),
-          default_value_t = Controller::Pgmcc)]
-    cc: Controller,
+    /// [default: pgmcc; none with --peer openpgm]
+    #[arg(long, value_name = "CC", value_parser = controller_parser())]
+    cc: Option<Controller>,
     /// With --cc lowweight: the session never sends slower than this, whatever the worst
     /// receiver's losses (the session owner's floor; data and repairs together), e.g. 1Mbit.
     /// Set it below what every receiver can take, or it overrides congestion control.
@@ -59,8 +59,9 @@ pub(crate) struct SendArgs {
     /// parity packet repairs different losses at different receivers. Our receivers use it;
     /// OpenPGM receivers ignore it and NAK as usual, but may be confused by parity others
     /// asked for: use 0 (selective repairs only) when OpenPGM receivers are in the group.
-    #[arg(long, value_name = "N", default_value_t = 64, value_parser = parse_fec)]
-    fec: u32,
+    /// [default: 64; 0 with --peer openpgm]
+    #[arg(long, value_name = "N", value_parser = parse_fec)]
+    fec: Option<u32>,
     /// Packets kept for repairs (TXW_SQNS); a receiver further behind than this loses data.
     /// The default holds about 23 MB of 1,400-byte packets (190 ms at 1 Gbit/s).
     #[arg(long, value_name = "PACKETS", default_value_t = 16384)]
@@ -100,6 +101,17 @@ pub(crate) struct SendArgs {
     /// How long after the data went out to wait for the --expect reports.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     expect_timeout: Duration,
+}
+
+impl SendArgs {
+    /// `--cc`, or the default: pgmcc, or none for `--peer openpgm` (its receivers never ACK).
+    fn cc(&self) -> Controller {
+        self.cc.unwrap_or(if self.net.peer == Some(Peer::OpenPgm) {
+            Controller::None
+        } else {
+            Controller::Pgmcc
+        })
+    }
 }
 
 /// `--expect`: a count of receivers, or a comma-separated list of their IPv4 addresses.
@@ -186,7 +198,12 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.rate_limit = args.rate_max;
     opts.linger = args.linger;
     opts.txw_sqns = args.txw.max(1);
-    opts.fec = (args.fec > 0).then_some(args.fec);
+    if args.net.peer == Some(Peer::ZeroMq) {
+        bail!("--peer zeromq is for receiving: publishing to ZeroMQ subscribers is not supported yet (a ZeroMQ SUB socket expects its own framing; docs/interop.md)");
+    }
+    let openpgm = args.net.peer == Some(Peer::OpenPgm);
+    let fec = args.fec.unwrap_or(if openpgm { 0 } else { 64 });
+    opts.fec = (fec > 0).then_some(fec);
     opts.drop_every = args.drop_every;
     opts.gso_segments = usize::from(args.gso);
     opts.cc = cc_config(args, opts.max_tpdu)?;
@@ -211,10 +228,13 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     .into_iter()
     .flatten()
     .collect();
-    if args.cc == Controller::None && args.rate_max.is_none() {
+    if openpgm && args.cc() == Controller::None && args.rate_max.is_none() {
+        bail!("--peer openpgm sends without congestion control (OpenPGM receivers never ACK, so pgmcc would crawl): give --rate-max, e.g. 20Mbit, below what the path to every receiver carries");
+    }
+    if args.cc() == Controller::None && args.rate_max.is_none() {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
     }
-    let cc_on = args.cc != Controller::None;
+    let cc_on = args.cc() != Controller::None;
     let stdin = args.input == Path::new("-");
     let meta = if stdin {
         None
@@ -451,12 +471,12 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
 /// The registry's configuration for `--cc`, with the CLI's own knobs set: `--rate-floor` and
 /// `--rate-ceiling` for lowweight (refused with any other controller).
 fn cc_config(args: &SendArgs, max_tpdu: usize) -> Result<CcConfig> {
-    if args.cc != Controller::LowWeight
+    if args.cc() != Controller::LowWeight
         && (args.rate_floor.is_some() || args.rate_ceiling.is_some())
     {
         bail!("--rate-floor and --rate-ceiling are for --cc lowweight (use --rate-max otherwise)");
     }
-    let mut cc = args.cc.config();
+    let mut cc = args.cc().config();
     if let CcConfig::LowWeight(lw) = &mut cc {
         // Bytes per second of PGM packets to full-size packets per second.
         let pps = |r: Option<u64>| r.map(|b| b as f64 / max_tpdu.max(1) as f64);
@@ -489,7 +509,7 @@ fn warn_if_no_acker(
     {
         *warned = true;
         pb.suspend(|| {
-            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --cc none --rate-max RATE, or add one pgmcc receiver to the group to act as acker.");
+            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --peer openpgm --rate-max RATE, or add one pgmcc receiver to the group to act as acker.");
         });
     }
 }
@@ -552,7 +572,7 @@ mod tests {
     #[test]
     fn without_cc_the_sender_runs_the_recommended_pgmcc() {
         let args = parse(&[]).unwrap();
-        assert_eq!(args.cc, Controller::Pgmcc);
+        assert_eq!(args.cc(), Controller::Pgmcc);
         let default = SenderOptions::new(Ipv4Addr::new(239, 1, 1, 1), 7500).cc;
         assert_eq!(Controller::of(&default), Controller::Pgmcc);
         assert_eq!(
@@ -566,9 +586,33 @@ mod tests {
     fn cc_takes_every_registry_name_and_runs_that_controller() {
         for c in Controller::ALL {
             let args = parse(&["--cc", c.name()]).unwrap();
-            assert_eq!(args.cc, c);
+            assert_eq!(args.cc(), c);
             assert_eq!(Controller::of(&cc_config(&args, 1472).unwrap()), c, "{c}");
         }
+    }
+
+    #[test]
+    fn peer_openpgm_turns_off_what_libpgm_receivers_cannot_follow_unless_asked() {
+        let args = parse(&["--peer", "openpgm", "--rate-max", "20Mbit"]).unwrap();
+        assert_eq!(args.cc(), Controller::None);
+        assert_eq!(
+            args.net.encapsulation(),
+            pgmcc_net::Encapsulation::Udp {
+                ucast_port: 3056,
+                mcast_port: 3056
+            }
+        );
+        // Explicit flags win over the preset.
+        let args = parse(&["--peer", "openpgm", "--cc", "pgmcc", "--udp-ports", "1,2"]).unwrap();
+        assert_eq!(args.cc(), Controller::Pgmcc);
+        assert_eq!(
+            args.net.encapsulation(),
+            pgmcc_net::Encapsulation::Udp {
+                ucast_port: 1,
+                mcast_port: 2
+            }
+        );
+        assert!(parse(&["--peer", "nope"]).is_err());
     }
 
     #[test]
