@@ -182,8 +182,8 @@ pub struct ReceiverStatus {
 ///     match ev {
 ///         Event::Data { data, .. } => println!("{} bytes", data.len()),
 ///         Event::Unrecoverable { first, last, .. } => eprintln!("lost {first}..={last}"),
-///         Event::SessionEnded { .. } => break,
-///         Event::SessionStarted { .. } | Event::SessionExpired { .. } => {}
+///         Event::SessionEnded { .. } | Event::SessionReset { .. } => break,
+///         Event::SessionStarted { .. } | Event::SessionExpired { .. } | Event::Manifest { .. } => {}
 ///     }
 /// }
 /// # Ok(()) }

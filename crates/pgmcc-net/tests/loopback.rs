@@ -125,9 +125,12 @@ async fn pgmcc_session_elects_an_acker_and_delivers() {
     // The acker acknowledges every data packet, coalescing the ACKs of a batch read into one
     // (ReceiverConfig::coalesce_acks): each ACK covers at most 32 packets, and a packet left
     // unacknowledged would show up as a loss event or a stall. Nobody else ACKs once it is
-    // elected.
+    // elected. Counted over every ACK that reached the source: when the acker moves (two
+    // equal receivers on one busy host: CI saw 4 moves once), the ACKs the controller
+    // credits are split between ackers, and some of the former acker's are not credited.
     let odata = status.stats.odata_packets;
-    assert!(cc.acks * 32 >= odata && cc.acks <= odata, "{cc:?}");
+    let acks = status.stats.acks_received;
+    assert!(acks * 32 >= odata && cc.acks <= acks && acks <= odata, "{cc:?}");
     assert_eq!((cc.loss_events, cc.stalls), (0, 0), "{cc:?}");
     assert!(cc.acks_ignored < odata / 10, "{cc:?}");
 }
