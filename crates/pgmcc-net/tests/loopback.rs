@@ -130,7 +130,10 @@ async fn pgmcc_session_elects_an_acker_and_delivers() {
     // credits are split between ackers, and some of the former acker's are not credited.
     let odata = status.stats.odata_packets;
     let acks = status.stats.acks_received;
-    assert!(acks * 32 >= odata && cc.acks <= acks && acks <= odata, "{cc:?}");
+    assert!(
+        acks * 32 >= odata && cc.acks <= acks && acks <= odata,
+        "{cc:?}"
+    );
     assert_eq!((cc.loss_events, cc.stalls), (0, 0), "{cc:?}");
     assert!(cc.acks_ignored < odata / 10, "{cc:?}");
 }
