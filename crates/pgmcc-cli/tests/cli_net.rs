@@ -330,51 +330,77 @@ fn recv_gives_up_when_no_session_starts_within_the_join_timeout() {
     assert!(err.contains("--join-timeout"), "{err}");
 }
 
-/// One loopback transfer (multicast TTL 0) of `data`, the sender and the receiver given extra
-/// flags; returns the receiver's exit code and standard error.
-fn loopback_pair(
-    data: &std::path::Path,
-    ports: &str,
-    iface: &str,
-    send_flags: &[&std::ffi::OsStr],
-    recv_flags: &[&std::ffi::OsStr],
-) -> (Option<i32>, String) {
-    let group = "239.255.77.54:7500";
-    let recv = pgmcc()
-        .args([
-            "recv",
-            "--group",
-            group,
-            "--iface",
-            iface,
-            "--udp-ports",
-            ports,
-        ])
-        .args(["--idle-timeout", "5s", "-q", "--out", "-"])
-        .args(recv_flags)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let send = pgmcc()
-        .args([
+/// A session on loopback (multicast TTL 0: nothing leaves the host): a group and its
+/// UCAST,MCAST ports, distinct per test so that tests running in parallel never meet.
+#[derive(Clone, Copy)]
+struct Loopback {
+    group: &'static str,
+    ports: &'static str,
+}
+
+impl Loopback {
+    /// `pgmcc recv` on `iface` (127.0.0.x) with `extra` flags (an `--out` among them),
+    /// standard error captured.
+    fn recv(self, iface: &str, extra: &[&std::ffi::OsStr]) -> std::process::Child {
+        pgmcc()
+            .args(["recv", "--group", self.group, "--iface", iface])
+            .args(["--udp-ports", self.ports, "-q", "--idle-timeout", "5s"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// `pgmcc send` from 127.0.0.1 of `data` with `extra` flags (a rate limit among them).
+    fn send(self, data: &std::path::Path, extra: &[&str]) -> Command {
+        let mut c = pgmcc();
+        c.args([
             "send",
             "--group",
-            group,
+            self.group,
             "--iface",
             "127.0.0.1",
             "--ttl",
             "0",
         ])
-        .args(["--udp-ports", ports, "--linger", "300ms", "-q"])
-        .args(["--feedback-timeout", "3s", "--rate-max", "20Mbit"])
-        .args(send_flags)
+        .args(["--udp-ports", self.ports, "-q", "--linger", "300ms"])
+        .args(extra)
         .arg(data)
+        .stderr(Stdio::piped());
+        c
+    }
+}
+
+/// One loopback transfer of `data`, the sender and the receiver given extra flags; returns
+/// the receiver's exit code and standard error.
+fn loopback_pair(
+    data: &std::path::Path,
+    ports: &'static str,
+    iface: &str,
+    send_flags: &[&str],
+    recv_flags: &[&std::ffi::OsStr],
+) -> (Option<i32>, String) {
+    let lo = Loopback {
+        group: "239.255.77.54:7500",
+        ports,
+    };
+    let out = std::ffi::OsStr::new("--out");
+    let stdout = std::ffi::OsStr::new("-");
+    let recv = lo.recv(iface, &[&[out, stdout][..], recv_flags].concat());
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = lo
+        .send(
+            data,
+            &[
+                &["--feedback-timeout", "3s", "--rate-max", "20Mbit"][..],
+                send_flags,
+            ]
+            .concat(),
+        )
         .output()
         .unwrap();
     let recv = recv.wait_with_output().unwrap();
-    let _ = send;
     (
         recv.status.code(),
         String::from_utf8_lossy(&recv.stderr).into_owned(),
@@ -411,18 +437,10 @@ fn signed_mode_mismatches_fail_and_name_the_fix() {
 
     let data = dir.path().join("data");
     std::fs::write(&data, vec![5u8; 300_000]).unwrap();
-    let (sign, trust) = (
-        std::ffi::OsStr::new("--sign"),
-        std::ffi::OsStr::new("--trust"),
-    );
+    let trust = std::ffi::OsStr::new("--trust");
     // A signed source, a receiver that does not verify: no signature reaches the output.
-    let (code, err) = loopback_pair(
-        &data,
-        "41565,41566",
-        "127.0.0.9",
-        &[sign, key.as_os_str()],
-        &[],
-    );
+    let key_arg = key.to_str().unwrap();
+    let (code, err) = loopback_pair(&data, "41565,41566", "127.0.0.9", &["--sign", key_arg], &[]);
     assert_eq!(code, Some(1), "{err}");
     assert!(err.contains("pass --trust"), "{err}");
     // A receiver that verifies, a source that does not sign: nothing is delivered.
@@ -451,50 +469,28 @@ fn the_sender_collects_delivery_reports_and_expect_sets_its_exit_status() {
             .collect::<Vec<_>>(),
     )
     .unwrap();
-    let group = "239.255.77.55:7500";
-    let ports = "41575,41576";
+    let lo = Loopback {
+        group: "239.255.77.55:7500",
+        ports: "41575,41576",
+    };
     let recv = |iface: &str, out: &str| {
-        pgmcc()
-            .args([
-                "recv",
-                "--group",
-                group,
-                "--iface",
-                iface,
-                "--udp-ports",
-                ports,
-            ])
-            .args(["--idle-timeout", "5s", "-q", "--out"])
-            .arg(dir.path().join(out))
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
+        let out = dir.path().join(out);
+        lo.recv(iface, &[std::ffi::OsStr::new("--out"), out.as_os_str()])
     };
     let send = |expect: &str, rate: &str| {
-        pgmcc()
-            .args([
-                "send",
-                "--group",
-                group,
-                "--iface",
-                "127.0.0.1",
-                "--ttl",
-                "0",
-            ])
-            .args([
-                "--udp-ports",
-                ports,
-                "--linger",
-                "300ms",
-                "-q",
+        lo.send(
+            &data,
+            &[
                 "--rate-max",
                 rate,
-            ])
-            .args(["--expect", expect, "--expect-timeout", "3s"])
-            .arg(&data)
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
+                "--expect",
+                expect,
+                "--expect-timeout",
+                "3s",
+            ],
+        )
+        .spawn()
+        .unwrap()
     };
     // Both on time: both confirm, exit 0.
     let (a, b) = (recv("127.0.0.31", "a1"), recv("127.0.0.32", "b1"));
@@ -539,39 +535,19 @@ fn an_interrupted_sender_tells_its_receivers_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::write(&data, vec![3u8; 20_000_000]).unwrap();
-    let (group, ports) = ("239.255.77.56:7500", "41577,41578");
-    let recv = pgmcc()
-        .args([
-            "recv",
-            "--group",
-            group,
-            "--iface",
-            "127.0.0.34",
-            "--udp-ports",
-            ports,
-        ])
-        .args(["-q", "--out"])
-        .arg(dir.path().join("out"))
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let lo = Loopback {
+        group: "239.255.77.56:7500",
+        ports: "41577,41578",
+    };
+    let out = dir.path().join("out");
+    let recv = lo.recv(
+        "127.0.0.34",
+        &[std::ffi::OsStr::new("--out"), out.as_os_str()],
+    );
     std::thread::sleep(Duration::from_millis(400));
-    // 20 MB at 8 Mbit/s: 20 s of sending, interrupted after 1.5 s.
-    let send = pgmcc()
-        .args([
-            "send",
-            "--group",
-            group,
-            "--iface",
-            "127.0.0.1",
-            "--ttl",
-            "0",
-        ])
-        .args(["--udp-ports", ports, "-q", "--rate-max", "8Mbit"])
-        .arg(&data)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // 20 MB at 8 Mbit/s: 20 s of sending, interrupted after 1.5 s. (The receiver's 5-s idle
+    // timeout is longer than the 3 s it may take.)
+    let send = lo.send(&data, &["--rate-max", "8Mbit"]).spawn().unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let interrupted = std::time::Instant::now();
     assert!(Command::new("kill")
@@ -619,52 +595,20 @@ fn receivers_verify_the_announced_sha256_and_keep_the_mtime() {
         .unwrap()
         .set_modified(mtime)
         .unwrap();
-    let (group, ports) = ("239.255.77.57:7500", "41579,41580");
+    let lo = Loopback {
+        group: "239.255.77.57:7500",
+        ports: "41579,41580",
+    };
     let recv = |iface: &str, out: &std::path::Path, extra: &[&str]| {
-        pgmcc()
-            .args([
-                "recv",
-                "--group",
-                group,
-                "--iface",
-                iface,
-                "--udp-ports",
-                ports,
-            ])
-            .args(["-q", "--idle-timeout", "5s"])
-            .args(extra)
-            .arg("--out")
-            .arg(out)
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+        let mut args = vec![std::ffi::OsStr::new("--out"), out.as_os_str()];
+        args.extend(extra.iter().map(std::ffi::OsStr::new));
+        lo.recv(iface, &args)
     };
     let (good, bad) = (dir.path().join("good"), dir.path().join("bad"));
     let a = recv("127.0.0.35", &good, &[]);
     let b = recv("127.0.0.36", &bad, &["--expect-sha256", &"ab".repeat(32)]);
     std::thread::sleep(Duration::from_millis(400));
-    let s = pgmcc()
-        .args([
-            "send",
-            "--group",
-            group,
-            "--iface",
-            "127.0.0.1",
-            "--ttl",
-            "0",
-        ])
-        .args([
-            "--udp-ports",
-            ports,
-            "-q",
-            "--rate-max",
-            "40Mbit",
-            "--linger",
-            "300ms",
-        ])
-        .arg(&data)
-        .output()
-        .unwrap();
+    let s = lo.send(&data, &["--rate-max", "40Mbit"]).output().unwrap();
     assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
     let a = a.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&a.stderr);

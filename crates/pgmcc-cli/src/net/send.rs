@@ -103,6 +103,25 @@ pub(crate) struct SendArgs {
     expect_timeout: Duration,
 }
 
+/// The `--stats` report of a session that did not finish (aborted, or given up): no sha256,
+/// the times are the session's.
+fn unfinished(
+    tsi: pgm_wire::Tsi,
+    source: Ipv4Addr,
+    bytes: u64,
+    status: pgmcc_net::SenderStatus,
+) -> SendReport {
+    SendReport {
+        tsi: tsi.to_string(),
+        source,
+        bytes,
+        sha256: String::new(),
+        sending_seconds: status.elapsed_secs,
+        seconds: status.elapsed_secs,
+        status,
+    }
+}
+
 impl SendArgs {
     /// `--cc`, or the default: pgmcc, or none for `--peer openpgm` (its receivers never ACK).
     fn cc(&self) -> Controller {
@@ -380,17 +399,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     "pgmcc send: interrupted after {:.1} s: {total} bytes of the input read, {} data packets sent; receivers were told the session is aborted (OPT_RST)",
                     status.elapsed_secs, status.stats.odata_packets
                 );
-                let report = SendReport {
-                    tsi: tsi.to_string(),
-                    source,
-                    bytes: total,
-                    sha256: String::new(),
-                    sending_seconds: status.elapsed_secs,
-                    seconds: status.elapsed_secs,
-                    status,
-                };
                 // 130: the shell's code for "ended by SIGINT".
-                (report, ExitCode::from(130))
+                (unfinished(tsi, source, total, status), ExitCode::from(130))
             }
             Ok(status) => {
                 pb.finish_and_clear();
@@ -444,16 +454,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     "pgmcc send: error: {reason}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
                     status.elapsed_secs, total, status.stats.odata_packets
                 );
-                let report = SendReport {
-                    tsi: tsi.to_string(),
-                    source,
-                    bytes: total,
-                    sha256: String::new(),
-                    sending_seconds: status.elapsed_secs,
-                    seconds: status.elapsed_secs,
-                    status: *status,
-                };
-                (report, ExitCode::from(1))
+                (unfinished(tsi, source, total, *status), ExitCode::from(1))
             }
             Err(e) => return Err(e).context("closing the session"),
         };

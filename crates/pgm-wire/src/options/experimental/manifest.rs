@@ -49,11 +49,7 @@ pub struct Manifest {
 impl Manifest {
     /// The name cut to at most [`MAX_NAME`] bytes, at a character boundary.
     fn name_bytes(&self) -> &[u8] {
-        let mut end = self.name.len().min(MAX_NAME);
-        while !self.name.is_char_boundary(end) {
-            end -= 1;
-        }
-        &self.name.as_bytes()[..end]
+        super::utf8_prefix(&self.name, MAX_NAME)
     }
 }
 

@@ -33,6 +33,16 @@ pub use fec::{Fec, FEC_RS_VANDERMONDE_GF256};
 pub use grtt::Grtt;
 pub use lowweight::{LowWeight, LW_NO_ACKS, LW_QUICK_NAK};
 pub use manifest::Manifest;
+
+/// The first bytes of `s`, at most `max`, cut at a character boundary (text in an option
+/// body, whose length is bounded).
+fn utf8_prefix(s: &str, max: usize) -> &[u8] {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s.as_bytes()[..end]
+}
 pub use outcome::{Outcome, MAX_REASON, OUTCOME_COMPLETE, OUTCOME_FAILED};
 pub use pseudofed::{Pseudofed, RepList, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI};
 pub use report_bar::{ReportBar, RB_INTERVALS};

@@ -44,11 +44,7 @@ pub struct Outcome {
 impl Outcome {
     /// The reason cut to at most [`MAX_REASON`] bytes, at a character boundary.
     fn reason_bytes(&self) -> &[u8] {
-        let mut end = self.reason.len().min(MAX_REASON);
-        while !self.reason.is_char_boundary(end) {
-            end -= 1;
-        }
-        &self.reason.as_bytes()[..end]
+        super::utf8_prefix(&self.reason, MAX_REASON)
     }
 }
 
