@@ -345,6 +345,7 @@ impl Loopback {
         pgmcc()
             .args(["recv", "--group", self.group, "--iface", iface])
             .args(["--udp-ports", self.ports, "-q", "--idle-timeout", "5s"])
+            .args(["--join-timeout", "20s"])
             .args(extra)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -624,4 +625,39 @@ fn receivers_verify_the_announced_sha256_and_keep_the_mtime() {
     assert_eq!(b.status.code(), Some(1), "{err}");
     assert!(err.contains("is not the --expect-sha256"), "{err}");
     assert!(!bad.exists());
+}
+
+/// Issue 22: a late joiner used to receive everything and fail at the end (134 MB discarded
+/// after 29 s). It now fails at its first data, naming the cause.
+#[test]
+fn a_late_joiner_fails_at_once_not_at_the_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![9u8; 8_000_000]).unwrap();
+    let lo = Loopback {
+        group: "239.255.77.58:7500",
+        ports: "41581,41582",
+    };
+    // 8 MB at 8 Mbit/s: 8 s of sending (no congestion control: nobody is there to ACK at
+    // first); the receiver joins after 1 s.
+    let mut send = lo
+        .send(&data, &["--rate-max", "8Mbit", "--cc", "none"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let joined = std::time::Instant::now();
+    let out = dir.path().join("out");
+    let late = lo.recv(
+        "127.0.0.37",
+        &[std::ffi::OsStr::new("--out"), out.as_os_str()],
+    );
+    let r = late.wait_with_output().unwrap();
+    let took = joined.elapsed();
+    let _ = send.kill();
+    let _ = send.wait();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert_eq!(r.status.code(), Some(1), "{err}");
+    assert!(err.contains("joined late or lost the start"), "{err}");
+    assert!(took < Duration::from_secs(3), "failed after {took:?}");
+    assert!(!out.exists());
 }

@@ -114,6 +114,18 @@ pub enum Event {
         /// The session.
         tsi: Tsi,
     },
+    /// The first data of a session is not its first packet: the source marked another as the
+    /// start (OPT_SYN, `syn_sqn`), or none this receiver has seen (it joined late or lost the
+    /// start; OpenPGM sources mark none). Comes before that data, so an application that
+    /// needs the whole stream can give up now.
+    StartMissed {
+        /// The session.
+        tsi: Tsi,
+        /// The first sequence number delivered.
+        first_sqn: u32,
+        /// The start the source marked, if this receiver saw it.
+        syn_sqn: Option<u32>,
+    },
     /// What the session carries (the source's OPT_MANIFEST: name, size, mode, mtime, and
     /// at the end the stream's SHA-256). Not authenticated.
     Manifest {
@@ -183,7 +195,7 @@ pub struct ReceiverStatus {
 ///         Event::Data { data, .. } => println!("{} bytes", data.len()),
 ///         Event::Unrecoverable { first, last, .. } => eprintln!("lost {first}..={last}"),
 ///         Event::SessionEnded { .. } | Event::SessionReset { .. } => break,
-///         Event::SessionStarted { .. } | Event::SessionExpired { .. } | Event::Manifest { .. } => {}
+///         _ => {}
 ///     }
 /// }
 /// # Ok(()) }
@@ -248,6 +260,7 @@ impl Receiver {
             injected_drops: 0,
             envelope,
             reports: report_rx,
+            delivering: Vec::new(),
         };
         let task = tokio::spawn(driver.run(stop_rx));
         Ok(Receiver {
@@ -325,7 +338,13 @@ struct Driver {
     /// Keyed mode's sealing, or the plain path.
     envelope: Envelope,
     reports: mpsc::Receiver<(pgm_wire::Tsi, pgm_wire::Outcome)>,
+    /// Sessions that have delivered data (for `Event::StartMissed`), at most
+    /// [`MAX_DELIVERING`], oldest first.
+    delivering: Vec<Tsi>,
 }
+
+/// Sessions remembered as delivering (the core tracks at most 64 by default).
+const MAX_DELIVERING: usize = 256;
 
 /// Copies of each delivery report (`Receiver::report`).
 const REPORT_COPIES: u32 = 3;
@@ -344,6 +363,11 @@ impl Driver {
             // Hand events over; a slow application stalls reading, and the network's
             // losses that follow are repaired like any others.
             while let Some(ev) = self.core.poll_event() {
+                if let Some(missed) = self.start_missed(&ev) {
+                    if self.events.send(missed).await.is_err() {
+                        return self.publish(now);
+                    }
+                }
                 let ev = self.translate(ev);
                 if self.events.send(ev).await.is_err() {
                     return self.publish(now);
@@ -386,6 +410,33 @@ impl Driver {
                 }
                 _ = tokio::time::sleep_until(wake) => {}
             }
+        }
+    }
+
+    /// `Event::StartMissed` before the first data of a session whose first packet (OPT_SYN)
+    /// is not the first this receiver delivers: it joined late or lost the start, and can
+    /// say so now instead of at the end of the transfer.
+    fn start_missed(&mut self, ev: &ReceiverEvent) -> Option<Event> {
+        match ev {
+            ReceiverEvent::Data { tsi, sqn, .. } if !self.delivering.contains(tsi) => {
+                if self.delivering.len() >= MAX_DELIVERING {
+                    self.delivering.remove(0);
+                }
+                self.delivering.push(*tsi);
+                let syn_sqn = self.core.session_syn(tsi);
+                (syn_sqn != Some(*sqn)).then_some(Event::StartMissed {
+                    tsi: *tsi,
+                    first_sqn: *sqn,
+                    syn_sqn,
+                })
+            }
+            ReceiverEvent::SessionEnded { tsi }
+            | ReceiverEvent::SessionExpired { tsi }
+            | ReceiverEvent::SessionReset { tsi, .. } => {
+                self.delivering.retain(|t| t != tsi);
+                None
+            }
+            _ => None,
         }
     }
 

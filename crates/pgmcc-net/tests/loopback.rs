@@ -33,7 +33,7 @@ async fn receive_all(mut rx: Receiver) -> (Vec<u8>, bool) {
             Event::Unrecoverable { first, last, .. } => panic!("lost {first}..={last}"),
             Event::SessionExpired { .. } => panic!("session expired"),
             Event::SessionReset { .. } => panic!("session reset"),
-            Event::Manifest { .. } => {}
+            Event::Manifest { .. } | Event::StartMissed { .. } => {}
             Event::SessionEnded { syn_sqn, .. } => {
                 complete = syn_sqn.is_some() && syn_sqn == first;
                 break;
@@ -187,7 +187,8 @@ fn blocking_api_delivers_messages_whole_including_fragmented_ones() {
             Event::SessionStarted { .. }
             | Event::SessionExpired { .. }
             | Event::SessionReset { .. }
-            | Event::Manifest { .. } => {}
+            | Event::Manifest { .. }
+            | Event::StartMissed { .. } => {}
         }
     }
     assert_eq!(got, messages);

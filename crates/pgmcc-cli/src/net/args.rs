@@ -144,8 +144,11 @@ pub(super) fn parse_rate(s: &str) -> Result<u64, String> {
     }
 }
 
-/// A duration such as `3s` or `500ms`.
+/// A duration such as `3s` or `500ms`; a bare `0` is zero (flags use it for "never").
 pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
+    if s.trim() == "0" {
+        return Ok(Duration::ZERO);
+    }
     netsim::units::duration(s)
 }
 
@@ -210,5 +213,14 @@ mod tests {
             assert!(e.contains("give a unit"), "{bad}: {e}");
         }
         assert!(parse_rate("20 furlongs").is_err());
+    }
+
+    #[test]
+    fn durations_need_a_unit_except_zero() {
+        // --feedback-timeout's help says "0 never gives up": a bare 0 must parse.
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("0s"), Ok(Duration::ZERO));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert!(parse_duration("5").is_err());
     }
 }

@@ -348,6 +348,21 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     }
                     break;
                 }
+                Event::StartMissed {
+                    tsi,
+                    first_sqn,
+                    syn_sqn,
+                } if Some(tsi) == session && !allow_partial_start && !zmq_framing => {
+                    // Fail now, not after receiving the rest of a stream that cannot be whole.
+                    let marked = match syn_sqn {
+                        Some(s) => format!("the stream starts at packet {s}"),
+                        None => "this receiver never saw the stream's first packet".into(),
+                    };
+                    failure = Some(format!(
+                        "{marked} but the first data this receiver got is packet {first_sqn}: it joined late or lost the start; the output would be missing its beginning (pass --allow-partial-start to keep it anyway; an OpenPGM source, which marks no start, needs --peer openpgm)"
+                    ));
+                    break;
+                }
                 Event::Manifest { tsi, manifest: m } if Some(tsi) == session => {
                     if let Some(size) = m.size {
                         set_size(&pb, size);
