@@ -90,7 +90,8 @@ impl Codec for Manifest {
             mode: u32::from_be_bytes(mode),
             mtime: u64_at(field::MTIME),
             sha256,
-            name: String::from_utf8_lossy(name).into_owned(),
+            // Not UTF-8: refused rather than altered, so that parse and emit round-trip.
+            name: String::from_utf8(name.to_vec()).map_err(|_| Self::bad(body, "a UTF-8 name"))?,
         })
     }
 
@@ -162,6 +163,14 @@ mod tests {
         let n = o.emit(&mut buf).unwrap();
         let back = parse(&buf[..n]).unwrap().manifest.unwrap();
         assert_eq!(back.name, "ä".repeat(80));
+    }
+
+    #[test]
+    fn a_name_that_is_not_utf8_is_refused_not_altered() {
+        // Found by the parse_options fuzz target: a lossy decode grew the name.
+        let mut body = vec![0u8; 22];
+        body.extend_from_slice(&[0xff, 0x5b, 0xff]);
+        assert!(<Manifest as Codec>::parse(&body).is_err());
     }
 
     #[test]

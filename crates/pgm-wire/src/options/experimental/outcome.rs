@@ -65,7 +65,9 @@ impl Codec for Outcome {
             status: body[field::STATUS],
             bytes: u64::from_be_bytes(bytes),
             sha256,
-            reason: String::from_utf8_lossy(&body[field::FIXED..]).into_owned(),
+            // Not UTF-8: refused rather than altered, so that parse and emit round-trip.
+            reason: String::from_utf8(body[field::FIXED..].to_vec())
+                .map_err(|_| Self::bad(body, "a UTF-8 reason"))?,
         })
     }
 
