@@ -260,7 +260,7 @@ impl Receiver {
             injected_drops: 0,
             envelope,
             reports: report_rx,
-            delivering: Vec::new(),
+            origins: Vec::new(),
         };
         let task = tokio::spawn(driver.run(stop_rx));
         Ok(Receiver {
@@ -338,9 +338,9 @@ struct Driver {
     /// Keyed mode's sealing, or the plain path.
     envelope: Envelope,
     reports: mpsc::Receiver<(pgm_wire::Tsi, pgm_wire::Outcome)>,
-    /// Sessions that have delivered data (for `Event::StartMissed`), at most
-    /// [`MAX_DELIVERING`], oldest first.
-    delivering: Vec<Tsi>,
+    /// Sessions announced: where their window began, and whether they delivered data yet
+    /// (for `Event::StartMissed`); at most [`MAX_DELIVERING`], oldest first.
+    origins: Vec<(Tsi, u32, bool)>,
 }
 
 /// Sessions remembered as delivering (the core tracks at most 64 by default).
@@ -413,18 +413,30 @@ impl Driver {
         }
     }
 
-    /// `Event::StartMissed` before the first data of a session whose first packet (OPT_SYN)
-    /// is not the first this receiver delivers: it joined late or lost the start, and can
-    /// say so now instead of at the end of the transfer.
+    /// `Event::StartMissed` before the first data of a session whose window began after the
+    /// packet the source marked as its first (OPT_SYN), or that never saw one: it joined late
+    /// or lost the start, and can say so now instead of at the end of the transfer. (The first
+    /// data need not be the marked packet itself: in signed mode that is a digest list.)
     fn start_missed(&mut self, ev: &ReceiverEvent) -> Option<Event> {
         match ev {
-            ReceiverEvent::Data { tsi, sqn, .. } if !self.delivering.contains(tsi) => {
-                if self.delivering.len() >= MAX_DELIVERING {
-                    self.delivering.remove(0);
+            ReceiverEvent::SessionStarted { tsi, first_sqn } => {
+                if self.origins.len() >= MAX_DELIVERING {
+                    self.origins.remove(0);
                 }
-                self.delivering.push(*tsi);
+                self.origins.retain(|(t, _, _)| t != tsi);
+                self.origins.push((*tsi, *first_sqn, false));
+                None
+            }
+            ReceiverEvent::Data { tsi, sqn, .. } => {
+                let entry = self.origins.iter_mut().find(|(t, _, _)| t == tsi)?;
+                if entry.2 {
+                    return None;
+                }
+                entry.2 = true;
+                let origin = entry.1;
                 let syn_sqn = self.core.session_syn(tsi);
-                (syn_sqn != Some(*sqn)).then_some(Event::StartMissed {
+                let seen = syn_sqn.is_some_and(|s| !pgmcc::sqn::lt(s, origin));
+                (!seen).then_some(Event::StartMissed {
                     tsi: *tsi,
                     first_sqn: *sqn,
                     syn_sqn,
@@ -433,7 +445,7 @@ impl Driver {
             ReceiverEvent::SessionEnded { tsi }
             | ReceiverEvent::SessionExpired { tsi }
             | ReceiverEvent::SessionReset { tsi, .. } => {
-                self.delivering.retain(|t| t != tsi);
+                self.origins.retain(|(t, _, _)| t != tsi);
                 None
             }
             _ => None,
