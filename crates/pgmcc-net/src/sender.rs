@@ -209,6 +209,8 @@ pub struct SenderStatus {
     pub sealed_without_key: u64,
     /// Receivers' delivery reports so far, by address.
     pub reports: Vec<DeliveryReport>,
+    /// Packets from the first up to the highest the acker's ACKs reported received.
+    pub acker_reached: Option<u64>,
 }
 
 /// A PGM source on real sockets. Create it inside a tokio runtime; a background task runs the
@@ -742,6 +744,7 @@ impl Driver {
             keyed: self.envelope.stats(),
             sealed_without_key: self.envelope.sealed_without_key(),
             reports: self.reports(),
+            acker_reached: self.core.acker_reached(),
         };
         self.status.send_replace(status.clone());
         status

@@ -136,6 +136,13 @@ async fn pgmcc_session_elects_an_acker_and_delivers() {
     );
     assert_eq!((cc.loss_events, cc.stalls), (0, 0), "{cc:?}");
     assert!(cc.acks_ignored < odata / 10, "{cc:?}");
+    // How far the acker got, as `pgmcc send` shows it: to the end, or nearly (an acker
+    // elected after the last packets never ACKs them).
+    let reached = status.acker_reached.unwrap();
+    assert!(
+        reached <= odata && reached * 10 >= odata * 9,
+        "{reached} of {odata}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

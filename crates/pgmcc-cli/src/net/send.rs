@@ -520,6 +520,10 @@ fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
     let mut m = String::new();
     if let Some(a) = st.acker {
         m.push_str(&format!("acker {a}"));
+        if let Some(n) = st.acker_reached {
+            // What the acker confirmed, against what left.
+            m.push_str(&format!(" at {n}/{} packets", st.stats.odata_packets));
+        }
         if let Some(l) = st.report_bar {
             m.push_str(&format!(" loss {:.2}%", l * 100.0));
         }

@@ -467,6 +467,8 @@ pub struct Sender {
     block: Option<Block>,
     /// Signed mode: the sequence number of the last list queued.
     last_list: Option<u32>,
+    /// Packets counted from the first that the acker's ACKs showed received, at most.
+    acker_reached: Option<u64>,
     /// Receivers' delivery reports, the last per address (bounded by [`MAX_REPORTS`]).
     reports: std::collections::BTreeMap<IpAddr, pgm_wire::Outcome>,
     /// Congestion-control events for the application, bounded.
@@ -527,6 +529,7 @@ impl Sender {
             block: None,
             last_list: None,
             reports: std::collections::BTreeMap::new(),
+            acker_reached: None,
             events: Events::new(),
             stats: SenderStats::default(),
             config,
@@ -821,6 +824,12 @@ impl Sender {
                 let rtt = report_rtt(now, &repr.options);
                 self.note_receiver(now, from, rtt);
                 if let Some(cc) = self.cc.as_mut() {
+                    if cc.metrics().acker == Some(from) {
+                        let n =
+                            u64::from(crate::sqn::distance(self.config.initial_sqn, ack.rx_max))
+                                + 1;
+                        self.acker_reached = Some(self.acker_reached.map_or(n, |r| r.max(n)));
+                    }
                     let ack = Ack {
                         from,
                         ack,
@@ -855,6 +864,13 @@ impl Sender {
             return;
         }
         self.reports.insert(from, outcome);
+    }
+
+    /// How far the acker has got: the number of packets from the session's first up to the
+    /// highest one an ACK of the current acker reported (it may still miss some before it).
+    /// `None` before any such ACK, or without a controller that elects an acker.
+    pub fn acker_reached(&self) -> Option<u64> {
+        self.acker_reached
     }
 
     /// The receivers' delivery reports (OPT_OUTCOME), the latest per address, by address.
