@@ -197,72 +197,21 @@ fn a_keyed_transfer_is_untouched_by_forged_packets() {
         .unwrap()
         .status
         .success());
-    let input = dir.path().join("in.bin");
-    let output = dir.path().join("out.bin");
-    let stats = dir.path().join("stats.json");
-    let data: Vec<u8> = (0..3_000_000u32)
-        .map(|i| (i * 13 + i / 331) as u8)
-        .collect();
-    std::fs::write(&input, &data).unwrap();
-    let (ucast, mcast) = (41620u16, 41621u16);
-    let ports = format!("{ucast},{mcast}");
-    let group = format!("{GROUP}:7500");
-    let stop = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU32::new(0));
-    let evil = {
-        let (stop, sent) = (stop.clone(), sent.clone());
-        std::thread::spawn(move || keyed_attacker(mcast, stop, sent))
-    };
-    let recv = pgmcc()
-        .args(["recv", "--group", &group, "--iface", "127.0.0.6"])
-        .args([
-            "--udp-ports",
-            &ports,
-            "--idle-timeout",
-            "10s",
-            "-q",
-            "--key",
-        ])
-        .arg(&key)
-        .arg("--stats")
-        .arg(&stats)
-        .arg("--out")
-        .arg(&output)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let send = pgmcc()
-        .args(["send", "--group", &group, "--iface", "127.0.0.1"])
-        .args(["--udp-ports", &ports, "--ttl", "0", "--rate-max", "24Mbit"])
-        .args(["--linger", "500ms", "-q", "--key"])
-        .arg(&key)
-        .arg(&input)
-        .output()
-        .unwrap();
-    let recv = recv.wait_with_output().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    evil.join().unwrap();
-    let err = String::from_utf8_lossy(&recv.stderr);
-    assert!(
-        send.status.success(),
-        "{}",
-        String::from_utf8_lossy(&send.stderr)
+    let with_key = [std::ffi::OsStr::new("--key"), key.as_os_str()];
+    let r = attacked_transfer(
+        dir.path(),
+        (41620, 41621),
+        "127.0.0.6",
+        &with_key,
+        &with_key,
+        keyed_attacker,
     );
-    assert!(
-        sent.load(Ordering::Relaxed) > 20,
-        "the attacker did not run"
-    );
-    assert_eq!(recv.status.code(), Some(0), "{err}");
-    assert!(
-        std::fs::read(&output).unwrap() == data,
-        "the output is not the input"
-    );
-    let st: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
-    let refused = st["status"]["keyed"]["not_sealed"].as_u64().unwrap();
+    assert!(r.send_ok, "{}", r.send_stderr);
+    assert_eq!(r.recv_code, Some(0), "{}", r.stderr);
+    assert!(r.intact, "the output is not the input");
+    let refused = r.stats["status"]["keyed"]["not_sealed"].as_u64().unwrap();
     assert!(refused > 20, "forgeries refused at the envelope: {refused}");
-    assert_eq!(st["status"]["stats"]["malformed"].as_u64(), Some(0));
+    assert_eq!(r.stats["status"]["stats"]["malformed"].as_u64(), Some(0));
 }
 
 /// Learns the TSI from sealed packets' clear headers and forges plain PGM for it.
@@ -321,20 +270,88 @@ fn keyed_attacker(mcast_port: u16, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) 
     }
 }
 
-/// What a receive under the spoofing attacker ended with.
-struct Spoofed {
+/// What a transfer under attack ended with.
+struct Attacked {
+    send_ok: bool,
+    send_stderr: String,
     recv_code: Option<i32>,
     intact: bool,
     stderr: String,
     stats: serde_json::Value,
 }
 
-/// A 3 MB transfer on loopback while an attacker spoofing the source's own address (it sends
-/// from 127.0.0.1, the source's interface, so source binding cannot tell it apart) forges
+/// A 3 MB transfer on loopback (multicast TTL 0, files in `dir`) from 127.0.0.1 to a
+/// receiver on `iface`, each given its extra flags, while `attack` runs (it gets the
+/// multicast port, a stop flag and a counter of its forgeries; it must forge more than 20).
+fn attacked_transfer(
+    dir: &std::path::Path,
+    ports: (u16, u16),
+    iface: &str,
+    send_extra: &[&std::ffi::OsStr],
+    recv_extra: &[&std::ffi::OsStr],
+    attack: impl FnOnce(u16, Arc<AtomicBool>, Arc<AtomicU32>) + Send + 'static,
+) -> Attacked {
+    let input = dir.join("in.bin");
+    let output = dir.join("out.bin");
+    let stats = dir.join("stats.json");
+    let data: Vec<u8> = (0..3_000_000u32)
+        .map(|i| (i * 11 + i / 211) as u8)
+        .collect();
+    std::fs::write(&input, &data).unwrap();
+    let (ucast, mcast) = ports;
+    let ports = format!("{ucast},{mcast}");
+    let group = format!("{GROUP}:7500");
+    let stop = Arc::new(AtomicBool::new(false));
+    let sent = Arc::new(AtomicU32::new(0));
+    let evil = {
+        let (stop, sent) = (stop.clone(), sent.clone());
+        std::thread::spawn(move || attack(mcast, stop, sent))
+    };
+    let recv = pgmcc()
+        .args(["recv", "--group", &group, "--iface", iface])
+        .args(["--udp-ports", &ports, "--idle-timeout", "10s", "-q"])
+        .arg("--stats")
+        .arg(&stats)
+        .arg("--out")
+        .arg(&output)
+        .args(recv_extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let send = pgmcc()
+        .args(["send", "--group", &group, "--iface", "127.0.0.1"])
+        .args(["--udp-ports", &ports, "--ttl", "0", "--rate-max", "24Mbit"])
+        .args(["--linger", "500ms", "-q"])
+        .args(send_extra)
+        .arg(&input)
+        .output()
+        .unwrap();
+    let recv = recv.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    evil.join().unwrap();
+    assert!(
+        sent.load(Ordering::Relaxed) > 20,
+        "the attacker forged only {} packets",
+        sent.load(Ordering::Relaxed)
+    );
+    Attacked {
+        send_ok: send.status.success(),
+        send_stderr: String::from_utf8_lossy(&send.stderr).into_owned(),
+        recv_code: recv.status.code(),
+        intact: std::fs::read(&output).is_ok_and(|o| o == data),
+        stderr: String::from_utf8_lossy(&recv.stderr).into_owned(),
+        stats: serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap(),
+    }
+}
+
+/// [`attacked_transfer`] with an attacker spoofing the source's own address (it sends from
+/// 127.0.0.1, the source's interface, so source binding cannot tell it apart) that forges
 /// data beyond the lead and an end of session; signed with a fresh key pair when `signed`.
-fn spoofed_transfer(signed: bool, ports: (u16, u16), iface: &str) -> Spoofed {
+fn spoofed_transfer(signed: bool, ports: (u16, u16), iface: &str) -> Attacked {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("source.key");
+    let public = dir.path().join("source.key.pub");
     if signed {
         let made = pgmcc()
             .args(["keygen", "--sign"])
@@ -347,64 +364,24 @@ fn spoofed_transfer(signed: bool, ports: (u16, u16), iface: &str) -> Spoofed {
             String::from_utf8_lossy(&made.stderr)
         );
     }
-    let input = dir.path().join("in.bin");
-    let output = dir.path().join("out.bin");
-    let stats = dir.path().join("stats.json");
-    let data: Vec<u8> = (0..3_000_000u32)
-        .map(|i| (i * 11 + i / 211) as u8)
-        .collect();
-    std::fs::write(&input, &data).unwrap();
-    let (ucast, mcast) = ports;
-    let ports = format!("{ucast},{mcast}");
-    let group = format!("{GROUP}:7500");
-    let stop = Arc::new(AtomicBool::new(false));
-    let sent = Arc::new(AtomicU32::new(0));
-    let evil = {
-        let (stop, sent) = (stop.clone(), sent.clone());
-        std::thread::spawn(move || attacker(mcast, Ipv4Addr::LOCALHOST, stop, sent))
-    };
-    let mut recv = pgmcc();
-    recv.args(["recv", "--group", &group, "--iface", iface])
-        .args(["--udp-ports", &ports, "--idle-timeout", "10s", "-q"])
-        .arg("--stats")
-        .arg(&stats)
-        .arg("--out")
-        .arg(&output)
-        .stderr(Stdio::piped());
+    let os = std::ffi::OsStr::new;
+    // A receiver fooled into ending early leaves the source without feedback.
+    let mut send_extra = vec![os("--feedback-timeout"), os("5s")];
+    let mut recv_extra = Vec::new();
     if signed {
-        recv.arg("--trust").arg(dir.path().join("source.key.pub"));
+        send_extra.extend([os("--sign"), key.as_os_str()]);
+        recv_extra.extend([os("--trust"), public.as_os_str()]);
     }
-    let recv = recv.spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    let mut send = pgmcc();
-    send.args(["send", "--group", &group, "--iface", "127.0.0.1"])
-        .args(["--udp-ports", &ports, "--ttl", "0", "--rate-max", "24Mbit"])
-        // A receiver fooled into ending early leaves the source without feedback.
-        .args(["--linger", "500ms", "--feedback-timeout", "5s", "-q"])
-        .arg(&input);
-    if signed {
-        send.arg("--sign").arg(&key);
-    }
-    let send = send.output().unwrap();
-    let recv = recv.wait_with_output().unwrap();
-    stop.store(true, Ordering::Relaxed);
-    evil.join().unwrap();
-    assert!(
-        send.status.success() || !signed,
-        "{}",
-        String::from_utf8_lossy(&send.stderr)
+    let r = attacked_transfer(
+        dir.path(),
+        ports,
+        iface,
+        &send_extra,
+        &recv_extra,
+        |port, stop, sent| attacker(port, Ipv4Addr::LOCALHOST, stop, sent),
     );
-    assert!(
-        sent.load(Ordering::Relaxed) > 20,
-        "the attacker forged only {} packets",
-        sent.load(Ordering::Relaxed)
-    );
-    Spoofed {
-        recv_code: recv.status.code(),
-        intact: std::fs::read(&output).is_ok_and(|o| o == data),
-        stderr: String::from_utf8_lossy(&recv.stderr).into_owned(),
-        stats: serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap(),
-    }
+    assert!(r.send_ok || !signed, "{}", r.send_stderr);
+    r
 }
 
 /// Signed mode against the strongest attacker on the segment: the receiver trusting the
