@@ -36,6 +36,9 @@ pub enum Payload {
     Pgm(Arc<[u8]>),
     /// A TCP segment.
     Tcp(TcpSegment),
+    /// An IPv4 datagram from a real host (header included), carried through the model by the
+    /// emulator (`netemu`): its links queue, serialise, delay and lose it like any packet.
+    Frame(Arc<[u8]>),
 }
 
 /// A packet in flight.

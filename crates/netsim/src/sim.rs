@@ -354,6 +354,11 @@ impl Sim {
         }
     }
 
+    /// Node `n` leaves `group` at `at`.
+    pub fn leave(&mut self, n: NodeId, group: IpAddr, at: Instant) {
+        self.schedule(at, EventKind::Leave(n, group));
+    }
+
     fn schedule(&mut self, t: Instant, kind: EventKind) {
         self.seq += 1;
         let class = u8::from(!matches!(kind, EventKind::Join(..) | EventKind::Leave(..)));
@@ -667,6 +672,44 @@ impl Sim {
             let g = self.ne_gen[n];
             self.schedule(t.max(self.now), EventKind::NeTimer(n, g));
         }
+    }
+
+    /// Sends `p` from node `n` at the current time, as an agent there would: the emulator's
+    /// way in for packets from real hosts (with the node's jitter, if it has any).
+    pub fn inject(&mut self, n: NodeId, p: Packet) {
+        self.emit(n, p);
+    }
+
+    /// The node with address `addr`, if any.
+    pub fn node_of(&self, addr: IpAddr) -> Option<NodeId> {
+        self.addr_to_node.get(&addr).copied()
+    }
+
+    /// Whether node `n` is a member of `group` now.
+    pub fn is_member(&self, n: NodeId, group: IpAddr) -> bool {
+        self.nodes[n].groups.contains(&group)
+    }
+
+    /// When the next event is due, if any: the emulator sleeps until then.
+    pub fn next_event_at(&self) -> Option<Instant> {
+        self.events.peek().map(Event::at)
+    }
+
+    /// Processes every event due at or before `end` and sets the clock to `end` (never
+    /// backwards): the emulator's step, called with the wall clock's time.
+    pub fn advance(&mut self, end: Instant) {
+        while let Some(ev) = self.events.peek() {
+            if ev.at() > end {
+                break;
+            }
+            let Some(ev) = self.events.pop() else {
+                break;
+            };
+            self.now = ev.at();
+            self.events_processed += 1;
+            self.handle(ev.kind);
+        }
+        self.now = self.now.max(end);
     }
 
     /// Runs until virtual time `end` (events at `end` included), calling `tick` at every

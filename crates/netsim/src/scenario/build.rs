@@ -208,75 +208,18 @@ pub fn parse(
             "must be positive",
         );
     }
-    let mut sim = Sim::new(seed);
-    let mut nodes: BTreeMap<String, NodeId> = BTreeMap::new();
-    let mut node_names = Vec::new();
-    for n in &f.nodes {
-        let name = n.name.get_ref().clone();
-        if nodes.contains_key(&name) {
-            return cx.err(
-                n.name.span(),
-                "node.name",
-                format!("node `{name}` defined twice"),
-            );
-        }
-        let id = sim.add_node(&name);
-        nodes.insert(name.clone(), id);
-        node_names.push(name);
-    }
+    let Network {
+        mut sim,
+        nodes,
+        node_names,
+        link_names,
+    } = build_network(&f, &cx, seed)?;
     let node = |s: &Spanned<String>, key: &str| -> Result<NodeId, ScenarioError> {
         match nodes.get(s.get_ref()) {
             Some(&n) => Ok(n),
             None => cx.err(s.span(), key, format!("no node named `{}`", s.get_ref())),
         }
     };
-    let mut link_names = Vec::new();
-    for l in &f.links {
-        let from = node(&l.from, "link.from")?;
-        let to = node(&l.to, "link.to")?;
-        let rate =
-            units::rate(l.rate.get_ref()).or_else(|m| cx.err(l.rate.span(), "link.rate", m))?;
-        let delay = cx.dur(&l.delay, "link.delay")?;
-        let queue =
-            units::queue(l.queue.get_ref()).or_else(|m| cx.err(l.queue.span(), "link.queue", m))?;
-        let loss = validate::loss_model(l, &cx)?;
-        let cfg = LinkConfig {
-            rate_bps: rate,
-            delay,
-            queue,
-            loss,
-        };
-        sim.add_link(from, to, cfg);
-        link_names.push((l.from.get_ref().clone(), l.to.get_ref().clone()));
-        if l.duplex.unwrap_or(true) {
-            // The reverse direction carries feedback: same rate and delay, ample queue, no loss.
-            let rev = LinkConfig {
-                queue: QueueLimit::Packets(1000),
-                loss: LossModel::None,
-                ..cfg
-            };
-            sim.add_link(to, from, rev);
-            link_names.push((l.to.get_ref().clone(), l.from.get_ref().clone()));
-        }
-    }
-    for n in &f.nodes {
-        if !n.ne {
-            if let Some(s) = &n.suppression {
-                return cx.err(
-                    s.span(),
-                    "node.suppression",
-                    "only meaningful with ne = true",
-                );
-            }
-            continue;
-        }
-        let mut cfg = NeConfig::new(Vec::new());
-        if let Some(policy) = validate::ne_suppression(n, &cx)? {
-            cfg.suppression = policy;
-        }
-        let id = nodes[n.name.get_ref()];
-        sim.enable_ne(id, cfg);
-    }
     let jitter = host_jitter(&f, &cx)?;
     for id in 0..node_names.len() {
         sim.set_host_jitter(id, jitter);
@@ -317,6 +260,132 @@ pub fn parse(
         flows,
         node_names,
         link_names,
+    })
+}
+
+/// A scenario's network as built: nodes, links and network elements, no agents.
+struct Network {
+    sim: Sim,
+    nodes: BTreeMap<String, NodeId>,
+    node_names: Vec<String>,
+    link_names: Vec<(String, String)>,
+}
+
+/// Builds the `[[node]]` and `[[link]]` tables into a simulator with no agent.
+fn build_network(f: &File, cx: &Ctx<'_>, seed: u64) -> Result<Network, ScenarioError> {
+    let mut sim = Sim::new(seed);
+    let mut nodes: BTreeMap<String, NodeId> = BTreeMap::new();
+    let mut node_names = Vec::new();
+    for n in &f.nodes {
+        let name = n.name.get_ref().clone();
+        if nodes.contains_key(&name) {
+            return cx.err(
+                n.name.span(),
+                "node.name",
+                format!("node `{name}` defined twice"),
+            );
+        }
+        let id = sim.add_node(&name);
+        nodes.insert(name.clone(), id);
+        node_names.push(name);
+    }
+    let node = |s: &Spanned<String>, key: &str| -> Result<NodeId, ScenarioError> {
+        match nodes.get(s.get_ref()) {
+            Some(&n) => Ok(n),
+            None => cx.err(s.span(), key, format!("no node named `{}`", s.get_ref())),
+        }
+    };
+    let mut link_names = Vec::new();
+    for l in &f.links {
+        let from = node(&l.from, "link.from")?;
+        let to = node(&l.to, "link.to")?;
+        let rate =
+            units::rate(l.rate.get_ref()).or_else(|m| cx.err(l.rate.span(), "link.rate", m))?;
+        let delay = cx.dur(&l.delay, "link.delay")?;
+        let queue =
+            units::queue(l.queue.get_ref()).or_else(|m| cx.err(l.queue.span(), "link.queue", m))?;
+        let loss = validate::loss_model(l, cx)?;
+        let cfg = LinkConfig {
+            rate_bps: rate,
+            delay,
+            queue,
+            loss,
+        };
+        sim.add_link(from, to, cfg);
+        link_names.push((l.from.get_ref().clone(), l.to.get_ref().clone()));
+        if l.duplex.unwrap_or(true) {
+            // The reverse direction carries feedback: same rate and delay, ample queue, no loss.
+            let rev = LinkConfig {
+                queue: QueueLimit::Packets(1000),
+                loss: LossModel::None,
+                ..cfg
+            };
+            sim.add_link(to, from, rev);
+            link_names.push((l.to.get_ref().clone(), l.from.get_ref().clone()));
+        }
+    }
+    for n in &f.nodes {
+        if !n.ne {
+            if let Some(s) = &n.suppression {
+                return cx.err(
+                    s.span(),
+                    "node.suppression",
+                    "only meaningful with ne = true",
+                );
+            }
+            continue;
+        }
+        let mut cfg = NeConfig::new(Vec::new());
+        if let Some(policy) = validate::ne_suppression(n, cx)? {
+            cfg.suppression = policy;
+        }
+        let id = nodes[n.name.get_ref()];
+        sim.enable_ne(id, cfg);
+    }
+    Ok(Network {
+        sim,
+        nodes,
+        node_names,
+        link_names,
+    })
+}
+
+/// A scenario's network alone: what `pgmcc emu` runs on the wall clock, with real hosts in
+/// place of the flows' agents.
+#[derive(Debug)]
+pub struct NetworkOnly {
+    /// Name (file stem if the file gives none).
+    pub name: String,
+    /// Seed used (random loss draws).
+    pub seed: u64,
+    /// The scenario's duration.
+    pub duration: Duration,
+    /// Nodes and links, no agent, no host jitter (real hosts bring their own).
+    pub sim: Sim,
+    /// Node names by id.
+    pub node_names: Vec<String>,
+    /// Links as (from name, to name), by id.
+    pub link_names: Vec<(String, String)>,
+}
+
+/// Reads a scenario file and builds its network only. The whole file is checked first, as
+/// [`load`] does, so a bad flow is reported here too.
+pub fn load_network(path: &Path, seed: Option<u64>) -> Result<NetworkOnly, ScenarioError> {
+    let full = load(path, seed)?;
+    let (file, src) = ScenarioError::read(path)?;
+    let cx = Ctx {
+        file: &file,
+        src: &src,
+    };
+    let f: File = cx.parse()?;
+    let net = build_network(&f, &cx, full.seed)?;
+    Ok(NetworkOnly {
+        name: full.name,
+        seed: full.seed,
+        duration: full.duration,
+        sim: net.sim,
+        node_names: net.node_names,
+        link_names: net.link_names,
     })
 }
 

@@ -22,7 +22,10 @@ mod knobs;
 mod schema;
 mod validate;
 
-pub use build::{load, load_with_pgmcc, parse, set_pgm_cc, FlowInfo, FlowKind, Scenario};
+pub use build::{
+    load, load_network, load_with_pgmcc, parse, set_pgm_cc, FlowInfo, FlowKind, NetworkOnly,
+    Scenario,
+};
 pub use validate::ScenarioError;
 
 /// Re-exported from [`crate::reproduce`], where the measurement lives, so that

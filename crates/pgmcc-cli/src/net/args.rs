@@ -145,7 +145,7 @@ pub(super) fn parse_rate(s: &str) -> Result<u64, String> {
 }
 
 /// A duration such as `3s` or `500ms`; a bare `0` is zero (flags use it for "never").
-pub(super) fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     if s.trim() == "0" {
         return Ok(Duration::ZERO);
     }

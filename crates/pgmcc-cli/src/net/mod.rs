@@ -5,7 +5,7 @@
 //! renamed into place only when complete, or standard output), and [`report`] what both
 //! show the user (progress, final statistics, the sha256).
 
-mod args;
+pub(crate) mod args;
 mod keygen;
 mod output;
 mod recv;
@@ -29,13 +29,13 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 
 /// SIGINT and SIGTERM, so `pgmcc recv` can remove its temporary file and say what it got,
 /// and `pgmcc send` can tell receivers it is aborting.
-pub(super) struct Signals {
+pub(crate) struct Signals {
     int: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
 }
 
 impl Signals {
-    pub(super) fn new() -> anyhow::Result<Signals> {
+    pub(crate) fn new() -> anyhow::Result<Signals> {
         use anyhow::Context;
         use tokio::signal::unix::{signal, SignalKind};
         Ok(Signals {
@@ -44,7 +44,7 @@ impl Signals {
         })
     }
 
-    pub(super) async fn recv(&mut self) {
+    pub(crate) async fn recv(&mut self) {
         tokio::select! {
             _ = self.int.recv() => {}
             _ = self.term.recv() => {}

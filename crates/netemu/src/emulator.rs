@@ -1,0 +1,540 @@
+//! The emulator proper: a scenario's network ([`netsim::Sim`], no agents of its own) run on
+//! the wall clock, with a TAP device per node whose other end is that node's `eth0` in its
+//! namespace. A frame a host sends is read by the node's reader thread, handed to the model
+//! at the time it was read, and follows the scenario's links (queue, rate, delay, loss,
+//! unicast by shortest path, multicast along the source tree to the nodes that joined by
+//! IGMP); what arrives at a node is written to its TAP by a [`Port`] agent.
+
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread;
+
+use netsim::agents::report::AgentReport;
+use netsim::scenario::NetworkOnly;
+use netsim::{Agent, Ctx, Dest, NodeId, Packet, Payload, Sim};
+use pgmcc::{Duration, Instant};
+use serde::Serialize;
+use tun_rs::{DeviceBuilder, Layer, SyncDevice};
+
+use crate::frame::{self, Incoming, Membership};
+use crate::ns::{self, Namespaces};
+use crate::EmuError;
+
+/// Frames read from the hosts and not yet taken by the model: a bounded queue, as a NIC's
+/// ring is; a frame that finds it full is dropped and counted (`input_overflow`).
+const INPUT_QUEUE: usize = 8192;
+/// The longest the loop sleeps without an event due (to notice a stop request).
+const MAX_IDLE: Duration = Duration::from_millis(20);
+/// How long before an event the loop stops sleeping and polls instead.
+const SPIN: Duration = Duration::from_micros(150);
+/// The hosts' MTU: a full Ethernet frame's datagram, as the simulator's 1500-byte packets.
+const MTU: u16 = 1500;
+
+/// A node's TAP device (the emulator's end of the node's `eth0`).
+struct Tap(SyncDevice);
+
+impl Tap {
+    fn send(&self, frame: &[u8]) -> std::io::Result<usize> {
+        self.0.send(frame)
+    }
+
+    fn recv(&self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.recv(buf)
+    }
+}
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Tap")
+    }
+}
+
+/// A frame a host sent, as its reader thread read it.
+#[derive(Debug)]
+struct Input {
+    host: usize,
+    frame: Vec<u8>,
+    read_at: std::time::Instant,
+}
+
+/// A node's network interface, on the model's side: writes what the network delivers to the
+/// node into its TAP.
+#[derive(Debug)]
+struct Port {
+    addr: Ipv4Addr,
+    tap: Arc<Tap>,
+    frames: u64,
+    bytes: u64,
+    write_errors: u64,
+}
+
+impl Agent for Port {
+    fn flow(&self) -> u32 {
+        u32::MAX
+    }
+
+    fn wants(&self, p: &Packet) -> bool {
+        matches!(p.payload, Payload::Frame(_))
+    }
+
+    fn start(&mut self, _now: Instant, _ctx: &mut Ctx<'_>) {}
+
+    fn on_packet(&mut self, _now: Instant, p: &Packet, _ctx: &mut Ctx<'_>) {
+        let (Payload::Frame(d), IpAddr::V4(src)) = (&p.payload, p.src) else {
+            return;
+        };
+        let dst = match p.dst {
+            Dest::Unicast(IpAddr::V4(a)) | Dest::Group(IpAddr::V4(a)) => a,
+            _ => return,
+        };
+        let f = frame::to_host(self.addr, src, dst, d);
+        match self.tap.send(&f) {
+            Ok(_) => {
+                self.frames += 1;
+                self.bytes += d.len() as u64;
+            }
+            Err(e) => {
+                self.write_errors += 1;
+                tracing::debug!("write to {}'s TAP: {e}", self.addr);
+            }
+        }
+    }
+
+    fn on_timer(&mut self, _now: Instant, _ctx: &mut Ctx<'_>) {}
+
+    fn next_timer(&self) -> Option<Instant> {
+        None
+    }
+
+    fn goodput_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    fn report(&self) -> AgentReport {
+        AgentReport::Other
+    }
+}
+
+/// One emulated host: a node of the scenario with a namespace and a TAP.
+#[derive(Debug)]
+struct Host {
+    name: String,
+    node: NodeId,
+    addr: Ipv4Addr,
+    namespace: String,
+    tap: Arc<Tap>,
+    port: netsim::AgentId,
+    frames_in: u64,
+    bytes_in: u64,
+    arp_replies: u64,
+}
+
+/// What an emulation measured, for `--stats` and the summary printed at the end.
+#[derive(Debug, Clone, Serialize)]
+pub struct EmuReport {
+    /// Wall-clock seconds the network ran.
+    pub seconds: f64,
+    /// Per link, in the scenario's order (a duplex link is two entries).
+    pub links: Vec<LinkReport>,
+    /// Per host.
+    pub hosts: Vec<HostReport>,
+    /// Frames the emulator does not carry, by reason.
+    pub ignored: BTreeMap<String, u64>,
+    /// Frames dropped because the model fell behind the hosts (input queue full).
+    pub input_overflow: u64,
+}
+
+/// One link's counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct LinkReport {
+    /// Tail node.
+    pub from: String,
+    /// Head node.
+    pub to: String,
+    /// Packets serialised.
+    pub packets: u64,
+    /// Bytes serialised (IP datagrams).
+    pub bytes: u64,
+    /// Packets dropped at the full queue.
+    pub queue_drops: u64,
+    /// Packets lost to the link's random loss.
+    pub random_losses: u64,
+}
+
+/// One host's counters.
+#[derive(Debug, Clone, Serialize)]
+pub struct HostReport {
+    /// Node name.
+    pub name: String,
+    /// Its address (in its namespace, on `eth0`).
+    pub addr: Ipv4Addr,
+    /// Its namespace.
+    pub namespace: String,
+    /// Datagrams it sent into the network.
+    pub datagrams_sent: u64,
+    /// Bytes of them.
+    pub bytes_sent: u64,
+    /// Datagrams the network delivered to it.
+    pub datagrams_received: u64,
+    /// Bytes of them.
+    pub bytes_received: u64,
+    /// ARP requests answered.
+    pub arp_replies: u64,
+    /// Frames that could not be written to its TAP.
+    pub write_errors: u64,
+}
+
+/// A scenario's network running between real hosts.
+#[derive(Debug)]
+pub struct Emulator {
+    sim: Sim,
+    hosts: Vec<Host>,
+    link_names: Vec<(String, String)>,
+    rx: Receiver<Input>,
+    overflow: Arc<AtomicU64>,
+    ignored: BTreeMap<&'static str, u64>,
+    origin: std::time::Instant,
+    namespaces: Namespaces,
+}
+
+impl Emulator {
+    /// Creates the namespaces (`PREFIX` for the emulator, `PREFIX-NODE` per node), a TAP per
+    /// node, and configures each node's `eth0` with its scenario address. Moves the calling
+    /// thread into `PREFIX` first, so no device ever appears in the caller's namespace: call
+    /// it from a thread that does nothing else on the network. Needs root.
+    pub fn new(net: NetworkOnly, prefix: &str) -> Result<Emulator, EmuError> {
+        let NetworkOnly {
+            mut sim,
+            node_names,
+            link_names,
+            ..
+        } = net;
+        let namespaces = Namespaces::create(prefix, &node_names)?;
+        ns::enter(namespaces.emulator())?;
+        let (tx, rx) = mpsc::sync_channel(INPUT_QUEUE);
+        let overflow = Arc::new(AtomicU64::new(0));
+        let mut hosts = Vec::new();
+        for (node, name) in node_names.iter().enumerate() {
+            let IpAddr::V4(addr) = sim.addr(node) else {
+                return Err(EmuError::Setup(format!("node {name} has no IPv4 address")));
+            };
+            let namespace = namespaces.host(name);
+            let tap = Arc::new(make_tap(node, addr, &namespace)?);
+            let port = sim.add_agent(
+                node,
+                Box::new(Port {
+                    addr,
+                    tap: Arc::clone(&tap),
+                    frames: 0,
+                    bytes: 0,
+                    write_errors: 0,
+                }),
+                Instant::ZERO,
+                None,
+            );
+            spawn_reader(
+                hosts.len(),
+                Arc::clone(&tap),
+                tx.clone(),
+                Arc::clone(&overflow),
+            )?;
+            hosts.push(Host {
+                name: name.clone(),
+                node,
+                addr,
+                namespace,
+                tap,
+                port,
+                frames_in: 0,
+                bytes_in: 0,
+                arp_replies: 0,
+            });
+        }
+        Ok(Emulator {
+            sim,
+            hosts,
+            link_names,
+            rx,
+            overflow,
+            ignored: BTreeMap::new(),
+            origin: std::time::Instant::now(),
+            namespaces,
+        })
+    }
+
+    /// The hosts as (node name, namespace, address), in node order.
+    pub fn hosts(&self) -> impl Iterator<Item = (&str, &str, Ipv4Addr)> {
+        self.hosts
+            .iter()
+            .map(|h| (h.name.as_str(), h.namespace.as_str(), h.addr))
+    }
+
+    /// Model time now: the wall clock since the emulator started.
+    fn now(&self) -> Instant {
+        self.at(std::time::Instant::now())
+    }
+
+    fn at(&self, t: std::time::Instant) -> Instant {
+        let ns = t.saturating_duration_since(self.origin).as_nanos();
+        Instant::from_nanos(u64::try_from(ns).unwrap_or(u64::MAX))
+    }
+
+    /// Runs the network until `stop` is set or `limit` has passed (if given).
+    pub fn run(&mut self, limit: Option<std::time::Duration>, stop: &AtomicBool) {
+        // Linux lets a sleeping thread wake up to 50 us late by default (timer slack), and
+        // every packet waits once per link: ask for 1 us.
+        if let Err(e) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1000)) {
+            tracing::debug!("timer slack unchanged: {e}");
+        }
+        let end = limit.map(|l| Instant::ZERO + l);
+        loop {
+            let now = self.now();
+            self.sim.advance(now);
+            if stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) {
+                break;
+            }
+            let mut wait = self
+                .sim
+                .next_event_at()
+                .map_or(MAX_IDLE, |t| t.saturating_duration_since(now))
+                .min(MAX_IDLE);
+            if let Some(e) = end {
+                wait = wait.min(e.saturating_duration_since(now));
+            }
+            // A sleeping thread wakes ~0.1 ms late on this kind of machine (measured: docs/
+            // emulation.md), and a packet waits once per link: sleep until shortly before the
+            // event, then poll the input until it is due.
+            let input = if wait > SPIN {
+                self.rx.recv_timeout(wait - SPIN)
+            } else {
+                let due = std::time::Instant::now() + wait;
+                loop {
+                    match self.rx.try_recv() {
+                        Ok(i) => break Ok(i),
+                        Err(mpsc::TryRecvError::Disconnected) => {
+                            break Err(RecvTimeoutError::Disconnected)
+                        }
+                        Err(mpsc::TryRecvError::Empty) => {}
+                    }
+                    if std::time::Instant::now() >= due {
+                        break Err(RecvTimeoutError::Timeout);
+                    }
+                    std::hint::spin_loop();
+                }
+            };
+            match input {
+                Ok(input) => {
+                    self.take(input);
+                    while let Ok(more) = self.rx.try_recv() {
+                        self.take(more);
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+        }
+    }
+
+    /// Hands one frame to the model, at the time it was read (or now, if the model has
+    /// already moved past that instant).
+    fn take(&mut self, input: Input) {
+        let at = self.at(input.read_at).max(self.sim.now());
+        self.sim.advance(at);
+        let host = &mut self.hosts[input.host];
+        match frame::classify(&input.frame) {
+            Incoming::ArpRequest { sender, target } => {
+                if target == host.addr || self.sim.node_of(IpAddr::V4(target)).is_none() {
+                    *self
+                        .ignored
+                        .entry("ARP for an address outside the network")
+                        .or_default() += 1;
+                    return;
+                }
+                if host.tap.send(&frame::arp_reply(sender, target)).is_ok() {
+                    host.arp_replies += 1;
+                }
+            }
+            Incoming::Igmp(changes) => {
+                for c in changes {
+                    match c {
+                        Membership::Join(g) => {
+                            if !self.sim.is_member(host.node, IpAddr::V4(g)) {
+                                self.sim.join(host.node, IpAddr::V4(g), at, None);
+                            }
+                        }
+                        Membership::Leave(g) => self.sim.leave(host.node, IpAddr::V4(g), at),
+                    }
+                }
+            }
+            Incoming::Ipv4 { src, dst, datagram } => {
+                if src != host.addr {
+                    *self
+                        .ignored
+                        .entry("source address not the host's")
+                        .or_default() += 1;
+                    return;
+                }
+                let dst = if dst.is_multicast() {
+                    Dest::Group(IpAddr::V4(dst))
+                } else if self.sim.node_of(IpAddr::V4(dst)).is_some() {
+                    Dest::Unicast(IpAddr::V4(dst))
+                } else {
+                    *self
+                        .ignored
+                        .entry("unicast outside the network")
+                        .or_default() += 1;
+                    return;
+                };
+                host.frames_in += 1;
+                host.bytes_in += datagram.len() as u64;
+                let p = Packet {
+                    src: IpAddr::V4(src),
+                    dst,
+                    size: u32::try_from(datagram.len()).unwrap_or(u32::MAX),
+                    flow: 0,
+                    payload: Payload::Frame(Arc::from(datagram)),
+                };
+                let node = host.node;
+                self.sim.inject(node, p);
+            }
+            Incoming::Ignored(why) => *self.ignored.entry(why).or_default() += 1,
+        }
+    }
+
+    /// What the emulation measured so far.
+    pub fn report(&self) -> EmuReport {
+        let links = self
+            .link_names
+            .iter()
+            .enumerate()
+            .map(|(l, (from, to))| {
+                let s = &self.sim.link(l).stats;
+                LinkReport {
+                    from: from.clone(),
+                    to: to.clone(),
+                    packets: s.packets,
+                    bytes: s.bytes,
+                    queue_drops: s.queue_drops,
+                    random_losses: s.random_losses,
+                }
+            })
+            .collect();
+        let hosts = self
+            .hosts
+            .iter()
+            .map(|h| {
+                let port = self.sim.agent_as::<Port>(h.port);
+                HostReport {
+                    name: h.name.clone(),
+                    addr: h.addr,
+                    namespace: h.namespace.clone(),
+                    datagrams_sent: h.frames_in,
+                    bytes_sent: h.bytes_in,
+                    datagrams_received: port.map_or(0, |p| p.frames),
+                    bytes_received: port.map_or(0, |p| p.bytes),
+                    arp_replies: h.arp_replies,
+                    write_errors: port.map_or(0, |p| p.write_errors),
+                }
+            })
+            .collect();
+        EmuReport {
+            seconds: self.origin.elapsed().as_secs_f64(),
+            links,
+            hosts,
+            ignored: self
+                .ignored
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), *v))
+                .collect(),
+            input_overflow: self.overflow.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Stops every process left in the namespaces and deletes them.
+    pub fn tear_down(&mut self) {
+        self.namespaces.remove();
+    }
+}
+
+/// Creates node `node`'s TAP in the emulator's namespace, moves it into `namespace` as
+/// `eth0` with `addr`/8 and the MAC the emulator answers ARP with, IPv6 off (the emulator
+/// carries IPv4 only; router solicitations would be noise) and a route for every group.
+fn make_tap(node: NodeId, addr: Ipv4Addr, namespace: &str) -> Result<Tap, EmuError> {
+    let tap_name = format!("emu{node}");
+    let tap = DeviceBuilder::new()
+        .name(&tap_name)
+        .layer(Layer::L2)
+        .packet_information(false)
+        .mtu(MTU)
+        .enable(false)
+        .build_sync()
+        .map_err(|e| EmuError::Setup(format!("TAP {tap_name}: {e}")))?;
+    let mac = frame::mac_of(addr);
+    let mac = format!(
+        "{:02x}:{:02x}:{:02x}:{:02x}:{:02x}:{:02x}",
+        mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]
+    );
+    let cidr = format!("{addr}/8");
+    ns::ip(&["link", "set", &tap_name, "netns", namespace])?;
+    ns::run(
+        "ip",
+        &[
+            "netns",
+            "exec",
+            namespace,
+            "sysctl",
+            "-q",
+            "-w",
+            "net.ipv6.conf.all.disable_ipv6=1",
+            "net.ipv6.conf.default.disable_ipv6=1",
+        ],
+    )?;
+    let n = namespace;
+    ns::ip(&["-n", n, "link", "set", &tap_name, "name", "eth0"])?;
+    ns::ip(&["-n", n, "link", "set", "eth0", "address", &mac])?;
+    ns::ip(&["-n", n, "addr", "add", &cidr, "dev", "eth0"])?;
+    ns::ip(&["-n", n, "link", "set", "lo", "up"])?;
+    ns::ip(&["-n", n, "link", "set", "eth0", "up"])?;
+    ns::ip(&["-n", n, "route", "add", "224.0.0.0/4", "dev", "eth0"])?;
+    Ok(Tap(tap))
+}
+
+/// A thread that reads one TAP and queues its frames for the model.
+fn spawn_reader(
+    host: usize,
+    tap: Arc<Tap>,
+    tx: SyncSender<Input>,
+    overflow: Arc<AtomicU64>,
+) -> Result<(), EmuError> {
+    thread::Builder::new()
+        .name(format!("emu-tap{host}"))
+        .spawn(move || {
+            let mut buf = vec![0u8; usize::from(MTU) + 64];
+            loop {
+                let n = match tap.recv(&mut buf) {
+                    Ok(n) => n,
+                    Err(e) => {
+                        tracing::debug!("TAP of host {host}: {e}");
+                        return;
+                    }
+                };
+                let input = Input {
+                    host,
+                    frame: buf[..n].to_vec(),
+                    read_at: std::time::Instant::now(),
+                };
+                match tx.try_send(input) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        overflow.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Err(TrySendError::Disconnected(_)) => return,
+                }
+            }
+        })
+        .map(|_| ())
+        .map_err(|e| EmuError::Setup(format!("reader thread: {e}")))
+}
