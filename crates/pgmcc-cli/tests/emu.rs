@@ -414,3 +414,167 @@ queue = "100p"
         );
     }
 }
+
+/// A dumbbell with a 100 ms RTT and 1% random loss on the shared 10 Mbit/s link: pgmcc's
+/// source PS with receivers PR1 and PR2, a Linux TCP flow from TS to TR (issue 23 item 4).
+const LOSSY_DUMBBELL: &str = r#"
+duration = "60s"
+seed = 3
+[[node]]
+name = "PS"
+[[node]]
+name = "TS"
+[[node]]
+name = "R"
+[[node]]
+name = "B"
+[[node]]
+name = "PR1"
+[[node]]
+name = "PR2"
+[[node]]
+name = "TR"
+[[link]]
+from = "PS"
+to = "R"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+[[link]]
+from = "TS"
+to = "R"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+[[link]]
+from = "R"
+to = "B"
+rate = "10Mbit/s"
+delay = "48ms"
+queue = "83p"
+loss = 0.01
+[[link]]
+from = "B"
+to = "PR1"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+[[link]]
+from = "B"
+to = "PR2"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+[[link]]
+from = "B"
+to = "TR"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+"#;
+
+#[test]
+fn pgmcc_and_linux_tcp_share_an_emulated_lossy_path() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(emu) = Emu::start("share", LOSSY_DUMBBELL, 80) else {
+        return;
+    };
+    let node = |n: &str| {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &format!("{}-{n}", emu.prefix)]);
+        c
+    };
+    // The path's RTT first: PS -> PR1 crosses 100 + 10 + 100 Mbit/s, 50 ms each way.
+    let echo = emu.probe("PR1", &["echo", "9000", "4"]).spawn().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let r = last_json(&finish_ok(
+        emu.probe("PS", &["rtt", "10.0.0.5", "9000", "10", "50"])
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(40),
+        "rtt probe",
+    ));
+    finish(echo, Duration::from_secs(10));
+    let want = 2.0 * (50.0 + 2.0 * tx_ms(40.0, 100e6) + tx_ms(40.0, 10e6));
+    let median = r["median_ms"].as_f64().unwrap();
+    eprintln!("RTT PS-PR1: median {median:.3} ms, model {want:.3} ms: {r}");
+    // An echo lost to the 1% loss counts as lost, not as a sample.
+    assert!(r["samples"].as_u64().unwrap() >= 8, "{r}");
+    assert!(r["min_ms"].as_f64().unwrap() >= want - 0.01, "{r}");
+    assert!(
+        median <= want * 1.02 + 0.5,
+        "median {median} against {want}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want_sha) = random_file(dir.path(), 3_000_000);
+    let count = dir.path().join("tcp.count");
+    let script = repo().join("scripts/tcp-flow.py");
+    let sink = node("TR")
+        .arg("python3")
+        .arg(&script)
+        .args(["sink", "0.0.0.0", "5001"])
+        .arg(&count)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    // Reno: the TCP pgmcc's equation models. It outlasts the transfer and is stopped after.
+    let mut tcp = node("TS")
+        .arg("python3")
+        .arg(&script)
+        .args(["send", "10.0.0.7", "5001", "60", "reno"])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
+    let rx: Vec<Child> = ["PR1", "PR2"]
+        .iter()
+        .zip(&outs)
+        .map(|(n, o)| {
+            node(n)
+                .arg(pgmcc())
+                .args(["recv", "--group", GROUP, "-q", "--idle-timeout", "20s"])
+                .arg("--out")
+                .arg(o)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (t0, b0) = *tcp_log(&count).last().unwrap();
+    let stats_path = dir.path().join("send.json");
+    let tx = node("PS")
+        .arg(pgmcc())
+        .args(["send", "--group", GROUP, "-q", "--linger", "2s", "--stats"])
+        .arg(&stats_path)
+        .arg(&input)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    finish_ok(tx, Duration::from_secs(60), "the sender");
+    let s = stats(&stats_path);
+    let secs = s["sending_seconds"].as_f64().unwrap();
+    let (t1, b1) = tcp_at(&tcp_log(&count), t0 + secs);
+    let _ = tcp.kill();
+    let _ = tcp.wait();
+    for (child, out) in rx.into_iter().zip(&outs) {
+        finish_ok(child, Duration::from_secs(30), "a receiver");
+        assert_eq!(sha_of(out), want_sha, "{}", out.display());
+    }
+    finish(sink, Duration::from_secs(10));
+    let pgmcc_mbit = 3e6 * 8.0 / secs / 1e6;
+    let tcp_mbit = (b1 - b0) * 8.0 / (t1 - t0) / 1e6;
+    let f = tcp_mbit / pgmcc_mbit;
+    eprintln!(
+        "100 ms RTT, 1% loss: pgmcc {pgmcc_mbit:.2} Mbit/s over {secs:.1} s, Linux TCP Reno {tcp_mbit:.2} Mbit/s; TCP/pgmcc = {f:.2}; acker {}, {} acker switches, {} repairs",
+        s["status"]["acker"],
+        s["status"]["cc"]["acker_switches"],
+        s["status"]["stats"]["rdata_packets"]
+    );
+    assert!(t1 - t0 > secs - 0.5, "TCP ran through the transfer");
+    assert!((0.5..=2.0).contains(&f), "TCP/pgmcc = {f:.2}");
+    let stats = emu.finish(Duration::from_secs(10));
+    assert!(link(&stats, "R", "B")["random_losses"].as_u64().unwrap() > 0);
+}

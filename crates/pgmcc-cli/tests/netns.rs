@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -51,27 +51,6 @@ fn a_20_mb_file_reaches_5_receivers_byte_identical_through_a_bottleneck() {
     );
     assert!(mbit < RATE_MBIT * 1.05, "faster than the bottleneck?");
     assert!(s["status"]["acker"].is_string(), "pgmcc elected an acker");
-}
-
-/// TCP's byte count as the sink logged it: `(time, bytes)` samples every 50 ms.
-fn tcp_log(path: &Path) -> Vec<(f64, f64)> {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter_map(|l| {
-            let (t, b) = l.split_once(' ')?;
-            Some((t.parse().ok()?, b.parse().ok()?))
-        })
-        .collect()
-}
-
-/// The last sample at or before `t`.
-fn tcp_at(log: &[(f64, f64)], t: f64) -> (f64, f64) {
-    log.iter()
-        .copied()
-        .take_while(|&(x, _)| x <= t)
-        .last()
-        .unwrap()
 }
 
 #[test]

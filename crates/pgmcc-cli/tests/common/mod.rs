@@ -161,3 +161,24 @@ pub(crate) fn sha_of(path: &Path) -> String {
 pub(crate) fn stats(path: &Path) -> serde_json::Value {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
+
+/// TCP's byte count as the sink logged it: `(time, bytes)` samples every 50 ms.
+pub(crate) fn tcp_log(path: &Path) -> Vec<(f64, f64)> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter_map(|l| {
+            let (t, b) = l.split_once(' ')?;
+            Some((t.parse().ok()?, b.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The last sample at or before `t`.
+pub(crate) fn tcp_at(log: &[(f64, f64)], t: f64) -> (f64, f64) {
+    log.iter()
+        .copied()
+        .take_while(|&(x, _)| x <= t)
+        .last()
+        .unwrap()
+}
