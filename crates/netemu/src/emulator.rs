@@ -60,6 +60,40 @@ struct Input {
     read_at: std::time::Instant,
 }
 
+/// Which datagrams belong to a measured flow: one transport protocol and a set of ports,
+/// matched as source or destination port (so a flow's data and its feedback both count).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FlowMatch {
+    /// The flow's id (1, 2, ...; 0 is "no flow").
+    pub id: u32,
+    /// IP protocol: 6 (TCP) or 17 (UDP).
+    pub protocol: u8,
+    /// Ports that mark the flow.
+    pub ports: Vec<u16>,
+}
+
+/// IP protocol, source and destination port and transport payload length of a datagram
+/// (ports 0 when it has none or is a later fragment).
+fn transport(datagram: &[u8]) -> (u8, u16, u16, usize) {
+    let ihl = usize::from(datagram.first().map_or(0, |b| b & 0x0f)) * 4;
+    let protocol = datagram.get(9).copied().unwrap_or(0);
+    let later_fragment = datagram
+        .get(6..8)
+        .is_some_and(|b| u16::from_be_bytes([b[0], b[1]]) & 0x1fff != 0);
+    let l4 = datagram.get(ihl..).unwrap_or_default();
+    if later_fragment || l4.len() < 4 {
+        return (protocol, 0, 0, l4.len());
+    }
+    let sport = u16::from_be_bytes([l4[0], l4[1]]);
+    let dport = u16::from_be_bytes([l4[2], l4[3]]);
+    let header = match protocol {
+        6 => l4.get(12).map_or(20, |b| usize::from(b >> 4) * 4),
+        17 => 8,
+        _ => 0,
+    };
+    (protocol, sport, dport, l4.len().saturating_sub(header))
+}
+
 /// A node's network interface, on the model's side: writes what the network delivers to the
 /// node into its TAP.
 #[derive(Debug)]
@@ -69,6 +103,8 @@ struct Port {
     frames: u64,
     bytes: u64,
     write_errors: u64,
+    /// Transport payload bytes delivered here, by flow (flows 1...; index 0 unused).
+    by_flow: Vec<u64>,
 }
 
 impl Agent for Port {
@@ -95,6 +131,13 @@ impl Agent for Port {
             Ok(_) => {
                 self.frames += 1;
                 self.bytes += d.len() as u64;
+                if p.flow != 0 {
+                    let f = p.flow as usize;
+                    if self.by_flow.len() <= f {
+                        self.by_flow.resize(f + 1, 0);
+                    }
+                    self.by_flow[f] += transport(d).3 as u64;
+                }
             }
             Err(e) => {
                 self.write_errors += 1;
@@ -130,6 +173,8 @@ struct Host {
     frames_in: u64,
     bytes_in: u64,
     arp_replies: u64,
+    /// Transport payload bytes this host sent, by flow (index 0 unused).
+    sent_by_flow: Vec<u64>,
 }
 
 /// What an emulation measured, for `--stats` and the summary printed at the end.
@@ -162,6 +207,10 @@ pub struct LinkReport {
     pub queue_drops: u64,
     /// Packets lost to the link's random loss.
     pub random_losses: u64,
+    /// Queue drops by flow id (see [`Emulator::measure`]; 0 = traffic of no measured flow).
+    pub queue_drops_by_flow: Vec<(u32, u64)>,
+    /// Seconds the link spent transmitting.
+    pub busy_s: f64,
 }
 
 /// One host's counters.
@@ -198,6 +247,19 @@ pub struct Emulator {
     ignored: BTreeMap<&'static str, u64>,
     origin: std::time::Instant,
     namespaces: Namespaces,
+    flows: Vec<FlowMatch>,
+    samples: Vec<Sample>,
+}
+
+/// Cumulative per-flow counters at one instant (see [`Emulator::measure`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    /// Seconds since the emulation started.
+    pub t: f64,
+    /// `sent[node][flow]`: transport payload bytes node `node` sent in flow `flow`.
+    pub sent: Vec<Vec<u64>>,
+    /// `delivered[node][flow]`: transport payload bytes of flow `flow` delivered to `node`.
+    pub delivered: Vec<Vec<u64>>,
 }
 
 impl Emulator {
@@ -231,6 +293,7 @@ impl Emulator {
                     frames: 0,
                     bytes: 0,
                     write_errors: 0,
+                    by_flow: Vec::new(),
                 }),
                 Instant::ZERO,
                 None,
@@ -251,6 +314,7 @@ impl Emulator {
                 frames_in: 0,
                 bytes_in: 0,
                 arp_replies: 0,
+                sent_by_flow: Vec::new(),
             });
         }
         Ok(Emulator {
@@ -262,7 +326,56 @@ impl Emulator {
             ignored: BTreeMap::new(),
             origin: std::time::Instant::now(),
             namespaces,
+            flows: Vec::new(),
+            samples: Vec::new(),
         })
+    }
+
+    /// Measures these flows: their datagrams carry the flow's id through the model (so the
+    /// links count their queue drops by flow), and every host counts the transport payload
+    /// it sends and receives in each. Call before [`Emulator::run`].
+    pub fn measure(&mut self, flows: Vec<FlowMatch>) {
+        let n = flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
+        for h in &mut self.hosts {
+            h.sent_by_flow = vec![0; n];
+        }
+        self.flows = flows;
+    }
+
+    /// The samples taken so far (one per `sample` interval of [`Emulator::run`]).
+    pub fn samples(&self) -> &[Sample] {
+        &self.samples
+    }
+
+    fn take_sample(&mut self, t: Instant) {
+        let sent = self.hosts.iter().map(|h| h.sent_by_flow.clone()).collect();
+        let delivered = self
+            .hosts
+            .iter()
+            .map(|h| {
+                let mut v = self
+                    .sim
+                    .agent_as::<Port>(h.port)
+                    .map_or_else(Vec::new, |p| p.by_flow.clone());
+                v.resize(h.sent_by_flow.len().max(v.len()), 0);
+                v
+            })
+            .collect();
+        self.samples.push(Sample {
+            t: t.as_nanos() as f64 / 1e9,
+            sent,
+            delivered,
+        });
+    }
+
+    /// The flow a datagram belongs to (0: none).
+    fn flow_of(&self, protocol: u8, sport: u16, dport: u16) -> u32 {
+        self.flows
+            .iter()
+            .find(|f| {
+                f.protocol == protocol && (f.ports.contains(&sport) || f.ports.contains(&dport))
+            })
+            .map_or(0, |f| f.id)
     }
 
     /// The hosts as (node name, namespace, address), in node order.
@@ -283,16 +396,30 @@ impl Emulator {
     }
 
     /// Runs the network until `stop` is set or `limit` has passed (if given).
-    pub fn run(&mut self, limit: Option<std::time::Duration>, stop: &AtomicBool) {
+    /// Every `sample` (if given) the per-flow counters are recorded ([`Emulator::samples`]).
+    pub fn run(
+        &mut self,
+        limit: Option<std::time::Duration>,
+        sample: Option<std::time::Duration>,
+        stop: &AtomicBool,
+    ) {
         // Linux lets a sleeping thread wake up to 50 us late by default (timer slack), and
         // every packet waits once per link: ask for 1 us.
         if let Err(e) = rustix::thread::set_current_timer_slack(std::num::NonZeroU64::new(1000)) {
             tracing::debug!("timer slack unchanged: {e}");
         }
         let end = limit.map(|l| Instant::ZERO + l);
+        let mut next_sample = sample.map(|s| Instant::ZERO + s);
         loop {
             let now = self.now();
             self.sim.advance(now);
+            while let (Some(t), Some(s)) = (next_sample, sample) {
+                if t > now {
+                    break;
+                }
+                self.take_sample(t);
+                next_sample = Some(t + s);
+            }
             if stop.load(Ordering::Relaxed) || end.is_some_and(|e| now >= e) {
                 break;
             }
@@ -301,8 +428,8 @@ impl Emulator {
                 .next_event_at()
                 .map_or(MAX_IDLE, |t| t.saturating_duration_since(now))
                 .min(MAX_IDLE);
-            if let Some(e) = end {
-                wait = wait.min(e.saturating_duration_since(now));
+            for t in [end, next_sample].into_iter().flatten() {
+                wait = wait.min(t.saturating_duration_since(now));
             }
             // A sleeping thread wakes ~0.1 ms late on this kind of machine (measured: docs/
             // emulation.md), and a packet waits once per link: sleep until shortly before the
@@ -390,11 +517,21 @@ impl Emulator {
                 };
                 host.frames_in += 1;
                 host.bytes_in += datagram.len() as u64;
+                let (protocol, sport, dport, payload) = transport(datagram);
+                let flow = if self.flows.is_empty() {
+                    0
+                } else {
+                    self.flow_of(protocol, sport, dport)
+                };
+                let host = &mut self.hosts[input.host];
+                if let Some(n) = host.sent_by_flow.get_mut(flow as usize) {
+                    *n += payload as u64;
+                }
                 let p = Packet {
                     src: IpAddr::V4(src),
                     dst,
                     size: u32::try_from(datagram.len()).unwrap_or(u32::MAX),
-                    flow: 0,
+                    flow,
                     payload: Payload::Frame(Arc::from(datagram)),
                 };
                 let node = host.node;
@@ -419,6 +556,8 @@ impl Emulator {
                     bytes: s.bytes,
                     queue_drops: s.queue_drops,
                     random_losses: s.random_losses,
+                    queue_drops_by_flow: s.queue_drops_by_flow.clone(),
+                    busy_s: s.busy_ns as f64 / 1e9,
                 }
             })
             .collect();

@@ -20,7 +20,7 @@ pub mod emulator;
 pub mod frame;
 pub mod ns;
 
-pub use emulator::{EmuReport, Emulator, HostReport, LinkReport};
+pub use emulator::{EmuReport, Emulator, FlowMatch, HostReport, LinkReport, Sample};
 
 /// Why an emulation could not be set up.
 #[derive(Debug, thiserror::Error)]

@@ -578,3 +578,136 @@ fn pgmcc_and_linux_tcp_share_an_emulated_lossy_path() {
     let stats = emu.finish(Duration::from_secs(10));
     assert!(link(&stats, "R", "B")["random_losses"].as_u64().unwrap() > 0);
 }
+
+/// A two-flow scenario for `pgmcc emu` to run whole: pgmcc (1 MB) and TCP SACK over one
+/// 10 Mbit/s, 40 ms RTT bottleneck.
+const TWO_FLOWS: &str = r#"
+name = "two-flows"
+duration = "14s"
+[[node]]
+name = "S"
+[[node]]
+name = "T"
+[[node]]
+name = "R"
+[[node]]
+name = "P1"
+[[node]]
+name = "U"
+[[link]]
+from = "S"
+to = "R"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+[[link]]
+from = "T"
+to = "R"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+[[link]]
+from = "R"
+to = "P1"
+rate = "10Mbit/s"
+delay = "18ms"
+queue = "33p"
+[[link]]
+from = "R"
+to = "U"
+rate = "10Mbit/s"
+delay = "18ms"
+queue = "33p"
+[[flow]]
+name = "multicast"
+kind = "pgmcc"
+from = "S"
+bytes = 1000000
+[[flow.receiver]]
+node = "P1"
+[[flow]]
+name = "tcp"
+kind = "tcp-sack"
+from = "T"
+to = "U"
+start = "1s"
+stop = "11s"
+"#;
+
+#[test]
+fn pgmcc_emu_runs_a_scenarios_flows_into_the_simulators_files() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        eprintln!("SKIPPED pgmcc_emu_runs_a_scenarios_flows: needs root");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("two-flows.toml");
+    std::fs::write(&file, TWO_FLOWS).unwrap();
+    let out = dir.path().join("out");
+    let o = finish_ok(
+        Command::new(pgmcc())
+            .arg("emu")
+            .arg(&file)
+            .args(["--prefix", "pgmcc-emutest-flows", "--out"])
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+        "pgmcc emu",
+    );
+    let text = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{text}");
+    assert!(out.join("report.html").exists());
+    let s = stats(&out.join("summary.json"));
+    let flows = s["flows"].as_array().unwrap();
+    let (mc, tcp) = (&flows[0], &flows[1]);
+    // Every byte of the file reached P1 (PGM headers and repairs come on top).
+    let got = mc["receivers"][0]["bytes"].as_u64().unwrap();
+    assert!(got >= 1_000_000, "P1 received {got} bytes");
+    let sent = stats(&out.join("logs/flow1-send.json"));
+    assert_eq!(sent["bytes"], 1_000_000, "{sent}");
+    assert_eq!(sent["status"]["finished"], true, "{sent}");
+    // TCP ran its 10 s at a rate a 10 Mbit/s link allows.
+    let tcp_kbps = tcp["mean_kbps"].as_f64().unwrap();
+    assert!(
+        (2000.0..10_500.0).contains(&tcp_kbps),
+        "TCP {tcp_kbps} kbit/s"
+    );
+    assert_eq!(
+        s["times"].as_array().unwrap().len(),
+        14,
+        "a sample per second"
+    );
+    // Nothing is left behind.
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains("pgmcc-emutest-flows"),
+        "namespaces removed"
+    );
+}
+
+#[test]
+fn a_scenario_key_the_real_programs_lack_is_refused_by_name() {
+    // Checked before anything is created, so this needs no root.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("knob.toml");
+    std::fs::write(
+        &file,
+        TWO_FLOWS.replace("bytes = 1000000", "bytes = 1000000\nc = 0.75"),
+    )
+    .unwrap();
+    let o = Command::new(pgmcc())
+        .arg("emu")
+        .arg(&file)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("flow `multicast`: key `c` has no counterpart"),
+        "{err}"
+    );
+}
