@@ -37,7 +37,7 @@ use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 10] = [
+const PGMCC_KNOBS: [&str; 11] = [
     "c",
     "model",
     "rtt_unit",
@@ -48,6 +48,7 @@ const PGMCC_KNOBS: [&str; 10] = [
     "slow_start",
     "loss_report",
     "election",
+    "silent_receivers",
 ];
 
 /// Band around the phase's final mean that counts as settled (+-25%).

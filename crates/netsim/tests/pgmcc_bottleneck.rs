@@ -323,3 +323,55 @@ fn a_tree_with_a_slow_branch_loses_nothing() {
     assert!(paper.switches > 50, "{}", paper.switches);
     assert!(paper.stalls >= 3, "{}", paper.stalls);
 }
+
+/// `scenarios/mixed-group.toml` with `silent_receivers = KNOB` on the pgmcc flow: pgmcc's and
+/// TCP's rates over 40-90 s (kbit/s), the fraction of what reached PR2's 2 Mbit/s link that
+/// was dropped, and what PR2 gave up.
+fn mixed_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/mixed-group.toml");
+    let src = std::fs::read_to_string(&path).unwrap().replace(
+        "kind = \"pgmcc\"\n",
+        &format!("kind = \"pgmcc\"\nsilent_receivers = \"{knob}\"\n"),
+    );
+    assert!(src.contains("silent_receivers ="));
+    let mut sc = netsim::scenario::parse("mixed", &src, "mixed", Some(seed)).unwrap();
+    let s = netsim::run::run(&mut sc, |_| {});
+    let rate = |name: &str| {
+        let f = s.flows.iter().find(|f| f.name == name).unwrap();
+        netsim::run::mean_between(&s, &f.series_kbps, 40.0, 90.0)
+    };
+    let link = s
+        .links
+        .iter()
+        .find(|l| l.from == "R" && l.to == "B")
+        .unwrap();
+    let dropped = link.queue_drops as f64 / (link.queue_drops + link.packets) as f64;
+    let flow = s.flows.iter().find(|f| f.name == "pgmcc").unwrap();
+    let pr2 = flow.receivers.iter().find(|r| r.node == "PR2").unwrap();
+    let netsim::AgentReport::PgmReceiver(Some(rep)) = &pr2.report else {
+        panic!("PR2: not a PGM receiver report");
+    };
+    (rate("pgmcc"), rate("tcp"), dropped, rep.unrecoverable_sqns)
+}
+
+#[test]
+fn a_receiver_without_reports_bounds_the_window_at_tcps() {
+    // Measured (seeds 1-3): pgmcc 584-674 kbit/s, TCP 1,255-1,353, 7.5-9.9% dropped on
+    // PR2's link, nothing unrecoverable.
+    for seed in [1, 2] {
+        let (pgm, tcp, dropped, lost) = mixed_run("cap", seed);
+        eprintln!("cap, seed {seed}: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
+        assert!((500.0..800.0).contains(&pgm), "seed {seed}: pgmcc {pgm}");
+        assert!((1150.0..1450.0).contains(&tcp), "seed {seed}: TCP {tcp}");
+        assert!(dropped < 0.11, "seed {seed}: {dropped}");
+        assert_eq!(lost, 0, "seed {seed}");
+    }
+    // The paper's election alone: PR1 clocks the session, TCP starves, PR2 gives up.
+    let (pgm, tcp, dropped, lost) = mixed_run("ignore", 1);
+    eprintln!("ignore: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped, {lost} lost");
+    assert!(pgm > 2900.0, "{pgm}");
+    assert!(tcp < 50.0, "{tcp}");
+    assert!(dropped > 0.7, "{dropped}");
+    assert!(lost > 20_000, "{lost}");
+}

@@ -149,6 +149,7 @@ pub fn load_with_pgmcc(
             "slow_start",
             "loss_report",
             "election",
+            "silent_receivers",
             "fec",
         ],
     );
@@ -516,6 +517,11 @@ fn build_pgm(
         rcfg.reliable = reliable;
         if let Some(rtt) = loss_events {
             rcfg.loss_events = Some(rtt);
+        }
+        // `reports = false`: a receiver that NAKs without pgmcc reports and never ACKs, as
+        // OpenPGM's do (`pgmcc recv --no-pgmcc`).
+        if r.reports == Some(false) {
+            rcfg.pgmcc = false;
         }
         let a = sim.add_agent(n, Box::new(PgmReceiverAgent::new(id, rcfg)), join, leave);
         sim.join(n, group, join, leave);

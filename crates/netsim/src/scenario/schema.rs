@@ -80,6 +80,7 @@ pub(super) struct ReceiverSpec {
     pub(super) node: Spanned<String>,
     pub(super) join: Option<Spanned<String>>,
     pub(super) leave: Option<Spanned<String>>,
+    pub(super) reports: Option<bool>,
 }
 
 /// `[[flow]]`: every key of every kind and controller; `validate` refuses the ones that do
@@ -118,6 +119,7 @@ pub(super) struct FlowSpec {
     pub(super) slow_start: Option<Spanned<String>>,
     pub(super) loss_report: Option<Spanned<String>>,
     pub(super) election: Option<Spanned<String>>,
+    pub(super) silent_receivers: Option<Spanned<String>>,
     pub(super) cc: Option<Spanned<String>>,
     /// Pseudofed knobs (`cc = "pseudofed"`, docs/pseudofed.md).
     pub(super) representatives: Option<Spanned<u32>>,

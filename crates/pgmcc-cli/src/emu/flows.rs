@@ -63,6 +63,8 @@ enum How {
         /// Bytes to send; `None` streams until the flow stops or the run ends.
         bytes: Option<u64>,
         group: Ipv4Addr,
+        /// Per receiver, in order: `reports = false` (run with `--no-pgmcc`).
+        silent: Vec<bool>,
     },
     /// Linux TCP from the flow's node to a sink at `to`.
     Tcp {
@@ -214,8 +216,16 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
                     .with_context(|| format!("flow `{}`: group `{g}`", info.name))?,
                 None => Ipv4Addr::new(239, 192, 0, (info.id % 250) as u8),
             };
+            let silent = match raw.get("receiver") {
+                Some(toml::Value::Array(rs)) => rs
+                    .iter()
+                    .map(|r| r.get("reports").and_then(|v| v.as_bool()) == Some(false))
+                    .collect(),
+                _ => Vec::new(),
+            };
             How::Pgm {
                 send_flags: flags,
+                silent,
                 bytes: raw
                     .get("bytes")
                     .and_then(|v| v.as_integer())
@@ -309,10 +319,11 @@ pub(super) fn run(
                 send_flags,
                 bytes,
                 group,
+                silent,
             } => {
                 let group = format!("{group}:7500");
                 let udp = format!("{},{}", ports[0], ports[1]);
-                for (_, node, join, leave) in &f.receivers {
+                for (j, (_, node, join, leave)) in f.receivers.iter().enumerate() {
                     let log = dir.join(format!("flow{}-recv-{node}.log", f.id));
                     let mut c = Command::new("ip");
                     c.args(["netns", "exec", &ns(node)])
@@ -320,6 +331,9 @@ pub(super) fn run(
                         .args(["recv", "--group", &group, "--udp-ports", &udp, "-q"])
                         .args(["--allow-partial-start", "--idle-timeout", "1h"])
                         .args(["--out", "-"]);
+                    if silent.get(j).copied().unwrap_or(false) {
+                        c.arg("--no-pgmcc");
+                    }
                     let i = add(&mut procs, f.id, format!("receiver {node}"), log);
                     actions.push((*join, Action::Spawn(i, Box::new(c), None)));
                     if let Some(t) = leave {

@@ -37,6 +37,9 @@ pub struct CcStats {
     pub election_requests: u64,
     /// Tokens granted by the rate floor ([`super::pgmcc::PgmccConfig::min_interval`]).
     pub floor_tokens: u64,
+    /// Times the window was cut to the bound a receiver without reports sets
+    /// ([`super::pgmcc::PgmccConfig::cap_for_silent`]).
+    pub silent_caps: u64,
 }
 
 /// A rate-based controller's sending rate.
@@ -95,8 +98,18 @@ pub struct Ack<'a> {
 /// A NAK of the controller's session.
 #[derive(Debug, Clone, Copy)]
 pub struct Nak<'a> {
+    /// The address it came from.
+    pub from: IpAddr,
     /// The sequence numbers it names (empty for parity NAKs).
     pub sqns: &'a [u32],
+    /// The packets it says were lost: `sqns`, or for a parity NAK as many of its
+    /// transmission group's first packets as it says are missing (which ones it does not
+    /// say). What loss estimates read.
+    pub lost: &'a [u32],
+    /// The last packet the NAK covers: the newest it names, or for a parity NAK the last of
+    /// its newest group (the receiver NAKs a group once the group is over). The packets
+    /// sent after it are what the receiver had in flight, plus its NAK back-off.
+    pub covers: Option<u32>,
     /// Every option it carried (OPT_PGMCC_FEEDBACK, ...).
     pub options: &'a Options<'a>,
     /// The RTT of its report, if it carries OPT_PGMCC_FEEDBACK.

@@ -56,8 +56,21 @@ pub fn ack_fb(
     ack(cc, now, from, a, &opts);
 }
 
-/// A NAK for `sqns` carrying report `fb`, if any.
+/// A NAK for `sqns` carrying report `fb`, if any, from the receiver the report names (or
+/// from 0.0.0.0 without one).
 pub fn nak(cc: &mut dyn CongestionControl, now: Instant, sqns: &[u32], fb: Option<&PgmccFeedback>) {
+    let from = fb.map_or(IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED), |f| f.rx);
+    nak_from(cc, now, from, sqns, fb);
+}
+
+/// A NAK from `from` for `sqns` carrying report `fb`, if any.
+pub fn nak_from(
+    cc: &mut dyn CongestionControl,
+    now: Instant,
+    from: IpAddr,
+    sqns: &[u32],
+    fb: Option<&PgmccFeedback>,
+) {
     let opts = Options {
         pgmcc_feedback: fb.copied(),
         ..Options::default()
@@ -66,7 +79,10 @@ pub fn nak(cc: &mut dyn CongestionControl, now: Instant, sqns: &[u32], fb: Optio
     cc.on_nak(
         now,
         &Nak {
+            from,
             sqns,
+            lost: sqns,
+            covers: sqns.iter().copied().reduce(crate::sqn::max),
             options: &opts,
             rtt,
         },

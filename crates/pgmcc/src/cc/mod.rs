@@ -34,6 +34,7 @@ pub mod pgmcc;
 pub mod pseudofed;
 pub mod registry;
 pub mod rtt;
+pub mod silent;
 pub mod tfmcc;
 pub mod throughput;
 pub mod window;

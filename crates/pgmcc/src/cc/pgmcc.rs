@@ -20,6 +20,7 @@ use serde::Serialize;
 
 use super::ack_tracker::AckTracker;
 use super::rtt::MAX_RTT_MS;
+use super::silent::SilentReceivers;
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
 use super::window::Window;
 use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample};
@@ -110,6 +111,10 @@ pub struct PgmccConfig {
     /// (about 7 Mbit/s of 1,400-byte packets at 100 ms RTT); without proof keys every ACK
     /// counts as proven and this never applies.
     pub unproven_window: u32,
+    /// Receivers that NAK without reports (ours; paper: false, recommended: true): OpenPGM's
+    /// and ours with `--no-pgmcc` never take part in the election, so their loss, read from
+    /// their NAKs, bounds the window at TCP's for that loss ([`super::silent`]).
+    pub cap_for_silent: bool,
 }
 
 impl Default for PgmccConfig {
@@ -130,6 +135,7 @@ impl Default for PgmccConfig {
             recovery: Recovery::Grow,
             advertise_report_bar: false,
             unproven_window: 64,
+            cap_for_silent: false,
         }
     }
 }
@@ -240,8 +246,8 @@ pub enum Recovery {
 
 impl PgmccConfig {
     /// Our recommended controller: the paper's with [`Accounting::Pipe`],
-    /// [`Recovery::Hold`], the report bar, [`SlowStart::Adaptive`] and
-    /// [`Election::LikeWithLike`].
+    /// [`Recovery::Hold`], the report bar, [`SlowStart::Adaptive`],
+    /// [`Election::LikeWithLike`] and the window bound for silent receivers.
     pub fn recommended() -> PgmccConfig {
         PgmccConfig {
             accounting: Accounting::Pipe,
@@ -249,6 +255,7 @@ impl PgmccConfig {
             advertise_report_bar: true,
             slow_start: SlowStart::Adaptive,
             election: Election::LikeWithLike,
+            cap_for_silent: true,
             ..PgmccConfig::default()
         }
     }
@@ -343,6 +350,8 @@ pub struct Pgmcc {
     rto: Rto,
     events: Events,
     stats: CcStats,
+    /// Receivers that NAK without reports ([`PgmccConfig::cap_for_silent`]).
+    silent: SilentReceivers,
 }
 
 /// A former acker ([`Accounting::Pipe`]).
@@ -390,6 +399,7 @@ impl Pgmcc {
             rto: Rto::new(),
             events: Events::new(),
             stats: CcStats::default(),
+            silent: SilentReceivers::default(),
             cfg,
         }
     }
@@ -407,6 +417,7 @@ impl Pgmcc {
             + self.previous.len()
             + usize::from(self.acker.is_some())
             + self.events.len()
+            + self.silent.len()
     }
 
     fn push_event(&mut self, ev: CcEvent) {
@@ -629,6 +640,21 @@ impl Pgmcc {
         found
     }
 
+    /// Keeps the window within TCP's at the loss rate of the worst receiver that NAKs
+    /// without reports ([`PgmccConfig::cap_for_silent`]).
+    fn cap_for_silent(&mut self, now: Instant, lead: u32) {
+        if self.silent.is_empty() {
+            return;
+        }
+        if let Some(cap) = self.silent.window_cap(now, lead) {
+            tracing::trace!(t_ns = now.as_nanos(), lead, cap, w = self.window.window(), worst = ?self.silent.worst(now, lead), "silent cap");
+            if self.window.window() > f64::from(cap) {
+                self.stats.silent_caps += 1;
+                self.window.cap(cap);
+            }
+        }
+    }
+
     /// Former ackers' packets whose time is up no longer count in flight.
     fn expire_former(&mut self, now: Instant) {
         for p in self.previous.iter_mut() {
@@ -718,6 +744,7 @@ impl CongestionControl for Pgmcc {
         if !a.proven {
             self.window.cap(self.cfg.unproven_window);
         }
+        self.cap_for_silent(now, lead);
         if pipe {
             self.expire_former(now);
         }
@@ -737,6 +764,13 @@ impl CongestionControl for Pgmcc {
     fn on_nak(&mut self, now: Instant, n: &Nak<'_>) {
         if let (Some(fb), Some(sample)) = (n.options.pgmcc_feedback, n.rtt) {
             self.on_report(now, &fb, sample);
+        } else if self.cfg.cap_for_silent && !n.lost.is_empty() {
+            if let Some(lead) = self.last_sent {
+                let window = self.window.window().max(1.0) as u32;
+                self.silent
+                    .on_nak(now, n.from, n.lost, n.covers, lead, window);
+                self.cap_for_silent(now, lead);
+            }
         }
     }
 

@@ -796,12 +796,28 @@ impl Sender {
                 if let Some(cc) = self.cc.as_mut() {
                     if repr.tsi() == self.config.tsi {
                         let list = repr.options.nak_list.unwrap_or_default();
+                        let named = std::iter::once(nak.sqn).chain(list.as_slice().iter().copied());
                         let mut sqns = Vec::with_capacity(1 + list.as_slice().len());
+                        let mut lost = Vec::new();
+                        let mut covers = None;
                         if repr.header_flags & OPT_PARITY == 0 {
-                            sqns.push(nak.sqn);
-                            sqns.extend_from_slice(list.as_slice());
+                            sqns.extend(named);
+                            covers = sqns.iter().copied().reduce(crate::sqn::max);
+                        } else if let Some(k) = self.parity.as_ref().map(|p| p.tg_size()) {
+                            // A parity NAK names a group and how many of its packets are
+                            // missing, not which: its first `count` stand for them.
+                            for s in named {
+                                let tg = crate::fec::tg_sqn(s, k);
+                                let count = (s.wrapping_sub(tg) % k.max(1)) + 1;
+                                lost.extend((0..count).map(|i| tg.wrapping_add(i)));
+                                let last = tg.wrapping_add(k - 1);
+                                covers = Some(covers.map_or(last, |c| crate::sqn::max(c, last)));
+                            }
                         }
                         let nak = Nak {
+                            from,
+                            covers,
+                            lost: if lost.is_empty() { &sqns } else { &lost },
                             sqns: &sqns,
                             options: &repr.options,
                             rtt: report_rtt(now, &repr.options),

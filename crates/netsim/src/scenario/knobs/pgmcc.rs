@@ -118,6 +118,16 @@ pub(super) fn apply(
             cx,
         )?;
     }
+    if let Some(v) = &fl.silent_receivers {
+        pc.cap_for_silent = choice(
+            v,
+            "flow.silent_receivers",
+            &[("ignore", false), ("cap", true)],
+            "use ignore (the paper's: only reports count) or cap (ours: the loss a receiver \
+             without reports NAKs bounds the window)",
+            cx,
+        )?;
+    }
     Ok(())
 }
 
@@ -156,6 +166,7 @@ pub(super) fn refuse(
         ("slow_start", fl.slow_start.is_some()),
         ("loss_report", fl.loss_report.is_some()),
         ("election", fl.election.is_some()),
+        ("silent_receivers", fl.silent_receivers.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {
