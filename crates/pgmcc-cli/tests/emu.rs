@@ -509,22 +509,9 @@ fn pgmcc_and_linux_tcp_share_an_emulated_lossy_path() {
     let dir = tempfile::tempdir().unwrap();
     let (input, want_sha) = random_file(dir.path(), 3_000_000);
     let count = dir.path().join("tcp.count");
-    let script = repo().join("scripts/tcp-flow.py");
-    let sink = node("TR")
-        .arg("python3")
-        .arg(&script)
-        .args(["sink", "0.0.0.0", "5001"])
-        .arg(&count)
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
+    let sink = tcp_sink(node("TR"), &count);
     // Reno: the TCP pgmcc's equation models. It outlasts the transfer and is stopped after.
-    let mut tcp = node("TS")
-        .arg("python3")
-        .arg(&script)
-        .args(["send", "10.0.0.7", "5001", "60", "reno"])
-        .spawn()
-        .unwrap();
+    let mut tcp = tcp_send(node("TS"), "10.0.0.7", 60, "reno");
     std::thread::sleep(Duration::from_secs(2));
     let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
     let rx: Vec<Child> = ["PR1", "PR2"]

@@ -60,26 +60,11 @@ fn real_linux_tcp_and_pgmcc_share_the_bottleneck() {
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 20_000_000);
     let count = dir.path().join("tcp.count");
-    let script = repo().join("scripts/tcp-flow.py");
-    let sink = lab
-        .cmd("r1")
-        .arg("python3")
-        .arg(&script)
-        .args(["sink", "0.0.0.0", "5001"])
-        .arg(&count)
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    let tcp = lab
-        .cmd("s")
-        .arg("python3")
-        .arg(&script)
-        // CUBIC, most distributions' default (this host defaults to BBR); Reno and BBR
-        // measurements are in docs/runtime.md. It outlasts the pgmcc transfer and is stopped
-        // once that is over, so both rates cover the same interval.
-        .args(["send", "10.77.0.11", "5001", "90", "cubic"])
-        .spawn()
-        .unwrap();
+    let sink = tcp_sink(lab.cmd("r1"), &count);
+    // CUBIC, most distributions' default (this host defaults to BBR); Reno and BBR
+    // measurements are in docs/runtime.md. It outlasts the pgmcc transfer and is stopped once
+    // that is over, so both rates cover the same interval.
+    let tcp = tcp_send(lab.cmd("s"), "10.77.0.11", 90, "cubic");
     // Let TCP take the link first.
     std::thread::sleep(Duration::from_secs(2));
     let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];

@@ -42,7 +42,7 @@ pub(crate) struct Args {
     #[arg(long, value_name = "PREFIX", default_value = "pgmcc-emu")]
     prefix: String,
     /// Stop after this long (e.g. 60s, 10m) [default: the scenario's duration; with
-    /// --net-only, at Ctrl-C].
+    /// --net-only or a scenario without flows, at Ctrl-C].
     #[arg(long = "for", value_name = "DURATION", value_parser = parse_duration)]
     run_for: Option<Duration>,
     /// Seed of the links' random loss; overrides the file's `seed` (default 1).
@@ -61,7 +61,9 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             bail!("--tcp {cc}: this kernel offers reno, cubic and bbr");
         }
     }
-    let planned = if args.net_only {
+    // A scenario without flows is a network to run programs in.
+    let net_only = args.net_only || sc.flows.is_empty();
+    let planned = if net_only {
         Vec::new()
     } else {
         flows::plan(&args.scenario, &sc, args.tcp.as_deref())?
@@ -74,7 +76,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         .clone()
         .unwrap_or_else(|| PathBuf::from("out/emu").join(&sc.name));
     let logs = out.join("logs");
-    if !args.net_only {
+    if !net_only {
         std::fs::create_dir_all(&logs).with_context(|| format!("creating {}", logs.display()))?;
     }
     let net = scenario::load_network(&args.scenario, args.seed)?;
@@ -88,12 +90,12 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     for (name, ns, addr) in emu.hosts() {
         outln!("node {name}: namespace {ns}, address {addr} on eth0");
     }
-    let run_for = match (args.run_for, args.net_only) {
+    let run_for = match (args.run_for, net_only) {
         (Some(d), _) => Some(d),
         (None, true) => None,
         (None, false) => Some(sc.duration),
     };
-    let scheduler = if args.net_only {
+    let scheduler = if net_only {
         outln!(
             "ready: {nodes} nodes, {links} links; run programs with `ip netns exec {}-NODE ...`; {}",
             args.prefix,
@@ -118,7 +120,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             Arc::clone(&stop),
         )?)
     };
-    let sample = (!args.net_only).then_some(sc.sample);
+    let sample = (!net_only).then_some(sc.sample);
     emu.run(run_for, sample, &stop);
     stop.store(true, Ordering::Relaxed);
     let outcomes = scheduler
@@ -126,7 +128,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         .unwrap_or_default();
     let report = emu.report();
     print_report(&report);
-    if !args.net_only {
+    if !net_only {
         let summary = summary::build(&sc, &planned, emu.samples(), &report);
         emu.tear_down();
         run::write(&summary, &out).with_context(|| format!("writing {}", out.display()))?;

@@ -182,3 +182,27 @@ pub(crate) fn tcp_at(log: &[(f64, f64)], t: f64) -> (f64, f64) {
         .last()
         .unwrap()
 }
+
+/// `scripts/tcp-flow.py sink` on port 5001 in `host` (a command that runs in a namespace),
+/// logging its byte count to `count`; waits 300 ms for it to listen.
+pub(crate) fn tcp_sink(mut host: Command, count: &Path) -> Child {
+    let child = host
+        .arg("python3")
+        .arg(repo().join("scripts/tcp-flow.py"))
+        .args(["sink", "0.0.0.0", "5001"])
+        .arg(count)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    child
+}
+
+/// `scripts/tcp-flow.py send` from `host` to `addr`:5001 for `seconds` under Linux's
+/// congestion control `cc`.
+pub(crate) fn tcp_send(mut host: Command, addr: &str, seconds: u32, cc: &str) -> Child {
+    host.arg("python3")
+        .arg(repo().join("scripts/tcp-flow.py"))
+        .args(["send", addr, "5001", &seconds.to_string(), cc])
+        .spawn()
+        .unwrap()
+}
