@@ -586,3 +586,34 @@ fn at_zero_loss_the_longer_round_trip_is_the_slower_receiver() {
         assert_eq!(got, expected, "{election:?}");
     }
 }
+
+/// The acker misses every 50th packet; a receiver without reports NAKs every 50th packet
+/// too, 30 packets after it was sent: the same ones (`offset` 0) or others (`offset` 25).
+/// Returns the controller's window at the end and how often the silent receiver's bound cut
+/// it.
+fn silent_receiver_naking(offset: u32) -> (f64, u64) {
+    let mut l = Loop::new(PgmccConfig::recommended(), 20);
+    let mut drop = |s: u32| s % 50 == 0;
+    let mut next_nak = offset;
+    for _ in 0..4000 {
+        l.tick(&mut drop);
+        while l.next_sqn > next_nak + 30 {
+            drive::nak_from(&mut l.cc, ms(l.now), rx(9), &[next_nak], None);
+            next_nak += 50;
+        }
+    }
+    (l.cc.window(), l.cc.metrics().stats.silent_caps)
+}
+
+#[test]
+fn a_receiver_without_reports_counts_only_the_losses_the_acker_did_not_share() {
+    // Its losses are the acker's: already in the acker's reports, no bound.
+    let (shared_w, shared_caps) = silent_receiver_naking(0);
+    assert_eq!(shared_caps, 0);
+    // Its own losses, 2% of the packets, NAKed 30 packets late (more in flight than TCP's
+    // sqrt(1.5 / 0.02) = 8.7 at the window the acker allows): the window is cut.
+    let (own_w, own_caps) = silent_receiver_naking(25);
+    eprintln!("shared: W = {shared_w:.1}; own: W = {own_w:.1}, cut {own_caps} times");
+    assert!(own_caps > 0);
+    assert!(own_w < shared_w, "{own_w} against {shared_w}");
+}

@@ -133,6 +133,14 @@ impl AckTracker {
         }
     }
 
+    /// Whether packet `s` reached the receiver as far as its ACKs tell: `Some(true)` or
+    /// `Some(false)` while `s` is within the last 32 up to RX_MAX, `None` for packets ahead
+    /// of RX_MAX or older than that (the caller remembers what was declared lost).
+    pub fn received(&self, s: u32) -> Option<bool> {
+        let max = self.max?;
+        (sqn::le(s, max) && sqn::distance(s, max) < BITS).then(|| self.acked(s))
+    }
+
     fn acked(&self, s: u32) -> bool {
         match self.max {
             Some(max) if sqn::le(s, max) => {

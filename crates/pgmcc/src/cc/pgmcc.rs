@@ -352,7 +352,13 @@ pub struct Pgmcc {
     stats: CcStats,
     /// Receivers that NAK without reports ([`PgmccConfig::cap_for_silent`]).
     silent: SilentReceivers,
+    /// Packets the acker's ACKs declared lost, latest [`ACKER_LOSSES`]: a silent receiver's
+    /// loss the acker shared is already in the acker's reports.
+    acker_lost: VecDeque<u32>,
 }
+
+/// Acker losses remembered ([`Pgmcc::acker_lost`]).
+const ACKER_LOSSES: usize = 512;
 
 /// A former acker ([`Accounting::Pipe`]).
 #[derive(Debug, Clone)]
@@ -400,6 +406,7 @@ impl Pgmcc {
             events: Events::new(),
             stats: CcStats::default(),
             silent: SilentReceivers::default(),
+            acker_lost: VecDeque::new(),
             cfg,
         }
     }
@@ -640,6 +647,19 @@ impl Pgmcc {
         found
     }
 
+    /// Whether the acker received packet `s`, as far as its ACKs tell (false when they do
+    /// not tell yet).
+    fn acker_received(&self, s: u32) -> bool {
+        match self.tracker.received(s) {
+            Some(r) => r,
+            None => {
+                let settled = sqn::lt(s, self.tracker.next_expected())
+                    && self.tracker.rx_max().is_some_and(|m| sqn::le(s, m));
+                settled && !self.acker_lost.contains(&s)
+            }
+        }
+    }
+
     /// Keeps the window within TCP's at the loss rate of the worst receiver that NAKs
     /// without reports ([`PgmccConfig::cap_for_silent`]).
     fn cap_for_silent(&mut self, now: Instant, lead: u32) {
@@ -740,6 +760,12 @@ impl CongestionControl for Pgmcc {
         if let Some(&l) = out.lost.first() {
             self.on_lost(l, ack.rx_max, lead);
         }
+        if self.cfg.cap_for_silent {
+            self.acker_lost.extend(out.lost.iter().copied());
+            while self.acker_lost.len() > ACKER_LOSSES {
+                self.acker_lost.pop_front();
+            }
+        }
         self.window.on_ack_through(out.newly_acked, ack.rx_max);
         if !a.proven {
             self.window.cap(self.cfg.unproven_window);
@@ -765,10 +791,19 @@ impl CongestionControl for Pgmcc {
         if let (Some(fb), Some(sample)) = (n.options.pgmcc_feedback, n.rtt) {
             self.on_report(now, &fb, sample);
         } else if self.cfg.cap_for_silent && !n.lost.is_empty() {
-            if let Some(lead) = self.last_sent {
+            // Only losses of the silent receiver's own path: a packet the acker lost too is
+            // already in the acker's reports (and a test that withholds packets from
+            // everyone is no reason to slow down twice).
+            let own: Vec<u32> = n
+                .lost
+                .iter()
+                .copied()
+                .filter(|&s| self.acker_received(s))
+                .collect();
+            if let (Some(lead), false) = (self.last_sent, own.is_empty()) {
                 let window = self.window.window().max(1.0) as u32;
                 self.silent
-                    .on_nak(now, n.from, n.lost, n.covers, lead, window);
+                    .on_nak(now, n.from, &own, n.covers, lead, window);
                 self.cap_for_silent(now, lead);
             }
         }
