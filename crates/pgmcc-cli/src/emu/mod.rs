@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
+use indicatif::{ProgressBar, ProgressStyle};
 use netemu::{EmuReport, Emulator};
 use netsim::{report, run, scenario};
 
@@ -48,6 +49,9 @@ pub(crate) struct Args {
     /// Seed of the links' random loss; overrides the file's `seed` (default 1).
     #[arg(long)]
     seed: Option<u64>,
+    /// No progress (a bar on a terminal, otherwise a line every 10 s on standard error).
+    #[arg(long, short)]
+    quiet: bool,
     /// Write per-link and per-host counters as JSON to FILE at the end.
     #[arg(long, value_name = "FILE")]
     stats: Option<PathBuf>,
@@ -121,8 +125,15 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         )?)
     };
     let sample = (!net_only).then_some(sc.sample);
+    let progress = match (run_for, args.quiet) {
+        (Some(d), false) => Some(show_progress(&sc.name, d, Arc::clone(&stop))?),
+        _ => None,
+    };
     emu.run(run_for, sample, &stop);
     stop.store(true, Ordering::Relaxed);
+    if let Some(p) = progress {
+        let _ = p.join();
+    }
     let outcomes = scheduler
         .map(|s| s.join().unwrap_or_default())
         .unwrap_or_default();
@@ -170,6 +181,49 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Shows how far the emulation is until `stop`: a bar on a terminal, otherwise a line on
+/// standard error every 10 s (an emulation runs as long as its scenario says).
+fn show_progress(
+    name: &str,
+    length: Duration,
+    stop: Arc<AtomicBool>,
+) -> Result<std::thread::JoinHandle<()>> {
+    use std::io::IsTerminal;
+    let total = length.as_secs();
+    let bar = std::io::stderr().is_terminal().then(|| {
+        let b = ProgressBar::new(total);
+        b.set_style(
+            ProgressStyle::with_template("{prefix} [{bar:40}] {pos}/{len} s emulated")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        );
+        b.set_prefix(name.to_string());
+        b
+    });
+    let start = std::time::Instant::now();
+    std::thread::Builder::new()
+        .name("progress".into())
+        .spawn(move || {
+            let mut last_line = start;
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(200));
+                let done = start.elapsed().as_secs().min(total);
+                match &bar {
+                    Some(b) => b.set_position(done),
+                    None if last_line.elapsed() >= Duration::from_secs(10) => {
+                        last_line = std::time::Instant::now();
+                        eprintln!("pgmcc emu: {done} of {total} s emulated");
+                    }
+                    None => {}
+                }
+            }
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
+        })
+        .context("starting the progress display")
 }
 
 /// Sets `stop` at SIGINT or SIGTERM (a thread of its own with a small runtime).
