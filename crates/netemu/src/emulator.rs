@@ -518,11 +518,7 @@ impl Emulator {
                 host.frames_in += 1;
                 host.bytes_in += datagram.len() as u64;
                 let (protocol, sport, dport, payload) = transport(datagram);
-                let flow = if self.flows.is_empty() {
-                    0
-                } else {
-                    self.flow_of(protocol, sport, dport)
-                };
+                let flow = self.flow_of(protocol, sport, dport);
                 let host = &mut self.hosts[input.host];
                 if let Some(n) = host.sent_by_flow.get_mut(flow as usize) {
                     *n += payload as u64;

@@ -244,18 +244,32 @@ struct TreeRun {
     stalls: u64,
 }
 
+/// Runs `scenarios/NAME.toml` with the line `knob` added after the line `after` (once, on
+/// the pgmcc flow) and the given seed.
+fn run_with_knob(name: &str, after: &str, knob: &str, seed: u64) -> netsim::summary::Summary {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("../../scenarios/{name}.toml"));
+    let original = std::fs::read_to_string(&path).unwrap();
+    let src = original.replacen(after, &format!("{after}{knob}\n"), 1);
+    assert_ne!(
+        src,
+        original,
+        "{name}: no `{}` to add `{knob}` after",
+        after.trim()
+    );
+    let mut sc = netsim::scenario::parse(name, &src, name, Some(seed)).unwrap();
+    netsim::run::run(&mut sc, |_| {})
+}
+
 /// Runs the tree scenario with `election` set on its pgmcc flow; checks that every receiver
 /// got every sequence number.
 fn tree_run(election: &str, seed: u64) -> TreeRun {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../scenarios/tree-slow-branch.toml");
-    let src = std::fs::read_to_string(&path).unwrap().replace(
+    let s = run_with_knob(
+        "tree-slow-branch",
         "cc = \"pgmcc\"\n",
-        &format!("cc = \"pgmcc\"\nelection = \"{election}\"\n"),
+        &format!("election = \"{election}\""),
+        seed,
     );
-    assert!(src.contains("election ="));
-    let mut sc = netsim::scenario::parse("tree", &src, "tree", Some(seed)).unwrap();
-    let s = netsim::run::run(&mut sc, |_| {});
     let flow = s.flows.iter().find(|f| f.name == "multicast").unwrap();
     assert_eq!(flow.receivers.len(), 6);
     for r in &flow.receivers {
@@ -328,15 +342,12 @@ fn a_tree_with_a_slow_branch_loses_nothing() {
 /// TCP's rates over 40-90 s (kbit/s), the fraction of what reached PR2's 2 Mbit/s link that
 /// was dropped, and what PR2 gave up.
 fn mixed_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
-    let path =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/mixed-group.toml");
-    let src = std::fs::read_to_string(&path).unwrap().replace(
+    let s = run_with_knob(
+        "mixed-group",
         "kind = \"pgmcc\"\n",
-        &format!("kind = \"pgmcc\"\nsilent_receivers = \"{knob}\"\n"),
+        &format!("silent_receivers = \"{knob}\""),
+        seed,
     );
-    assert!(src.contains("silent_receivers ="));
-    let mut sc = netsim::scenario::parse("mixed", &src, "mixed", Some(seed)).unwrap();
-    let s = netsim::run::run(&mut sc, |_| {});
     let rate = |name: &str| {
         let f = s.flows.iter().find(|f| f.name == name).unwrap();
         netsim::run::mean_between(&s, &f.series_kbps, 40.0, 90.0)
