@@ -175,6 +175,8 @@ struct Host {
     arp_replies: u64,
     /// Transport payload bytes this host sent, by flow (index 0 unused).
     sent_by_flow: Vec<u64>,
+    /// Datagrams this host sent, by flow (index 0 unused).
+    datagrams_by_flow: Vec<u64>,
 }
 
 /// What an emulation measured, for `--stats` and the summary printed at the end.
@@ -234,6 +236,8 @@ pub struct HostReport {
     pub arp_replies: u64,
     /// Frames that could not be written to its TAP.
     pub write_errors: u64,
+    /// Datagrams it sent in each measured flow, as (flow id, count), flows it sent in only.
+    pub datagrams_sent_by_flow: Vec<(u32, u64)>,
 }
 
 /// A scenario's network running between real hosts.
@@ -315,6 +319,7 @@ impl Emulator {
                 bytes_in: 0,
                 arp_replies: 0,
                 sent_by_flow: Vec::new(),
+                datagrams_by_flow: Vec::new(),
             });
         }
         Ok(Emulator {
@@ -338,6 +343,7 @@ impl Emulator {
         let n = flows.iter().map(|f| f.id as usize + 1).max().unwrap_or(0);
         for h in &mut self.hosts {
             h.sent_by_flow = vec![0; n];
+            h.datagrams_by_flow = vec![0; n];
         }
         self.flows = flows;
     }
@@ -523,6 +529,9 @@ impl Emulator {
                 if let Some(n) = host.sent_by_flow.get_mut(flow as usize) {
                     *n += payload as u64;
                 }
+                if let Some(n) = host.datagrams_by_flow.get_mut(flow as usize) {
+                    *n += 1;
+                }
                 let p = Packet {
                     src: IpAddr::V4(src),
                     dst,
@@ -572,6 +581,14 @@ impl Emulator {
                     bytes_received: port.map_or(0, |p| p.bytes),
                     arp_replies: h.arp_replies,
                     write_errors: port.map_or(0, |p| p.write_errors),
+                    datagrams_sent_by_flow: h
+                        .datagrams_by_flow
+                        .iter()
+                        .enumerate()
+                        .skip(1)
+                        .filter(|&(_, &n)| n > 0)
+                        .map(|(f, &n)| (f as u32, n))
+                        .collect(),
                 }
             })
             .collect();

@@ -148,6 +148,16 @@ fn errors_name_file_line_and_key() {
     let bad_kind = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"quic\"");
     assert!(error_of(&bad_kind).contains("flow.kind"));
 
+    // Other implementations' programs are flows only `pgmcc emu` runs.
+    for kind in ["uftp", "norm", "openpgm"] {
+        let real = TWO_PATHS.replace("kind = \"pgmcc\"", &format!("kind = \"{kind}\""));
+        let e = error_of(&real);
+        assert!(
+            e.contains("flow.kind") && e.contains("run this file with `pgmcc emu`"),
+            "{e}"
+        );
+    }
+
     let bad_c = TWO_PATHS.replace("kind = \"pgmcc\"", "kind = \"pgmcc\"\nc = 1.5");
     assert!(error_of(&bad_c).contains("flow.c"));
 

@@ -35,6 +35,12 @@ pub enum FlowKind {
     TcpNewReno,
     /// TCP SACK.
     TcpSack,
+    /// OpenPGM 5.3 at a fixed rate (`interop/pgm-send`, `pgm-recv`): emulation only.
+    OpenPgm,
+    /// uftp with TFMCC (Debian `uftp`, `-C tfmcc`): emulation only.
+    Uftp,
+    /// NORM with NORM-CC (`interop/norm-peer`, Debian `libnorm-dev`): emulation only.
+    Norm,
 }
 
 impl FlowKind {
@@ -46,7 +52,16 @@ impl FlowKind {
             FlowKind::TcpReno => "tcp-reno",
             FlowKind::TcpNewReno => "tcp-newreno",
             FlowKind::TcpSack => "tcp-sack",
+            FlowKind::OpenPgm => "openpgm",
+            FlowKind::Uftp => "uftp",
+            FlowKind::Norm => "norm",
         }
+    }
+
+    /// True for the kinds that are other implementations' real programs, which only
+    /// `pgmcc emu` runs (the simulator has no model of them).
+    pub fn is_external(self) -> bool {
+        matches!(self, FlowKind::OpenPgm | FlowKind::Uftp | FlowKind::Norm)
     }
 
     /// True for the TCP kinds.
@@ -108,11 +123,28 @@ type NodeLookup<'a> = dyn Fn(&Spanned<String>, &str) -> Result<NodeId, ScenarioE
 /// Reads and builds a scenario file; `seed` overrides the file's seed.
 pub fn load(path: &Path, seed: Option<u64>) -> Result<Scenario, ScenarioError> {
     let (file, src) = ScenarioError::read(path)?;
-    let stem = path
-        .file_stem()
+    parse(&file, &src, &file_stem(path), seed)
+}
+
+/// A file's stem, the default scenario name.
+fn file_stem(path: &Path) -> String {
+    path.file_stem()
         .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    parse(&file, &src, &stem, seed)
+        .unwrap_or_default()
+}
+
+/// Reads and builds a scenario file for emulation: as [`load`], but flows of the external
+/// kinds ([`FlowKind::is_external`]: other implementations' programs) are accepted. Their
+/// agents in the returned simulator are stand-ins (plain PGM senders and receivers) that
+/// only give the flow its schedule; `pgmcc emu` runs the real programs instead.
+pub fn load_for_emulation(path: &Path, seed: Option<u64>) -> Result<Scenario, ScenarioError> {
+    let (file, src) = ScenarioError::read(path)?;
+    let cx = Ctx {
+        file: &file,
+        src: &src,
+        emulation: true,
+    };
+    build(&cx, &file_stem(path), seed)
 }
 
 /// Reads and builds a scenario file with every pgmcc flow (`kind = "pgmcc"` under `pgmcc`
@@ -194,7 +226,16 @@ pub fn parse(
     default_name: &str,
     seed: Option<u64>,
 ) -> Result<Scenario, ScenarioError> {
-    let cx = Ctx { file, src };
+    let cx = Ctx {
+        file,
+        src,
+        emulation: false,
+    };
+    build(&cx, default_name, seed)
+}
+
+/// Builds a parsed scenario (`cx` says whether external flow kinds are accepted).
+fn build(cx: &Ctx<'_>, default_name: &str, seed: Option<u64>) -> Result<Scenario, ScenarioError> {
     let f: File = cx.parse()?;
     let seed = seed.or(f.seed).unwrap_or(1);
     let duration = cx.dur(&f.duration, "duration")?;
@@ -214,21 +255,21 @@ pub fn parse(
         nodes,
         node_names,
         link_names,
-    } = build_network(&f, &cx, seed)?;
+    } = build_network(&f, cx, seed)?;
     let node = |s: &Spanned<String>, key: &str| -> Result<NodeId, ScenarioError> {
         match nodes.get(s.get_ref()) {
             Some(&n) => Ok(n),
             None => cx.err(s.span(), key, format!("no node named `{}`", s.get_ref())),
         }
     };
-    let jitter = host_jitter(&f, &cx)?;
+    let jitter = host_jitter(&f, cx)?;
     for id in 0..node_names.len() {
         sim.set_host_jitter(id, jitter);
     }
     let mut flows = Vec::new();
     for (i, fl) in f.flows.iter().enumerate() {
         let id = i as u32 + 1;
-        let kind = validate::flow_kind(fl, &cx)?;
+        let kind = validate::flow_kind(fl, cx)?;
         let from = node(&fl.from, "flow.from")?;
         let mut start = cx.time(&fl.start, "flow.start")?.unwrap_or(Instant::ZERO);
         if let Some(j) = &fl.start_jitter {
@@ -240,15 +281,30 @@ pub fn parse(
         }
         let stop = cx.time(&fl.stop, "flow.stop")?;
         let info = if kind.is_tcp() {
-            build_tcp(&cx, &mut sim, fl, kind, id, from, start, stop, &node)?
+            build_tcp(cx, &mut sim, fl, kind, id, from, start, stop, &node)?
+        } else if kind.is_external() {
+            // A stand-in that parses the flow's receivers and times; never run.
+            let mut info = build_pgm(
+                cx,
+                &mut sim,
+                fl,
+                FlowKind::Pgm,
+                id,
+                from,
+                start,
+                stop,
+                &node,
+            )?;
+            info.kind = kind;
+            info
         } else {
-            build_pgm(&cx, &mut sim, fl, kind, id, from, start, stop, &node)?
+            build_pgm(cx, &mut sim, fl, kind, id, from, start, stop, &node)?
         };
         flows.push(info);
     }
     let reproduce = match &f.reproduce {
         None => None,
-        Some(r) => Some(reproduce_row(r, &flows, &cx)?),
+        Some(r) => Some(reproduce_row(r, &flows, cx)?),
     };
     Ok(Scenario {
         reproduce,
@@ -372,11 +428,12 @@ pub struct NetworkOnly {
 /// Reads a scenario file and builds its network only. The whole file is checked first, as
 /// [`load`] does, so a bad flow is reported here too.
 pub fn load_network(path: &Path, seed: Option<u64>) -> Result<NetworkOnly, ScenarioError> {
-    let full = load(path, seed)?;
+    let full = load_for_emulation(path, seed)?;
     let (file, src) = ScenarioError::read(path)?;
     let cx = Ctx {
         file: &file,
         src: &src,
+        emulation: true,
     };
     let f: File = cx.parse()?;
     let net = build_network(&f, &cx, full.seed)?;

@@ -23,8 +23,8 @@ mod schema;
 mod validate;
 
 pub use build::{
-    load, load_network, load_with_pgmcc, parse, set_pgm_cc, FlowInfo, FlowKind, NetworkOnly,
-    Scenario,
+    load, load_for_emulation, load_network, load_with_pgmcc, parse, set_pgm_cc, FlowInfo, FlowKind,
+    NetworkOnly, Scenario,
 };
 pub use validate::ScenarioError;
 

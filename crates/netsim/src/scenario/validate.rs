@@ -49,6 +49,8 @@ impl ScenarioError {
 pub(super) struct Ctx<'a> {
     pub(super) file: &'a str,
     pub(super) src: &'a str,
+    /// Building for `pgmcc emu`: the external flow kinds are accepted.
+    pub(super) emulation: bool,
 }
 
 impl Ctx<'_> {
@@ -108,11 +110,27 @@ pub(super) fn flow_kind(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<FlowKind, Scenari
         "tcp-reno" | "reno" => FlowKind::TcpReno,
         "tcp-newreno" | "newreno" => FlowKind::TcpNewReno,
         "tcp-sack" | "sack" => FlowKind::TcpSack,
+        "openpgm" if cx.emulation => FlowKind::OpenPgm,
+        "uftp" if cx.emulation => FlowKind::Uftp,
+        "norm" if cx.emulation => FlowKind::Norm,
+        other @ ("openpgm" | "uftp" | "norm") => {
+            return cx.err(
+                fl.kind.span(),
+                "flow.kind",
+                format!(
+                    "`{other}` is another implementation's real program, which the simulator \
+                     does not model: run this file with `pgmcc emu`"
+                ),
+            )
+        }
         other => {
             return cx.err(
                 fl.kind.span(),
                 "flow.kind",
-                format!("`{other}`: use pgmcc, pgm, tcp-reno, tcp-newreno or tcp-sack"),
+                format!(
+                    "`{other}`: use pgmcc, pgm, tcp-reno, tcp-newreno or tcp-sack (and, in \
+                     `pgmcc emu` only, openpgm, uftp or norm)"
+                ),
             )
         }
     })
