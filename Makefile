@@ -4,7 +4,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid interop clean
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid emulate interop clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench-sim  simulator speed and memory (Fig. 7 setup, 100 and 10,000 receivers); repairs per packet at 100 and 1000 receivers, selective and FEC parity"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"
 	@echo "make grid    the fairness grid (3 seeds): pgmcc vs TCP on 54 dumbbells -> its section of docs/reproduction.md"
+	@echo "make emulate (root, about an hour) real stacks in emulated networks: the peer table and the paper's figures -> docs/emulation.md"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
 	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
 
@@ -52,6 +53,14 @@ grid: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
 	./target/release/pgmcc grid --seeds 3
 	./target/release/pgmcc grid --seeds 3 --tcp sack,newreno --receivers 1,10,100,1000
+
+# Not a test (root, about an hour): issue 23's emulated results. `pgmcc emu` runs each
+# scenario's flows as real programs (ours, Linux TCP, uftp, NORM, OpenPGM) in network
+# namespaces; rewrites the peer and figure tables of docs/emulation.md.
+emulate: deps
+	$(CARGO) build --release --locked -p pgmcc-cli
+	$(MAKE) -s -C interop
+	scripts/emulate
 
 # Not a test: criterion core costs and loopback throughput against OpenPGM and a plain UDP
 # blaster, measured in one run (scripts/bench; root for the network namespace).

@@ -698,3 +698,152 @@ fn a_scenario_key_the_real_programs_lack_is_refused_by_name() {
         "{err}"
     );
 }
+
+/// The other implementations as flows (issue 23 item 2): OpenPGM at a fixed rate, uftp with
+/// TFMCC and NORM with NORM-CC, each sending a 300 kB file to two receivers at once over
+/// the two-flow network.
+const PEERS: &str = r#"
+name = "peers"
+duration = "12s"
+[[node]]
+name = "S"
+[[node]]
+name = "R"
+[[node]]
+name = "P1"
+[[node]]
+name = "U"
+[[link]]
+from = "S"
+to = "R"
+rate = "100Mbit/s"
+delay = "1ms"
+queue = "100p"
+[[link]]
+from = "R"
+to = "P1"
+rate = "10Mbit/s"
+delay = "18ms"
+queue = "33p"
+[[link]]
+from = "R"
+to = "U"
+rate = "10Mbit/s"
+delay = "18ms"
+queue = "33p"
+[[flow]]
+name = "openpgm"
+kind = "openpgm"
+from = "S"
+bytes = 300000
+rate_limit = "2Mbit/s"
+[[flow.receiver]]
+node = "P1"
+[[flow.receiver]]
+node = "U"
+[[flow]]
+name = "uftp"
+kind = "uftp"
+from = "S"
+bytes = 300000
+[[flow.receiver]]
+node = "P1"
+[[flow.receiver]]
+node = "U"
+[[flow]]
+name = "norm"
+kind = "norm"
+from = "S"
+bytes = 300000
+[[flow.receiver]]
+node = "P1"
+[[flow.receiver]]
+node = "U"
+"#;
+
+#[test]
+fn openpgm_uftp_and_norm_run_as_flows_and_complete() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let test = "openpgm_uftp_and_norm_run_as_flows_and_complete";
+    if !is_root() {
+        eprintln!("SKIPPED {test}: needs root");
+        return;
+    }
+    for (pkg, what) in [("openpgm-5.3", "libpgm-dev"), ("norm", "libnorm-dev")] {
+        let have = Command::new("pkg-config")
+            .args(["--exists", pkg])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !have {
+            eprintln!("SKIPPED {test}: {what} is not installed; scripts/install-deps installs it");
+            return;
+        }
+    }
+    if Command::new("uftp").arg("-h").output().is_err() {
+        eprintln!("SKIPPED {test}: uftp is not installed; scripts/install-deps installs it");
+        return;
+    }
+    let st = Command::new("make")
+        .args(["-s", "-C"])
+        .arg(repo().join("interop"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "building interop/ failed");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("peers.toml");
+    std::fs::write(&file, PEERS).unwrap();
+    let out = dir.path().join("out");
+    let o = finish_ok(
+        Command::new(pgmcc())
+            .arg("emu")
+            .arg(&file)
+            .args(["--prefix", "pgmcc-emutest-peers", "-q", "--out"])
+            .arg(&out)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(70),
+        "pgmcc emu",
+    );
+    eprintln!("{}", String::from_utf8_lossy(&o.stdout));
+    let flows = stats(&out.join("flows.json"));
+    for f in flows.as_array().unwrap() {
+        let name = f["name"].as_str().unwrap();
+        for r in f["receivers"].as_array().unwrap() {
+            let t = r["completed_after_s"].as_f64();
+            // 300 kB at 2 Mbit/s or more takes about a second; the protocols' start-up
+            // (uftp's announce, NORM-CC's slow start) a few more.
+            assert!(
+                t.is_some_and(|t| t > 0.5 && t < 11.0),
+                "{name}: receiver {} completed after {t:?} s (logs in {})",
+                r["node"],
+                out.join("logs").display()
+            );
+        }
+        let (data, feedback) = (
+            f["source_datagrams"].as_u64().unwrap(),
+            f["feedback_datagrams"].as_u64().unwrap(),
+        );
+        assert!(
+            data >= 300_000 / 1500,
+            "{name}: {data} datagrams from the source"
+        );
+        // uftp's and NORM's receivers always answer (registration, CC feedback, status);
+        // OpenPGM's only NAK what they lost, possibly nothing here.
+        if name != "openpgm" {
+            assert!(feedback > 0, "{name}: no feedback seen");
+        }
+        assert!(
+            feedback < data,
+            "{name}: {feedback} feedback for {data} data"
+        );
+    }
+    // uftp's receivers hold the file, byte for byte.
+    let sent = std::fs::read(out.join("logs/flow2.bin")).unwrap();
+    for node in ["P1", "U"] {
+        let got =
+            std::fs::read(out.join(format!("logs/flow2-uftpd-{node}/dest/flow2.bin"))).unwrap();
+        assert!(got == sent, "uftp's copy at {node} differs");
+    }
+}

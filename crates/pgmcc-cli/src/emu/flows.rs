@@ -11,6 +11,15 @@
 //!   namespace, `tcp-sack` Linux `reno` with SACK; `--tcp CC` runs every TCP flow under
 //!   another Linux congestion control (`cubic`, `bbr`) instead.
 //!
+//! - `kind = "openpgm"`: OpenPGM 5.3 at the fixed rate `rate_limit`, `interop/pgm-send` and
+//!   `pgm-recv` (`make -C interop`);
+//! - `kind = "uftp"`: Debian's `uftp` with TFMCC (`-C tfmcc`) and `uftpd` receivers;
+//! - `kind = "norm"`: NORM with NORM-CC, `interop/norm-peer` (libnorm, `make -C interop`).
+//!
+//! A receiver has *completed* when its program says the transfer is whole: it exits with
+//! status 0 (`pgmcc recv`, `pgm-recv`, `norm-peer`) or, for `uftpd`, which keeps running,
+//! the file appears in its destination directory (it receives into a temporary one).
+//!
 //! A key the real programs have no counterpart for (a controller knob such as `c`, TCP's
 //! `delayed_ack`, ...) is refused, naming it: an emulation that silently differs from the
 //! scenario would be compared with the simulation as if it were the same experiment.
@@ -52,6 +61,9 @@ const PGM_KEYS: &[&str] = &[
     "rate_ceiling",
 ];
 const TCP_KEYS: &[&str] = &["to"];
+const OPENPGM_KEYS: &[&str] = &["group", "bytes", "rate_limit"];
+const UFTP_KEYS: &[&str] = &["group", "bytes", "rate_floor", "rate_ceiling"];
+const NORM_KEYS: &[&str] = &["group", "bytes", "rate_floor", "rate_ceiling"];
 
 /// How a flow runs.
 #[derive(Debug, Clone)]
@@ -71,6 +83,32 @@ enum How {
         to: Ipv4Addr,
         linux_cc: String,
         sack: bool,
+    },
+    /// OpenPGM at a fixed rate: `pgm-send`, `pgm-recv`.
+    OpenPgm {
+        group: Ipv4Addr,
+        bytes: u64,
+        /// `pgm-send --rate`: bytes per second including IP and UDP headers.
+        rate_bytes: u64,
+        send: PathBuf,
+        recv: PathBuf,
+        /// Every node's address, by node (libpgm names interfaces by address).
+        addrs: Vec<Ipv4Addr>,
+    },
+    /// uftp with TFMCC: `uftp`, `uftpd`.
+    Uftp {
+        group: Ipv4Addr,
+        bytes: u64,
+        /// `-C` argument (`tfmcc`, with bounds in kbit/s when given).
+        cc: String,
+    },
+    /// NORM with NORM-CC: `norm-peer`.
+    Norm {
+        group: Ipv4Addr,
+        bytes: Option<u64>,
+        /// Rate bound flags for the sender.
+        send_flags: Vec<String>,
+        program: PathBuf,
     },
 }
 
@@ -98,8 +136,17 @@ impl Planned {
     fn ports(&self) -> Vec<u16> {
         let id = self.id as u16;
         match self.how {
-            How::Pgm { .. } => vec![3100 + 2 * id, 3101 + 2 * id],
             How::Tcp { .. } => vec![5000 + id],
+            _ => vec![3100 + 2 * id, 3101 + 2 * id],
+        }
+    }
+
+    /// The size of the file a fixed-size transfer sends (`None`: a stream, or TCP).
+    pub(super) fn file_bytes(&self) -> Option<u64> {
+        match &self.how {
+            How::Pgm { bytes, .. } | How::Norm { bytes, .. } => *bytes,
+            How::OpenPgm { bytes, .. } | How::Uftp { bytes, .. } => Some(*bytes),
+            How::Tcp { .. } => None,
         }
     }
 
@@ -108,8 +155,8 @@ impl Planned {
         FlowMatch {
             id: self.id,
             protocol: match self.how {
-                How::Pgm { .. } => 17,
                 How::Tcp { .. } => 6,
+                _ => 17,
             },
             ports: self.ports(),
         }
@@ -135,10 +182,12 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
     let secs = |t: pgmcc::Instant| t.as_nanos() as f64 / 1e9;
     let mut out = Vec::new();
     for (info, raw) in sc.flows.iter().zip(raw) {
-        let kind_keys = if info.kind.is_tcp() {
-            TCP_KEYS
-        } else {
-            PGM_KEYS
+        let kind_keys = match info.kind {
+            FlowKind::OpenPgm => OPENPGM_KEYS,
+            FlowKind::Uftp => UFTP_KEYS,
+            FlowKind::Norm => NORM_KEYS,
+            k if k.is_tcp() => TCP_KEYS,
+            _ => PGM_KEYS,
         };
         if let Some(k) = raw
             .keys()
@@ -162,7 +211,73 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
                 node_index(node).map(|i| (i, node.clone(), secs(*join), leave.map(secs)))
             })
             .collect::<Vec<_>>();
-        let how = if info.kind.is_tcp() {
+        let text = |k: &str| raw.get(k).and_then(|v| v.as_str());
+        let bytes = raw
+            .get("bytes")
+            .and_then(|v| v.as_integer())
+            .and_then(|b| u64::try_from(b).ok());
+        let group = match text("group") {
+            Some(g) => g
+                .parse()
+                .with_context(|| format!("flow `{}`: group `{g}`", info.name))?,
+            None => Ipv4Addr::new(239, 192, 0, (info.id % 250) as u8),
+        };
+        let need_bytes = || {
+            bytes.with_context(|| {
+                format!(
+                    "flow `{}`: a `{}` flow needs `bytes` (the program sends a file)",
+                    info.name,
+                    info.kind.name()
+                )
+            })
+        };
+        let how = if info.kind == FlowKind::OpenPgm {
+            let Some(limit) = text("rate_limit") else {
+                bail!(
+                    "flow `{}`: an `openpgm` flow needs `rate_limit` (it runs at a fixed rate)",
+                    info.name
+                );
+            };
+            let bits = netsim::units::rate(limit).map_err(|e| anyhow::anyhow!("`{limit}`: {e}"))?;
+            How::OpenPgm {
+                group,
+                bytes: need_bytes()?,
+                rate_bytes: bits / 8,
+                send: interop_program("pgm-send", "libpgm-dev")?,
+                recv: interop_program("pgm-recv", "libpgm-dev")?,
+                addrs: (0..sc.node_names.len()).map(addr).collect(),
+            }
+        } else if info.kind == FlowKind::Uftp {
+            which("uftp")?;
+            which("uftpd")?;
+            let mut cc = String::from("tfmcc");
+            for (key, name) in [("rate_floor", "min"), ("rate_ceiling", "max")] {
+                if let Some(r) = text(key) {
+                    let bits = netsim::units::rate(r).map_err(|e| anyhow::anyhow!("`{r}`: {e}"))?;
+                    cc.push_str(&format!(":{name}={}", (bits / 1000).max(1)));
+                }
+            }
+            How::Uftp {
+                group,
+                bytes: need_bytes()?,
+                cc,
+            }
+        } else if info.kind == FlowKind::Norm {
+            let mut send_flags = Vec::new();
+            for (key, flag) in [("rate_floor", "--rate-min"), ("rate_ceiling", "--rate-max")] {
+                if let Some(r) = text(key) {
+                    let bits = netsim::units::rate(r).map_err(|e| anyhow::anyhow!("`{r}`: {e}"))?;
+                    send_flags.push(flag.to_string());
+                    send_flags.push(bits.to_string());
+                }
+            }
+            How::Norm {
+                group,
+                bytes,
+                send_flags,
+                program: interop_program("norm-peer", "libnorm-dev")?,
+            }
+        } else if info.kind.is_tcp() {
             let Some(&(sink, ..)) = receivers.first() else {
                 bail!("flow `{}`: a TCP flow needs `to`", info.name);
             };
@@ -172,7 +287,6 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
                 sack: info.kind == FlowKind::TcpSack,
             }
         } else {
-            let text = |k: &str| raw.get(k).and_then(|v| v.as_str());
             let mut flags = Vec::new();
             match info.kind {
                 FlowKind::Pgm => {
@@ -210,12 +324,6 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
                 flags.push("--fec".into());
                 flags.push(n.to_string());
             }
-            let group = match text("group") {
-                Some(g) => g
-                    .parse()
-                    .with_context(|| format!("flow `{}`: group `{g}`", info.name))?,
-                None => Ipv4Addr::new(239, 192, 0, (info.id % 250) as u8),
-            };
             let silent = match raw.get("receiver") {
                 Some(toml::Value::Array(rs)) => rs
                     .iter()
@@ -226,10 +334,7 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
             How::Pgm {
                 send_flags: flags,
                 silent,
-                bytes: raw
-                    .get("bytes")
-                    .and_then(|v| v.as_integer())
-                    .and_then(|b| u64::try_from(b).ok()),
+                bytes,
                 group,
             }
         };
@@ -247,10 +352,63 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
     Ok(out)
 }
 
+/// Finds one of the programs built in `interop/` (`make -C interop`): beside the source
+/// tree this binary was built in (`target/*/pgmcc` -> `interop/`), or in the current
+/// directory's `interop/`. `PGMCC_INTEROP_DIR` overrides both.
+fn interop_program(name: &str, package: &str) -> Result<PathBuf> {
+    let mut dirs = Vec::new();
+    if let Some(d) = std::env::var_os("PGMCC_INTEROP_DIR") {
+        dirs.push(PathBuf::from(d));
+    } else {
+        if let Ok(exe) = std::env::current_exe() {
+            dirs.extend(exe.ancestors().skip(1).take(4).map(|a| a.join("interop")));
+        }
+        dirs.push(PathBuf::from("interop"));
+    }
+    dirs.iter()
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .map(|p| p.canonicalize().unwrap_or(p))
+        .with_context(|| {
+            format!(
+                "interop/{name} not found (looked in {}): build it with `make -C interop` \
+                 (needs Debian's {package}; scripts/install-deps installs it)",
+                dirs.iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })
+}
+
+/// Checks that `program` is on the PATH.
+fn which(program: &str) -> Result<()> {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false);
+    if !found {
+        bail!(
+            "`{program}` not found on the PATH: install Debian's uftp (scripts/install-deps does)"
+        );
+    }
+    Ok(())
+}
+
 /// A scenario rate (`500kbit/s`, ...) as `pgmcc send` reads one: bits per second.
 fn bps(rate: &str) -> Result<String> {
     let b = netsim::units::rate(rate).map_err(|e| anyhow::anyhow!("`{rate}`: {e}"))?;
     Ok(format!("{b}bps"))
+}
+
+/// How long before its sender a receiver that joins at the flow's start is started: a
+/// program takes ~0.1 s to start and join its group, and a sender started at the same
+/// instant sends its first packets to no one (seen: the first ODATA lost every time).
+const LEAD: f64 = 0.5;
+
+/// When a flow's sender starts: at its start, but not before [`LEAD`] (its receivers, or
+/// TCP's sink, start first).
+fn sender_start(f: &Planned) -> f64 {
+    f.start.max(LEAD)
 }
 
 /// What happened to one process of a flow.
@@ -264,6 +422,10 @@ pub(super) struct Outcome {
     pub(super) status: Option<std::process::ExitStatus>,
     /// Where its standard error went.
     pub(super) log: PathBuf,
+    /// A receiver's node name (`None` for senders and TCP).
+    pub(super) receiver: Option<String>,
+    /// When a receiver completed (seconds since the run began): see the module's doc.
+    pub(super) completed_at: Option<f64>,
 }
 
 /// One process of the schedule.
@@ -275,6 +437,11 @@ struct Proc {
     /// The streamed input of an endless PGM flow, and when it ends.
     feeder: Option<JoinHandle<()>>,
     done: Option<std::process::ExitStatus>,
+    /// A receiver's node.
+    receiver: Option<String>,
+    /// A receiver that keeps running has completed when this file exists.
+    done_when: Option<PathBuf>,
+    completed_at: Option<f64>,
 }
 
 enum Action {
@@ -309,8 +476,33 @@ pub(super) fn run(
             child: None,
             feeder: None,
             done: None,
+            receiver: None,
+            done_when: None,
+            completed_at: None,
         });
         procs.len() - 1
+    };
+    // A receiver of flow `f` on `node`, run from `join` to `leave`.
+    let add_receiver = |procs: &mut Vec<Proc>,
+                        actions: &mut Vec<(f64, Action)>,
+                        f: &Planned,
+                        node: &str,
+                        (join, leave): (f64, Option<f64>),
+                        c: Command| {
+        let log = dir.join(format!("flow{}-recv-{node}.log", f.id));
+        let i = add(procs, f.id, format!("receiver {node}"), log);
+        procs[i].receiver = Some(node.to_string());
+        // A receiver there from the start is listening before its sender sends.
+        let at = if join <= f.start {
+            (join - LEAD).max(0.0)
+        } else {
+            join
+        };
+        actions.push((at, Action::Spawn(i, Box::new(c), None)));
+        if let Some(t) = leave {
+            actions.push((t, Action::Stop(i)));
+        }
+        i
     };
     for f in &flows {
         let ports = f.ports();
@@ -324,21 +516,20 @@ pub(super) fn run(
                 let group = format!("{group}:7500");
                 let udp = format!("{},{}", ports[0], ports[1]);
                 for (j, (_, node, join, leave)) in f.receivers.iter().enumerate() {
-                    let log = dir.join(format!("flow{}-recv-{node}.log", f.id));
                     let mut c = Command::new("ip");
                     c.args(["netns", "exec", &ns(node)])
                         .arg(&pgmcc)
                         .args(["recv", "--group", &group, "--udp-ports", &udp, "-q"])
-                        .args(["--allow-partial-start", "--idle-timeout", "1h"])
-                        .args(["--out", "-"]);
+                        .args(["--idle-timeout", "1h", "--out", "-"]);
+                    // A receiver there from the start gets the whole stream (repairs
+                    // included); one that joins later takes it from where it joined.
+                    if *join > f.start {
+                        c.arg("--allow-partial-start");
+                    }
                     if silent.get(j).copied().unwrap_or(false) {
                         c.arg("--no-pgmcc");
                     }
-                    let i = add(&mut procs, f.id, format!("receiver {node}"), log);
-                    actions.push((*join, Action::Spawn(i, Box::new(c), None)));
-                    if let Some(t) = leave {
-                        actions.push((*t, Action::Stop(i)));
-                    }
+                    add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
                 }
                 let stats = dir.join(format!("flow{}-send.json", f.id));
                 let mut c = Command::new("ip");
@@ -362,7 +553,7 @@ pub(super) fn run(
                 };
                 let log = dir.join(format!("flow{}-send.log", f.id));
                 let i = add(&mut procs, f.id, "sender".into(), log);
-                actions.push((f.start, Action::Spawn(i, Box::new(c), input_ends)));
+                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), input_ends)));
             }
             How::Tcp { to, linux_cc, sack } => {
                 let (_, sink_node, ..) = &f.receivers[0];
@@ -385,7 +576,124 @@ pub(super) fn run(
                 ));
                 let log = dir.join(format!("flow{}-tcp.log", f.id));
                 let i = add(&mut procs, f.id, "tcp sender".into(), log);
-                actions.push((f.start, Action::Spawn(i, Box::new(c), None)));
+                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
+            }
+            How::OpenPgm {
+                group,
+                bytes,
+                rate_bytes,
+                send,
+                recv,
+                addrs,
+            } => {
+                let network = |node: usize| format!("{};{group}", addrs[node]);
+                let port = ports[0].to_string();
+                for (n, node, join, leave) in &f.receivers {
+                    let mut c = Command::new("ip");
+                    c.args(["netns", "exec", &ns(node)]).arg(recv).args([
+                        "-n",
+                        &network(*n),
+                        "--port",
+                        &port,
+                        "--timeout",
+                        "3600",
+                    ]);
+                    add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
+                }
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns(&f.from.1)])
+                    .arg(send)
+                    .args([
+                        "-n",
+                        &network(f.from.0),
+                        "--port",
+                        &port,
+                        "--msg-size",
+                        "1400",
+                    ])
+                    .args(["--bytes", &bytes.to_string()])
+                    .args(["--rate", &rate_bytes.to_string(), "--linger", "3600"]);
+                let log = dir.join(format!("flow{}-send.log", f.id));
+                let i = add(&mut procs, f.id, "sender".into(), log);
+                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
+            }
+            How::Uftp { group, bytes, cc } => {
+                let name = format!("flow{}.bin", f.id);
+                let file = dir.join(&name);
+                write_input(&file, *bytes)?;
+                let port = ports[0].to_string();
+                let group = group.to_string();
+                for (_, node, join, leave) in &f.receivers {
+                    // Received into `tmp`, moved to `dest` when the session completes.
+                    let base = dir.join(format!("flow{}-uftpd-{node}", f.id));
+                    let (dest, tmp) = (base.join("dest"), base.join("tmp"));
+                    for d in [&dest, &tmp] {
+                        std::fs::create_dir_all(d)
+                            .with_context(|| format!("creating {}", d.display()))?;
+                    }
+                    let mut c = Command::new("ip");
+                    c.args(["netns", "exec", &ns(node), "uftpd", "-d", "-q"])
+                        .args(["-M", &group, "-p", &port, "-I", "eth0", "-D"])
+                        .arg(&dest)
+                        .arg("-T")
+                        .arg(&tmp);
+                    let i = add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
+                    procs[i].done_when = Some(dest.join(&name));
+                }
+                // The data goes to a private group beside the public one.
+                let octets = Ipv4Addr::new(239, 193, 0, (f.id % 250) as u8).to_string();
+                let mut c = Command::new("ip");
+                c.args([
+                    "netns",
+                    "exec",
+                    &ns(&f.from.1),
+                    "uftp",
+                    "-I",
+                    "eth0",
+                    "-Y",
+                    "none",
+                ])
+                .args(["-M", &group, "-P", &octets, "-p", &port])
+                .args(["-u", &ports[1].to_string(), "-C", cc])
+                .arg(&file);
+                let log = dir.join(format!("flow{}-send.log", f.id));
+                let i = add(&mut procs, f.id, "sender".into(), log);
+                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
+            }
+            How::Norm {
+                group,
+                bytes,
+                send_flags,
+                program,
+            } => {
+                let addr = group.to_string();
+                let port = ports[0].to_string();
+                for (_, node, join, leave) in &f.receivers {
+                    let mut c = Command::new("ip");
+                    c.args(["netns", "exec", &ns(node)])
+                        .arg(program)
+                        .args(["recv", "--addr", &addr, "--port", &port, "--iface", "eth0"]);
+                    if let Some(n) = bytes {
+                        c.args(["--bytes", &n.to_string()]);
+                    }
+                    add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
+                }
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", &ns(&f.from.1)])
+                    .arg(program)
+                    .args(["send", "--addr", &addr, "--port", &port, "--iface", "eth0"])
+                    .args(["--linger", "3600"])
+                    .args(send_flags);
+                match bytes {
+                    Some(n) => c.args(["--bytes", &n.to_string()]),
+                    None => c.args([
+                        "--seconds",
+                        &format!("{:.3}", f.stop.unwrap_or(end) - f.start),
+                    ]),
+                };
+                let log = dir.join(format!("flow{}-send.log", f.id));
+                let i = add(&mut procs, f.id, "sender".into(), log);
+                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
             }
         }
     }
@@ -403,16 +711,22 @@ fn schedule(
     end: f64,
     stop: &AtomicBool,
 ) -> Vec<Outcome> {
-    let wait_until = |t: f64| {
+    // Waits, noting when receivers complete (to within the 5-ms poll).
+    let wait_until = |procs: &mut Vec<Proc>, t: f64| {
+        let mut polled = Instant::now();
         while origin.elapsed().as_secs_f64() < t && !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(5));
+            if polled.elapsed() >= Duration::from_millis(20) {
+                polled = Instant::now();
+                note_completions(procs, origin);
+            }
         }
     };
     for (t, action) in actions {
         if t >= end {
             break;
         }
-        wait_until(t);
+        wait_until(&mut procs, t);
         if stop.load(Ordering::Relaxed) {
             break;
         }
@@ -440,7 +754,8 @@ fn schedule(
             Action::Stop(i) => terminate(&mut procs[i]),
         }
     }
-    wait_until(end);
+    wait_until(&mut procs, end);
+    note_completions(&mut procs, origin);
     for p in &mut procs {
         terminate(p);
     }
@@ -451,8 +766,34 @@ fn schedule(
             role: p.role,
             status: p.done,
             log: p.log,
+            receiver: p.receiver,
+            completed_at: p.completed_at,
         })
         .collect()
+}
+
+/// Notes the receivers that completed since the last call: exited with status 0, or their
+/// `done_when` file appeared. Records senders' and sinks' exits too.
+fn note_completions(procs: &mut [Proc], origin: Instant) {
+    let now = origin.elapsed().as_secs_f64();
+    for p in procs.iter_mut() {
+        if let Some(c) = &mut p.child {
+            if let Ok(Some(status)) = c.try_wait() {
+                p.done = Some(status);
+                p.child = None;
+                if status.success() && p.receiver.is_some() && p.done_when.is_none() {
+                    p.completed_at.get_or_insert(now);
+                }
+            }
+        }
+        if p.completed_at.is_none() && p.child.is_some() {
+            if let Some(f) = &p.done_when {
+                if f.exists() {
+                    p.completed_at = Some(now);
+                }
+            }
+        }
+    }
 }
 
 /// Stops a process: SIGTERM (receivers and senders end cleanly on it), SIGKILL after 2 s.

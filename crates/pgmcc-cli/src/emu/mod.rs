@@ -59,7 +59,7 @@ pub(crate) struct Args {
 
 /// Runs `pgmcc emu`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
-    let sc = scenario::load(&args.scenario, args.seed)?;
+    let sc = scenario::load_for_emulation(&args.scenario, args.seed)?;
     if let Some(cc) = &args.tcp {
         if !["reno", "cubic", "bbr"].contains(&cc.as_str()) {
             bail!("--tcp {cc}: this kernel offers reno, cubic and bbr");
@@ -141,6 +141,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     print_report(&report);
     if !net_only {
         let summary = summary::build(&sc, &planned, emu.samples(), &report);
+        let per_flow = summary::outcomes(&planned, &outcomes, emu.samples(), &report);
         emu.tear_down();
         run::write(&summary, &out).with_context(|| format!("writing {}", out.display()))?;
         report::write_report(&summary, &out)
@@ -160,6 +161,21 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
                 rx.join(", ")
             );
         }
+        for f in per_flow.iter().filter(|f| f.file_bytes.is_some()) {
+            let done: Vec<String> = f
+                .receivers
+                .iter()
+                .take(8)
+                .map(|r| match r.completed_after_s {
+                    Some(t) => format!("{} {t:.1} s", r.node),
+                    None => format!("{} not complete", r.node),
+                })
+                .collect();
+            outln!("  {:<12} completed: {}", f.name, done.join(", "));
+        }
+        let json = serde_json::to_string_pretty(&per_flow)?;
+        let path = out.join("flows.json");
+        std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))?;
         for o in outcomes
             .iter()
             .filter(|o| o.status.is_some_and(|s| !s.success()))
