@@ -157,16 +157,19 @@ static int run_send(NormInstanceHandle inst, NormSessionHandle s, long long byte
 	const double t_last = now_s() - t0;
 	NormStreamFlush(stream, true, NORM_FLUSH_ACTIVE);
 	NormStreamClose(stream, true);
-	/* Serve repairs until the flush is acknowledged by silence or linger runs out. */
+	/* Serve repairs until NORM's flush completes (no receiver NACKs any more) or linger
+	 * runs out. */
 	const double until = now_s() + linger;
 	stopped = 0;
-	while (!stopped && now_s() < until) {
+	bool flushed = false;
+	while (!stopped && !flushed && now_s() < until) {
 		NormEvent ev;
 		if (next_event(inst, &ev, 0.2) && ev.type == NORM_TX_FLUSH_COMPLETED)
-			break;
+			flushed = true;
 	}
-	printf("sent %lld bytes in %.3f s, rate %.0f bit/s at the end\n", sent, t_last,
-	       NormGetTxRate(s));
+	printf("sent %lld bytes: last byte accepted after %.3f s, %s after %.3f s; rate %.0f bit/s\n",
+	       sent, t_last, flushed ? "flush completed" : "stopped before the flush completed",
+	       now_s() - t0, NormGetTxRate(s));
 	fflush(stdout);
 	NormStopSender(s);
 	return 0;
