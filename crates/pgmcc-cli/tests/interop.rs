@@ -280,6 +280,65 @@ fn zeromq_epgm_publisher_to_our_receiver() {
 }
 
 #[test]
+fn our_sender_to_a_zeromq_epgm_subscriber() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !libpgm_tools("our_sender_to_a_zeromq_epgm_subscriber") {
+        return;
+    }
+    if !tool("zmq-sub").exists() {
+        eprintln!("SKIPPED our_sender_to_a_zeromq_epgm_subscriber: libzmq3-dev is not installed; scripts/install-deps installs it");
+        return;
+    }
+    let Some(lab) = Lab::up("q", 1) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    const BYTES: usize = 2_000_000;
+    let (input, want) = random_file(dir.path(), BYTES);
+    let out = dir.path().join("zmq.bin");
+    let rx = lab
+        .cmd("r1")
+        .arg(tool("zmq-sub"))
+        .arg("epgm://10.77.0.11;239.192.0.1:5555")
+        .arg(&out)
+        // ZMQ_RATE 20 Mbit/s: libzmq sizes a SUB's receive window from it (ZMQ_RATE x
+        // ZMQ_RECOVERY_IVL); at its default of 100 kbit/s the window is ~83 packets and
+        // repairs at 20 Mbit/s arrive after it moved on (seen: 3 packets lost for good).
+        .args([&BYTES.to_string(), "10", "20000"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    // Every 40th data packet dropped at the source: the subscriber's libpgm NAKs, we repair.
+    let tx = lab
+        .cmd("s")
+        .arg(pgmcc())
+        .args(["send", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
+        .args([
+            "--rate-max",
+            "20Mbit",
+            "--drop-every",
+            "40",
+            "-q",
+            "--linger",
+            "3s",
+        ])
+        .arg(&input)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let o = finish_ok(tx, Duration::from_secs(60), "pgmcc send --peer zeromq");
+    eprintln!("{}", String::from_utf8_lossy(&o.stderr));
+    let o = finish(rx, Duration::from_secs(30));
+    let said = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{said}{}", String::from_utf8_lossy(&o.stderr));
+    assert!(o.status.success(), "the subscriber stopped short: {said}");
+    // Each packet was one message: the subscriber's messages, concatenated, are the file.
+    assert_eq!(sha_of(&out), want);
+    assert!(said.contains(&format!("received {BYTES} bytes")), "{said}");
+}
+
+#[test]
 fn pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !libpgm_tools("pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver") {

@@ -134,6 +134,32 @@ impl ZmqDecoder {
     }
 }
 
+/// Bytes [`zmq_apdu`] adds to a message body: the 2-byte offset and the frame header (1
+/// length byte and the flags byte for bodies under 254 bytes, otherwise `0xff`, 8 length
+/// bytes and the flags byte).
+pub const ZMQ_APDU_OVERHEAD: usize = 12;
+
+/// One APDU in ZeroMQ's framing holding exactly one whole single-part message `body`: the
+/// offset is 0 (a message starts right after it), so a subscriber that joins at any APDU
+/// starts decoding there. What `pgmcc send --peer zeromq` sends: each APDU one message, as
+/// a ZeroMQ PUB socket would send messages no larger than its APDU. A SUB socket delivers
+/// it if its subscription is a prefix of `body` (the empty subscription takes all).
+pub fn zmq_apdu(body: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(body.len() + ZMQ_APDU_OVERHEAD);
+    v.extend_from_slice(&0u16.to_be_bytes());
+    // The length counts the flags byte.
+    let len = body.len() as u64 + 1;
+    if len < 255 {
+        v.push(len as u8);
+    } else {
+        v.push(0xff);
+        v.extend_from_slice(&len.to_be_bytes());
+    }
+    v.push(0); // flags: no more parts
+    v.extend_from_slice(body);
+    v
+}
+
 /// `(header length including the flags byte, len)` of the frame at the front of `b`, or
 /// `None` if its length field is not complete yet.
 fn frame_header(b: &[u8]) -> Result<Option<(usize, u64)>, ZmqError> {
@@ -191,6 +217,24 @@ mod tests {
                 v
             })
             .collect()
+    }
+
+    #[test]
+    fn our_apdus_decode_to_their_messages_one_each() {
+        let mut d = ZmqDecoder::default();
+        for len in [0usize, 1, 253, 254, 255, 1388] {
+            let body: Vec<u8> = (0..len).map(|i| i as u8).collect();
+            let apdu = zmq_apdu(&body);
+            assert!(apdu.len() <= body.len() + ZMQ_APDU_OVERHEAD, "{len}");
+            assert_eq!(
+                d.push(&apdu).unwrap(),
+                vec![ZmqFrame { more: false, body }],
+                "{len}"
+            );
+        }
+        // A decoder that joins at any APDU decodes it: every one starts a message.
+        let mut late = ZmqDecoder::default();
+        assert_eq!(late.push(&zmq_apdu(b"late")).unwrap().len(), 1);
     }
 
     #[test]

@@ -31,8 +31,11 @@ pub(crate) struct NetArgs {
     /// programs): one UDP port both ways, 3056 (a libpgm source hears NAKs only there); a
     /// receiver accepts a stream whose start is not marked (libpgm sends no OPT_SYN); a
     /// sender uses no congestion control (libpgm receivers never ACK: give --rate-max) and
-    /// no FEC parity. `zeromq` (an epgm:// PUB socket, receive only): the group's port both
-    /// ways, and ZeroMQ's framing decoded (as --zmq). Flags given explicitly win.
+    /// no FEC parity. `zeromq` (epgm:// SUB or PUB sockets): the group's port both ways;
+    /// a receiver decodes ZeroMQ's framing (as --zmq), a sender sends each packet as one
+    /// ZeroMQ message in that framing, without congestion control or parity, as for
+    /// openpgm. Without it, ZeroMQ subscribers on the group and port abort (libzmq asserts
+    /// on data not in its framing). Flags given explicitly win.
     #[arg(long, value_name = "PEER")]
     pub(super) peer: Option<Peer>,
     /// Carry PGM directly over IP (protocol 113) instead of UDP; needs root or CAP_NET_RAW.
@@ -59,7 +62,7 @@ pub(crate) enum Peer {
     /// OpenPGM (libpgm 5.3) sources or receivers.
     #[value(name = "openpgm")]
     OpenPgm,
-    /// A ZeroMQ PUB socket on epgm:// (receiving only).
+    /// ZeroMQ PUB or SUB sockets on epgm://.
     #[value(name = "zeromq")]
     ZeroMq,
 }
@@ -80,6 +83,11 @@ impl NetArgs {
             ucast_port,
             mcast_port,
         }
+    }
+
+    /// Whether `--key` was given.
+    pub(super) fn has_key(&self) -> bool {
+        self.key.is_some()
     }
 
     /// The group key of `--key`, read and checked (a missing, malformed or world-readable

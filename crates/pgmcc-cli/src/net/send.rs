@@ -34,7 +34,7 @@ pub(crate) struct SendArgs {
     /// Congestion control, by the names scenarios and the comparison matrix use: the
     /// default, `pgmcc`, is our recommended pgmcc; `pgmcc-paper` is the algorithm as
     /// published, for comparisons (docs/pgmcc.md).
-    /// [default: pgmcc; none with --peer openpgm]
+    /// [default: pgmcc; none with --peer openpgm or zeromq]
     #[arg(long, value_name = "CC", value_parser = controller_parser())]
     cc: Option<Controller>,
     /// With --cc lowweight: the session never sends slower than this, whatever the worst
@@ -59,7 +59,7 @@ pub(crate) struct SendArgs {
     /// parity packet repairs different losses at different receivers. Our receivers use it;
     /// OpenPGM receivers ignore it and NAK as usual, but may be confused by parity others
     /// asked for: use 0 (selective repairs only) when OpenPGM receivers are in the group.
-    /// [default: 64; 0 with --peer openpgm]
+    /// [default: 64; 0 with --peer openpgm or zeromq]
     #[arg(long, value_name = "N", value_parser = parse_fec)]
     fec: Option<u32>,
     /// Packets kept for repairs (TXW_SQNS); a receiver further behind than this loses data.
@@ -123,13 +123,16 @@ fn unfinished(
 }
 
 impl SendArgs {
-    /// `--cc`, or the default: pgmcc, or none for `--peer openpgm` (its receivers never ACK).
+    /// `--cc`, or the default: pgmcc, or none for `--peer openpgm` or `zeromq` (their
+    /// receivers never ACK).
     fn cc(&self) -> Controller {
-        self.cc.unwrap_or(if self.net.peer == Some(Peer::OpenPgm) {
-            Controller::None
-        } else {
-            Controller::Pgmcc
-        })
+        self.cc.unwrap_or(
+            if matches!(self.net.peer, Some(Peer::OpenPgm | Peer::ZeroMq)) {
+                Controller::None
+            } else {
+                Controller::Pgmcc
+            },
+        )
     }
 }
 
@@ -217,10 +220,12 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.rate_limit = args.rate_max;
     opts.linger = args.linger;
     opts.txw_sqns = args.txw.max(1);
-    if args.net.peer == Some(Peer::ZeroMq) {
-        bail!("--peer zeromq is for receiving: publishing to ZeroMQ subscribers is not supported yet (a ZeroMQ SUB socket expects its own framing; docs/interop.md)");
+    let zeromq = args.net.peer == Some(Peer::ZeroMq);
+    if zeromq && (args.sign.is_some() || args.net.has_key()) {
+        bail!("--peer zeromq cannot be combined with --key or --sign: a ZeroMQ subscriber can neither open sealed packets nor skip signatures in its stream");
     }
-    let openpgm = args.net.peer == Some(Peer::OpenPgm);
+    // libpgm receivers (OpenPGM's, and ZeroMQ's inside libzmq) never ACK and take no parity.
+    let openpgm = matches!(args.net.peer, Some(Peer::OpenPgm | Peer::ZeroMq));
     let fec = args.fec.unwrap_or(if openpgm { 0 } else { 64 });
     opts.fec = (fec > 0).then_some(fec);
     opts.drop_every = args.drop_every;
@@ -248,7 +253,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     .flatten()
     .collect();
     if openpgm && args.cc() == Controller::None && args.rate_max.is_none() {
-        bail!("--peer openpgm sends without congestion control (OpenPGM receivers never ACK, so pgmcc would crawl): give --rate-max, e.g. 20Mbit, below what the path to every receiver carries");
+        let peer = if zeromq { "zeromq" } else { "openpgm" };
+        bail!("--peer {peer} sends without congestion control ({} receivers never ACK, so pgmcc would crawl): give --rate-max, e.g. 20Mbit, below what the path to every receiver carries", if zeromq { "ZeroMQ's" } else { "OpenPGM" });
     }
     if args.cc() == Controller::None && args.rate_max.is_none() {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
@@ -312,8 +318,13 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let mut total = 0u64;
         let mut warned = false;
         // Large reads (each tokio file read is a trip to a blocking thread), cut into
-        // packet-sized messages so nothing needs fragmenting.
-        let tsdu = tx.max_tsdu();
+        // packet-sized messages so nothing needs fragmenting. For ZeroMQ subscribers each
+        // packet is one whole ZeroMQ message in their framing (pgmcc_net::zmq).
+        let tsdu = if zeromq {
+            tx.max_tsdu().saturating_sub(pgmcc_net::zmq::ZMQ_APDU_OVERHEAD).max(1)
+        } else {
+            tx.max_tsdu()
+        };
         let mut buf = vec![0u8; 256 * tsdu];
         // Ctrl-C (or SIGTERM) aborts: receivers are told at once (OPT_RST).
         let mut stop = Signals::new()?;
@@ -334,6 +345,13 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             let block = buf.get(..n).unwrap_or_default();
             hash.update(block);
             for chunk in block.chunks(tsdu) {
+                let framed;
+                let chunk = if zeromq {
+                    framed = pgmcc_net::zmq::zmq_apdu(chunk);
+                    &framed[..]
+                } else {
+                    chunk
+                };
                 // Waits while congestion control holds the queue full; look up now and then.
                 loop {
                     let written = tokio::select! {
