@@ -702,35 +702,7 @@ fn a_scenario_key_the_real_programs_lack_is_refused_by_name() {
 /// The other implementations as flows (issue 23 item 2): OpenPGM at a fixed rate, uftp with
 /// TFMCC and NORM with NORM-CC, each sending a 300 kB file to two receivers at once over
 /// the two-flow network.
-const PEERS: &str = r#"
-name = "peers"
-duration = "12s"
-[[node]]
-name = "S"
-[[node]]
-name = "R"
-[[node]]
-name = "P1"
-[[node]]
-name = "U"
-[[link]]
-from = "S"
-to = "R"
-rate = "100Mbit/s"
-delay = "1ms"
-queue = "100p"
-[[link]]
-from = "R"
-to = "P1"
-rate = "10Mbit/s"
-delay = "18ms"
-queue = "33p"
-[[link]]
-from = "R"
-to = "U"
-rate = "10Mbit/s"
-delay = "18ms"
-queue = "33p"
+const PEER_FLOWS: &str = r#"
 [[flow]]
 name = "openpgm"
 kind = "openpgm"
@@ -783,15 +755,17 @@ fn openpgm_uftp_and_norm_run_as_flows_and_complete() {
         eprintln!("SKIPPED {test}: uftp is not installed; scripts/install-deps installs it");
         return;
     }
-    let st = Command::new("make")
-        .args(["-s", "-C"])
-        .arg(repo().join("interop"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "building interop/ failed");
+    build_interop();
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("peers.toml");
-    std::fs::write(&file, PEERS).unwrap();
+    // TWO_FLOWS's network (T unused), these flows.
+    let network = &TWO_FLOWS[..TWO_FLOWS.find("[[flow]]").unwrap()];
+    let scenario = network.replace(
+        "name = \"two-flows\"\nduration = \"14s\"",
+        "name = \"peers\"\nduration = \"12s\"",
+    ) + PEER_FLOWS;
+    assert!(scenario.contains("duration = \"12s\""), "{scenario}");
+    std::fs::write(&file, scenario).unwrap();
     let out = dir.path().join("out");
     let o = finish_ok(
         Command::new(pgmcc())

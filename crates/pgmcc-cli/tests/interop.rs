@@ -28,12 +28,7 @@ fn libpgm_tools(test: &str) -> bool {
         eprintln!("SKIPPED {test}: libpgm-dev (openpgm-5.3) is not installed; scripts/install-deps installs it");
         return false;
     }
-    let st = Command::new("make")
-        .args(["-s", "-C"])
-        .arg(repo().join("interop"))
-        .status()
-        .unwrap();
-    assert!(st.success(), "building interop/ failed");
+    build_interop();
     true
 }
 

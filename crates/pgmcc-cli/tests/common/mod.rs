@@ -23,6 +23,18 @@ pub(crate) fn pgmcc() -> &'static str {
     env!("CARGO_BIN_EXE_pgmcc")
 }
 
+/// Builds the C programs in `interop/` (`make -C interop`: those whose libraries are
+/// installed); panics if the build fails.
+#[allow(dead_code)] // not every test binary builds them
+pub(crate) fn build_interop() {
+    let st = std::process::Command::new("make")
+        .args(["-s", "-C"])
+        .arg(repo().join("interop"))
+        .status()
+        .unwrap();
+    assert!(st.success(), "building interop/ failed");
+}
+
 pub(crate) fn is_root() -> bool {
     Command::new("id")
         .arg("-u")
