@@ -238,7 +238,7 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
                     info.name
                 );
             };
-            let bits = netsim::units::rate(limit).map_err(|e| anyhow::anyhow!("`{limit}`: {e}"))?;
+            let bits = rate_bits(limit)?;
             How::OpenPgm {
                 group,
                 bytes: need_bytes()?,
@@ -253,7 +253,7 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
             let mut cc = String::from("tfmcc");
             for (key, name) in [("rate_floor", "min"), ("rate_ceiling", "max")] {
                 if let Some(r) = text(key) {
-                    let bits = netsim::units::rate(r).map_err(|e| anyhow::anyhow!("`{r}`: {e}"))?;
+                    let bits = rate_bits(r)?;
                     cc.push_str(&format!(":{name}={}", (bits / 1000).max(1)));
                 }
             }
@@ -266,7 +266,7 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
             let mut send_flags = Vec::new();
             for (key, flag) in [("rate_floor", "--rate-min"), ("rate_ceiling", "--rate-max")] {
                 if let Some(r) = text(key) {
-                    let bits = netsim::units::rate(r).map_err(|e| anyhow::anyhow!("`{r}`: {e}"))?;
+                    let bits = rate_bits(r)?;
                     send_flags.push(flag.to_string());
                     send_flags.push(bits.to_string());
                 }
@@ -394,10 +394,14 @@ fn which(program: &str) -> Result<()> {
     Ok(())
 }
 
-/// A scenario rate (`500kbit/s`, ...) as `pgmcc send` reads one: bits per second.
+/// A scenario rate (`500kbit/s`, ...) in bits per second.
+fn rate_bits(rate: &str) -> Result<u64> {
+    netsim::units::rate(rate).map_err(|e| anyhow::anyhow!("`{rate}`: {e}"))
+}
+
+/// A scenario rate as `pgmcc send` reads one: bits per second.
 fn bps(rate: &str) -> Result<String> {
-    let b = netsim::units::rate(rate).map_err(|e| anyhow::anyhow!("`{rate}`: {e}"))?;
-    Ok(format!("{b}bps"))
+    Ok(format!("{}bps", rate_bits(rate)?))
 }
 
 /// How long before its sender a receiver that joins at the flow's start is started: a
@@ -504,6 +508,17 @@ pub(super) fn run(
         }
         i
     };
+    // The sender of flow `f` (its log `flowN-send.log`), started at `sender_start`; an
+    // endless PGM flow's input is fed until `input_ends`.
+    let add_sender = |procs: &mut Vec<Proc>,
+                      actions: &mut Vec<(f64, Action)>,
+                      f: &Planned,
+                      c: Command,
+                      input_ends: Option<f64>| {
+        let log = dir.join(format!("flow{}-send.log", f.id));
+        let i = add(procs, f.id, "sender".into(), log);
+        actions.push((sender_start(f), Action::Spawn(i, Box::new(c), input_ends)));
+    };
     for f in &flows {
         let ports = f.ports();
         match &f.how {
@@ -551,9 +566,7 @@ pub(super) fn run(
                         Some(f.stop.unwrap_or(end))
                     }
                 };
-                let log = dir.join(format!("flow{}-send.log", f.id));
-                let i = add(&mut procs, f.id, "sender".into(), log);
-                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), input_ends)));
+                add_sender(&mut procs, &mut actions, f, c, input_ends);
             }
             How::Tcp { to, linux_cc, sack } => {
                 let (_, sink_node, ..) = &f.receivers[0];
@@ -613,9 +626,7 @@ pub(super) fn run(
                     ])
                     .args(["--bytes", &bytes.to_string()])
                     .args(["--rate", &rate_bytes.to_string(), "--linger", "3600"]);
-                let log = dir.join(format!("flow{}-send.log", f.id));
-                let i = add(&mut procs, f.id, "sender".into(), log);
-                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
+                add_sender(&mut procs, &mut actions, f, c, None);
             }
             How::Uftp { group, bytes, cc } => {
                 let name = format!("flow{}.bin", f.id);
@@ -656,9 +667,7 @@ pub(super) fn run(
                 .args(["-M", &group, "-P", &octets, "-p", &port])
                 .args(["-u", &ports[1].to_string(), "-C", cc])
                 .arg(&file);
-                let log = dir.join(format!("flow{}-send.log", f.id));
-                let i = add(&mut procs, f.id, "sender".into(), log);
-                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
+                add_sender(&mut procs, &mut actions, f, c, None);
             }
             How::Norm {
                 group,
@@ -691,9 +700,7 @@ pub(super) fn run(
                         &format!("{:.3}", f.stop.unwrap_or(end) - f.start),
                     ]),
                 };
-                let log = dir.join(format!("flow{}-send.log", f.id));
-                let i = add(&mut procs, f.id, "sender".into(), log);
-                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
+                add_sender(&mut procs, &mut actions, f, c, None);
             }
         }
     }
@@ -711,7 +718,7 @@ fn schedule(
     end: f64,
     stop: &AtomicBool,
 ) -> Vec<Outcome> {
-    // Waits, noting when receivers complete (to within the 5-ms poll).
+    // Waits, noting when receivers complete (to within the 20-ms poll).
     let wait_until = |procs: &mut Vec<Proc>, t: f64| {
         let mut polled = Instant::now();
         while origin.elapsed().as_secs_f64() < t && !stop.load(Ordering::Relaxed) {

@@ -85,6 +85,12 @@ impl NetArgs {
         }
     }
 
+    /// The other end is libpgm (every `--peer` is: OpenPGM's programs, and ZeroMQ's
+    /// sockets inside libzmq): its receivers never ACK and take no FEC parity.
+    pub(super) fn libpgm_peer(&self) -> bool {
+        matches!(self.peer, Some(Peer::OpenPgm | Peer::ZeroMq))
+    }
+
     /// Whether `--key` was given.
     pub(super) fn has_key(&self) -> bool {
         self.key.is_some()

@@ -126,13 +126,11 @@ impl SendArgs {
     /// `--cc`, or the default: pgmcc, or none for `--peer openpgm` or `zeromq` (their
     /// receivers never ACK).
     fn cc(&self) -> Controller {
-        self.cc.unwrap_or(
-            if matches!(self.net.peer, Some(Peer::OpenPgm | Peer::ZeroMq)) {
-                Controller::None
-            } else {
-                Controller::Pgmcc
-            },
-        )
+        self.cc.unwrap_or(if self.net.libpgm_peer() {
+            Controller::None
+        } else {
+            Controller::Pgmcc
+        })
     }
 }
 
@@ -224,8 +222,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     if zeromq && (args.sign.is_some() || args.net.has_key()) {
         bail!("--peer zeromq cannot be combined with --key or --sign: a ZeroMQ subscriber can neither open sealed packets nor skip signatures in its stream");
     }
-    // libpgm receivers (OpenPGM's, and ZeroMQ's inside libzmq) never ACK and take no parity.
-    let openpgm = matches!(args.net.peer, Some(Peer::OpenPgm | Peer::ZeroMq));
+    let openpgm = args.net.libpgm_peer();
     let fec = args.fec.unwrap_or(if openpgm { 0 } else { 64 });
     opts.fec = (fec > 0).then_some(fec);
     opts.drop_every = args.drop_every;
