@@ -15,10 +15,13 @@
 //!   line rate) or 0.75x ("slower": each flow is smoothed but two still overload the
 //!   bottleneck); the receivers' links are 10x. Only the bottleneck drops.
 //!
-//! f = TCP goodput / multicast goodput at the receivers, from the end of the warm-up to the
-//! end of the run. The run lasts long enough for several of TCP's sawtooth cycles where the
-//! bandwidth-delay product allows, and never less than 200 RTTs after the warm-up
-//! ([`Cell::measure_s`]); [`Outcome::cycles`] says how many cycles the measurement covered.
+//! Both flows start at a seed-dependent instant in the first second (`start_jitter`), so
+//! neither is always first. f = TCP goodput / multicast goodput at the receivers, from the end
+//! of the warm-up to the end of the run. Where [`STEADY_BUDGET`] allows ([`Cell::steady`]),
+//! the warm-up lasts [`CONVERGE_CYCLES`] of TCP's sawtooth cycles, long enough for two
+//! window-based flows to converge from whatever start-up left them with, and the measurement
+//! at least 8 cycles; elsewhere the measurement still spans at least 200 RTTs, but f then
+//! mostly reflects start-up ([`Outcome::cycles`] says how many cycles it covered).
 
 use std::fmt::Write as _;
 
@@ -41,9 +44,25 @@ pub const MIN_QUEUE: u32 = 4;
 /// and 3 seeds could not place a mean within the [0.8, 1.25] band; 500 s and 3 seeds give
 /// about 0.05 (docs/reproduction.md, "Fairness grid").
 pub const MIN_MEASURE_S: f64 = 500.0;
-/// Upper bound on the data packets a measurement may cost at the bottleneck rate; the
-/// 200-RTT minimum wins over it.
+/// Upper bound on the data packets [`MIN_MEASURE_S`] may cost at the bottleneck rate; the
+/// 8-cycle and 200-RTT minimums win over it.
 pub const PACKET_BUDGET: f64 = 1.5e6;
+/// Warm-up of a [`Cell::steady`] cell, in TCP sawtooth cycles. Two window-based flows that
+/// start a few RTTs apart on a large bandwidth-delay product leave slow start far apart: the
+/// first one's overshoot fills the queue while the second is still small, and the second
+/// then climbs at one packet per RTT (at 100 Mbit/s, 100 ms and a 2-BDP queue TCP SACK
+/// left slow start at 20 packets against pgmcc's 513 when pgmcc started first). Each
+/// cycle's common loss halves the difference. Measured on that cell (the grid's scenario
+/// file run for 1250 s, f per 125-s cycle with `pgmcc sim FILE --seed N --phases
+/// 0-125,125-250,...`; TCP SACK and NewReno against pgmcc and TCP SACK against TCP SACK, 3
+/// seeds each): f over the first cycle 0.26-2.63 (whichever flow started first), over the
+/// fifth 0.92-1.11, over cycles 6-10 1.01-1.05 (pgmcc) and 0.89-1.20 (the control).
+pub const CONVERGE_CYCLES: f64 = 5.0;
+/// Upper bound on the data packets a whole run (warm-up and measurement) may cost at the
+/// bottleneck rate for a cell to be measured in steady state ([`Cell::steady`]): 30 minutes
+/// of simulation per run on this project's 2-core reference machine. The cells of 100
+/// Mbit/s at 400 ms, whose sawtooth cycles last 10-33 minutes, need 5-16 times more.
+pub const STEADY_BUDGET: f64 = 15e6;
 
 /// Speed of the senders' access links relative to the bottleneck.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,22 +164,49 @@ impl Cell {
         (w / 2.0).max(1.0) * rtt
     }
 
-    /// Warm-up before the measurement, whole seconds: 50 RTTs or two cycles, whichever is
+    /// The warm-up and measurement of a steady-state run, seconds: [`CONVERGE_CYCLES`] (at
+    /// least 50 RTTs), then 8 cycles or [`MIN_MEASURE_S`] within [`PACKET_BUDGET`],
+    /// whichever is longer, at least 200 RTTs.
+    fn steady_span(&self) -> (f64, f64) {
+        let warm = (50.0 * self.rtt_s()).max(CONVERGE_CYCLES * self.cycle_s());
+        let budget = PACKET_BUDGET / self.packet_rate();
+        let measure = MIN_MEASURE_S
+            .min(budget)
+            .max(8.0 * self.cycle_s())
+            .max(200.0 * self.rtt_s());
+        (warm.ceil(), measure.ceil())
+    }
+
+    /// Whether the cell can be run long enough to measure the two flows in steady state:
+    /// the run of [`Cell::steady_span`] costs at most [`STEADY_BUDGET`] packets at the
+    /// bottleneck rate.
+    pub fn steady(&self) -> bool {
+        let (warm, measure) = self.steady_span();
+        (warm + measure) * self.packet_rate() <= STEADY_BUDGET
+    }
+
+    /// Warm-up before the measurement, whole seconds: [`CONVERGE_CYCLES`] cycles (at least
+    /// 50 RTTs) in a [`Cell::steady`] cell; otherwise 50 RTTs or two cycles, whichever is
     /// longer, at most the measurement's length.
     pub fn warmup_s(&self) -> f64 {
+        if self.steady() {
+            return self.steady_span().0;
+        }
         (50.0 * self.rtt_s())
             .max(2.0 * self.cycle_s())
             .min(self.measure_s())
             .ceil()
     }
 
-    /// Length of the measurement, whole seconds: 8 cycles or [`MIN_MEASURE_S`], whichever is
-    /// longer, at most [`PACKET_BUDGET`] packets at the bottleneck rate, never below 200
-    /// RTTs.
+    /// Length of the measurement, whole seconds: in a [`Cell::steady`] cell 8 cycles or
+    /// [`MIN_MEASURE_S`] within [`PACKET_BUDGET`], whichever is longer; otherwise
+    /// [`PACKET_BUDGET`] packets at the bottleneck rate. Never below 200 RTTs.
     pub fn measure_s(&self) -> f64 {
-        let want = (8.0 * self.cycle_s()).max(MIN_MEASURE_S);
+        if self.steady() {
+            return self.steady_span().1;
+        }
         let budget = PACKET_BUDGET / self.packet_rate();
-        want.min(budget).max(200.0 * self.rtt_s()).ceil()
+        budget.max(200.0 * self.rtt_s()).ceil()
     }
 
     /// Whether `other` is the same scenario: the same rate, RTT and access, and a queue of
@@ -237,7 +283,8 @@ impl Cell {
                 let _ = writeln!(
                     s,
                     "[[flow]]\nname = \"multicast\"\nkind = \"pgmcc\"\ncc = \"{cc}\"\n\
-                     from = \"S\"\npayload = {PGM_PAYLOAD}\n[[flow.receiver]]\nnode = \"MR\""
+                     from = \"S\"\npayload = {PGM_PAYLOAD}\nstart_jitter = \"1s\"\n\
+                     [[flow.receiver]]\nnode = \"MR\""
                 );
             }
             Contender::Tcp(kind) => {
@@ -327,7 +374,12 @@ mod tests {
             }
             assert!(c.queue_packets() >= MIN_QUEUE);
             assert!(c.measure_s() >= 200.0 * c.rtt_s());
-            assert!(c.warmup_s() <= c.measure_s());
+            if c.steady() {
+                assert!(c.warmup_s() >= CONVERGE_CYCLES * c.cycle_s());
+                assert!(c.measure_s() >= 8.0 * c.cycle_s());
+            } else {
+                assert!(c.warmup_s() <= c.measure_s());
+            }
         }
     }
 
