@@ -661,3 +661,106 @@ fn a_late_joiner_fails_at_once_not_at_the_end() {
     assert!(took < Duration::from_secs(3), "failed after {took:?}");
     assert!(!out.exists());
 }
+
+/// Issue 22 item 2: `pgmcc send DIR` sends the tree as one archive and `pgmcc recv -D OUT`
+/// writes it out (contents, modes, times), verified by the manifest's sha256; a receiver given
+/// `--out FILE` for a tree fails naming -D; a single file sent to `-D` lands under its name.
+#[test]
+fn a_directory_tree_arrives_whole_with_recv_dir() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir_all(site.join("img/icons")).unwrap();
+    std::fs::create_dir(site.join("empty")).unwrap();
+    let mut files = Vec::new();
+    for (i, name) in ["index.html", "img/a.png", "img/icons/b.png", "run.sh"]
+        .iter()
+        .enumerate()
+    {
+        let body: Vec<u8> = (0..300_000u32 * (i as u32 + 1))
+            .map(|k| (k % (200 + i as u32)) as u8)
+            .collect();
+        std::fs::write(site.join(name), &body).unwrap();
+        files.push((*name, body));
+    }
+    std::fs::set_permissions(site.join("run.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mtime = std::time::UNIX_EPOCH + Duration::from_secs(1_700_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(site.join("index.html"))
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let lo = Loopback {
+        group: "239.255.77.59:7500",
+        ports: "41583,41584",
+    };
+    let out = dir.path().join("received");
+    let wrong = dir.path().join("wrong.bin");
+    let a = lo.recv("127.0.0.37", &["-D".as_ref(), out.as_os_str()]);
+    let b = lo.recv("127.0.0.38", &["--out".as_ref(), wrong.as_os_str()]);
+    std::thread::sleep(Duration::from_millis(400));
+    let s = lo.send(&site, &["--rate-max", "60Mbit"]).output().unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let a = a.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&a.stderr);
+    assert!(a.status.success(), "{err}");
+    assert!(
+        err.contains("sha256 matches the source's manifest"),
+        "{err}"
+    );
+    assert!(err.contains("wrote 4 files, 4 directories into"), "{err}");
+    for (name, body) in &files {
+        assert_eq!(
+            &std::fs::read(out.join("site").join(name)).unwrap(),
+            body,
+            "{name}"
+        );
+    }
+    assert!(out.join("site/empty").is_dir());
+    let mode = std::fs::metadata(out.join("site/run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o100, 0o100, "executable stays executable");
+    let got = std::fs::metadata(out.join("site/index.html"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert_eq!(got, mtime);
+    let leftovers: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        leftovers,
+        vec![std::ffi::OsString::from("site")],
+        "no temporary file left"
+    );
+    let b = b.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&b.stderr);
+    assert_eq!(b.status.code(), Some(1), "{err}");
+    assert!(err.contains("receive it with -D DIR"), "{err}");
+    assert!(!wrong.exists());
+
+    // One file to -D: written under the source's name; not over an existing one.
+    let single = dir.path().join("notes.txt");
+    std::fs::write(&single, b"plain file\n").unwrap();
+    let lo = Loopback {
+        group: "239.255.77.60:7500",
+        ports: "41585,41586",
+    };
+    let a = lo.recv("127.0.0.39", &["-D".as_ref(), out.as_os_str()]);
+    std::thread::sleep(Duration::from_millis(400));
+    let s = lo
+        .send(&single, &["--rate-max", "20Mbit"])
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let a = a.wait_with_output().unwrap();
+    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    assert_eq!(
+        std::fs::read(out.join("notes.txt")).unwrap(),
+        b"plain file\n"
+    );
+}

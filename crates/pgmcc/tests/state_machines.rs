@@ -975,6 +975,7 @@ fn the_manifest_reaches_receivers_after_the_session_is_announced_and_when_it_cha
         mtime: 1_700_000_000,
         sha256: None,
         name: "a.txt".into(),
+        tree: false,
     };
     c.manifest = Some(first.clone());
     let mut s = Sender::new(c, ms(0));

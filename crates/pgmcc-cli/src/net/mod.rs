@@ -11,6 +11,7 @@ mod output;
 mod recv;
 mod report;
 mod send;
+mod tree;
 
 pub(crate) use keygen::{keygen, KeygenArgs};
 pub(crate) use recv::{recv, RecvArgs};

@@ -1,10 +1,13 @@
 //! Where `pgmcc recv` writes what it receives: a temporary file beside the destination,
-//! renamed into place only when the whole stream arrived, or standard output.
+//! renamed into place only when the whole stream arrived (or, for `-D DIR`, written out as
+//! the file or tree the source announced), or standard output.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+
+use super::tree::{Symlinks, Written};
 
 /// Where received bytes go: a temporary file renamed on success, or standard output. Both
 /// buffered; [`Output::flush`] runs whenever no more data is waiting.
@@ -16,6 +19,58 @@ pub(super) enum Output {
     /// Standard output through a plain `File` on its descriptor: `std::io::Stdout` is
     /// line-buffered and would scan binary data for newlines.
     Stdout(std::io::BufWriter<std::fs::File>),
+    /// `-D DIR`: a temporary file in DIR, which becomes the announced file in DIR, or the
+    /// tree its archive holds.
+    Dir {
+        tmp: std::io::BufWriter<tempfile::NamedTempFile>,
+        dir: PathBuf,
+    },
+}
+
+/// What [`Output::commit`] kept.
+pub(super) enum Committed {
+    /// Written to standard output.
+    Stdout,
+    /// This file.
+    File(PathBuf),
+    /// A tree, written into this directory.
+    Tree(PathBuf, Written),
+}
+
+/// A temporary file in `dir` with the mode any new file gets (0666 less the umask;
+/// tempfile's default is 0600).
+fn temp_in(dir: &Path) -> Result<std::io::BufWriter<tempfile::NamedTempFile>> {
+    const BUF: usize = 1 << 20;
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::Builder::new()
+        .prefix(".pgmcc-recv-")
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+    Ok(std::io::BufWriter::with_capacity(BUF, tmp))
+}
+
+/// The temporary file flushed to disk.
+fn finish(tmp: std::io::BufWriter<tempfile::NamedTempFile>) -> Result<tempfile::NamedTempFile> {
+    let tmp = tmp
+        .into_inner()
+        .map_err(|e| e.into_error())
+        .context("writing the output file")?;
+    tmp.as_file()
+        .sync_all()
+        .context("flushing the output file")?;
+    Ok(tmp)
+}
+
+/// `name` as one plain file name (the source's, from its manifest), or why not.
+fn plain_name(name: &str) -> Result<&str> {
+    if name.is_empty() {
+        anyhow::bail!("the source announced no file name (an OpenPGM or ZeroMQ source, or standard input): receive it with --out FILE");
+    }
+    if name.contains('/') || name == "." || name == ".." || name.contains('\0') {
+        anyhow::bail!("the source announced the file name {name:?}, which is not a plain name: receive it with --out FILE");
+    }
+    Ok(name)
 }
 
 impl Output {
@@ -51,23 +106,35 @@ impl Output {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        // 0666 less the umask, as any file a program creates (tempfile's default is 0600).
-        use std::os::unix::fs::PermissionsExt;
-        let tmp = tempfile::Builder::new()
-            .prefix(".pgmcc-recv-")
-            .permissions(std::fs::Permissions::from_mode(0o666))
-            .tempfile_in(&dir)
-            .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
         Ok(Output::File {
-            tmp: std::io::BufWriter::with_capacity(BUF, tmp),
+            tmp: temp_in(&dir)?,
             dest: path.to_path_buf(),
+        })
+    }
+
+    /// `-D DIR`: DIR is created if missing; the data goes to a temporary file in it.
+    pub(super) fn open_dir(dir: &Path) -> Result<Output> {
+        match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => anyhow::bail!(
+                "-D {} is not a directory: give the directory to write into",
+                dir.display()
+            ),
+            Ok(_) => {}
+            Err(_) => std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating directory {}", dir.display()))?,
+        }
+        Ok(Output::Dir {
+            tmp: temp_in(dir)?,
+            dir: dir.to_path_buf(),
         })
     }
 
     /// Appends `data` (buffered).
     pub(super) fn write(&mut self, data: &[u8]) -> Result<()> {
         match self {
-            Output::File { tmp, .. } => tmp.write_all(data).context("writing the output file"),
+            Output::File { tmp, .. } | Output::Dir { tmp, .. } => {
+                tmp.write_all(data).context("writing the output file")
+            }
             Output::Stdout(s) => s.write_all(data).context("writing to standard output"),
         }
     }
@@ -75,28 +142,50 @@ impl Output {
     /// Pushes buffered bytes out (to the pipe or terminal for standard output).
     pub(super) fn flush(&mut self) -> Result<()> {
         match self {
-            Output::File { tmp, .. } => tmp.flush().context("writing the output file"),
+            Output::File { tmp, .. } | Output::Dir { tmp, .. } => {
+                tmp.flush().context("writing the output file")
+            }
             Output::Stdout(s) => s.flush().context("writing to standard output"),
         }
     }
 
-    /// Keeps the data: renames the temporary file into place.
-    pub(super) fn commit(self) -> Result<()> {
+    /// Keeps the data: renames the temporary file into place; for `-D DIR`, writes the tree
+    /// the source announced (`manifest.tree`) into DIR, or renames the file to DIR/its name.
+    /// `force` replaces what exists.
+    pub(super) fn commit(
+        self,
+        manifest: Option<&pgm_wire::Manifest>,
+        force: bool,
+        symlinks: Symlinks,
+    ) -> Result<Committed> {
         match self {
             Output::File { tmp, dest } => {
-                let tmp = tmp
-                    .into_inner()
-                    .map_err(|e| e.into_error())
-                    .context("writing the output file")?;
-                tmp.as_file()
-                    .sync_all()
-                    .context("flushing the output file")?;
+                finish(tmp)?
+                    .persist(&dest)
+                    .map_err(|e| e.error)
+                    .with_context(|| format!("renaming the output into {}", dest.display()))?;
+                Ok(Committed::File(dest))
+            }
+            Output::Dir { tmp, dir } => {
+                let tmp = finish(tmp)?;
+                if manifest.is_some_and(|m| m.tree) {
+                    let written = super::tree::extract(tmp.path(), &dir, force, symlinks)?;
+                    return Ok(Committed::Tree(dir, written));
+                }
+                let name = plain_name(manifest.map_or("", |m| m.name.as_str()))?;
+                let dest = dir.join(name);
+                if !force && std::fs::symlink_metadata(&dest).is_ok() {
+                    anyhow::bail!("{} exists: pass --force to replace it", dest.display());
+                }
                 tmp.persist(&dest)
                     .map_err(|e| e.error)
                     .with_context(|| format!("renaming the output into {}", dest.display()))?;
-                Ok(())
+                Ok(Committed::File(dest))
             }
-            Output::Stdout(mut s) => s.flush().context("writing to standard output"),
+            Output::Stdout(mut s) => {
+                s.flush().context("writing to standard output")?;
+                Ok(Committed::Stdout)
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
-//! `pgmcc recv`: follow one session from a group into a file or standard output, verified.
+//! `pgmcc recv`: follow one session from a group into a file, a directory (`-D`) or standard
+//! output, verified.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -11,8 +12,10 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use super::args::{key_hints, parse_duration, NetArgs, Peer};
+use super::output::Committed;
 use super::output::Output;
 use super::report::{hex_string, progress, set_size, write_stats, LineProgress};
+use super::tree::Symlinks;
 use super::{runtime, Signals};
 
 /// Arguments of `pgmcc recv`.
@@ -24,11 +27,22 @@ pub(crate) struct RecvArgs {
     /// only when the whole stream arrived intact; an existing file is replaced only with
     /// --force; permissions follow the umask), or `-` for standard output [default: standard
     /// output, unless it is a terminal].
-    #[arg(long, value_name = "FILE|-")]
+    #[arg(long, value_name = "FILE|-", conflicts_with = "dir")]
     out: Option<PathBuf>,
-    /// Replace the --out file if it exists.
+    /// Write into this directory (created if missing) what the source announces: its file
+    /// under the file's name, or its directory tree (`pgmcc send DIR`). Nothing is written
+    /// until the whole stream arrived and verified; a tree's paths never leave DIR, only
+    /// files, directories and (with --symlinks keep) symbolic links are written, and nothing
+    /// existing is replaced without --force.
+    #[arg(short = 'D', long = "dir", value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Replace the --out file, or the files and links of a -D tree, if they exist.
     #[arg(long)]
     force: bool,
+    /// With -D: what to do with a tree's symbolic links: skip them (and list them), or keep
+    /// them as they are (nothing is ever written through one).
+    #[arg(long, value_name = "POLICY", value_enum, default_value_t = Symlinks::Skip)]
+    symlinks: Symlinks,
     /// Give up when the session being received has sent nothing, neither data nor the
     /// heartbeats (SPMs) a live source sends while it has nothing to say, for this long: the
     /// source or the network has gone. A paused live stream is not idle.
@@ -211,9 +225,10 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     .into_iter()
     .flatten()
     .collect();
-    let out_path = match &args.out {
-        Some(p) => p.clone(),
-        None => {
+    let out_path = match (&args.out, &args.dir) {
+        (_, Some(_)) => PathBuf::new(),
+        (Some(p), None) => p.clone(),
+        (None, None) => {
             use std::io::IsTerminal;
             if std::io::stdout().is_terminal() {
                 anyhow::bail!("standard output is a terminal: give --out FILE to save the data (or --out - to print it anyway)");
@@ -221,7 +236,10 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             PathBuf::from("-")
         }
     };
-    let mut out = Output::open(&out_path, args.force)?;
+    let mut out = match &args.dir {
+        Some(d) => Output::open_dir(d)?,
+        None => Output::open(&out_path, args.force)?,
+    };
     let rt = runtime()?;
     rt.block_on(async {
         let mut rx = Receiver::bind(opts).await.context("joining the group")?;
@@ -364,6 +382,13 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     break;
                 }
                 Event::Manifest { tsi, manifest: m } if Some(tsi) == session => {
+                    if m.tree && args.dir.is_none() {
+                        failure = Some(format!(
+                            "the source sends a directory tree ({}): receive it with -D DIR",
+                            m.name
+                        ));
+                        break;
+                    }
                     if let Some(size) = m.size {
                         set_size(&pb, size);
                     }
@@ -418,9 +443,11 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         }
         let to_stdout = matches!(out, Output::Stdout(_));
         // The output is committed before the source is told it arrived.
+        let mut committed = None;
         if failure.is_none() {
-            if let Err(e) = out.commit() {
-                failure = Some(format!("{e:#}"));
+            match out.commit(manifest.as_ref(), args.force, args.symlinks) {
+                Ok(c) => committed = Some(c),
+                Err(e) => failure = Some(format!("{e:#}")),
             }
         }
         if let Some(tsi) = session {
@@ -478,9 +505,30 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         }
         match failure {
             None => {
-                if let (Some(m), false) = (&manifest, to_stdout) {
-                    set_mtime(&out_path, m.mtime);
+                let wrote = match (&committed, &manifest) {
+                    (Some(Committed::File(path)), Some(m)) => {
+                        set_mtime(path, m.mtime);
+                        args.dir.is_some().then(|| format!("; wrote {}", path.display()))
+                    }
+                    (Some(Committed::Tree(dir, w)), _) => {
+                        for why in &w.skipped {
+                            eprintln!("pgmcc recv: warning: left out {why}");
+                        }
+                        Some(format!(
+                            "; wrote {} files, {} directories{} into {}",
+                            w.files,
+                            w.dirs,
+                            if w.links > 0 {
+                                format!(", {} symbolic links", w.links)
+                            } else {
+                                String::new()
+                            },
+                            dir.display()
+                        ))
+                    }
+                    _ => None,
                 }
+                .unwrap_or_default();
                 let verified = [
                     signer.map(|id| format!(", every byte verified as signed by key {id}")),
                     verified.map(|v| format!(", sha256 matches {v}")),
@@ -489,7 +537,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 .flatten()
                 .collect::<String>();
                 eprintln!(
-                    "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}",
+                    "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}{wrote}",
                     report.status.stats.gaps_filled, report.status.stats.naks_sent
                 );
                 if zmq_framing {

@@ -1,4 +1,5 @@
-//! `pgmcc send`: multicast a file or standard input, reliably and congestion controlled.
+//! `pgmcc send`: multicast a file, a directory tree or standard input, reliably and
+//! congestion controlled.
 
 use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
@@ -23,10 +24,12 @@ use super::{runtime, Signals};
 pub(crate) struct SendArgs {
     #[command(flatten)]
     net: NetArgs,
-    /// What to send: a file, or `-` for standard input (a live stream: data goes out as it
-    /// is read).
-    #[arg(value_name = "FILE|-")]
-    input: PathBuf,
+    /// What to send: a file; a directory or several files and directories (sent as one tar
+    /// archive, which `pgmcc recv -D DIR` writes out as a tree: each input under its own
+    /// name, symbolic links as links, devices and FIFOs left out); or `-` for standard input
+    /// (a live stream: data goes out as it is read).
+    #[arg(value_name = "FILE|DIR|-", required = true, num_args = 1..)]
+    inputs: Vec<PathBuf>,
     /// Ceiling on the send rate, e.g. 20Mbit, 500kbit (bits per second of PGM packets)
     /// [default: none; with --cc none, always set one].
     #[arg(long, value_name = "RATE", value_parser = parse_rate)]
@@ -101,6 +104,98 @@ pub(crate) struct SendArgs {
     /// How long after the data went out to wait for the --expect reports.
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     expect_timeout: Duration,
+}
+
+/// What `pgmcc send` reads.
+enum Input {
+    /// Standard input (`-`).
+    Stdin,
+    /// One file.
+    File(PathBuf),
+    /// A directory, or several inputs, as one archive: the first input and the walked tree.
+    Tree(PathBuf, super::tree::Tree),
+}
+
+impl Input {
+    /// `-` alone, one file, or a tree.
+    fn open(inputs: &[PathBuf]) -> Result<Input> {
+        let first = inputs.first().context("nothing to send")?;
+        if inputs.iter().any(|p| p == Path::new("-")) {
+            if inputs.len() > 1 {
+                bail!("`-` (standard input) cannot be sent together with files");
+            }
+            return Ok(Input::Stdin);
+        }
+        let meta =
+            std::fs::metadata(first).with_context(|| format!("reading {}", first.display()))?;
+        if inputs.len() == 1 && !meta.is_dir() {
+            return Ok(Input::File(first.clone()));
+        }
+        let tree = super::tree::Tree::scan(inputs)?;
+        Ok(Input::Tree(first.clone(), tree))
+    }
+
+    /// The manifest's name: the file's or directory's, a description of a file set, or
+    /// nothing for standard input.
+    fn name(&self, inputs: usize) -> String {
+        let base = |p: &Path| {
+            p.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .or_else(|| {
+                    let c = p.canonicalize().ok()?;
+                    Some(c.file_name()?.to_string_lossy().into_owned())
+                })
+                .unwrap_or_default()
+        };
+        match self {
+            Input::Stdin => String::new(),
+            Input::File(p) => base(p),
+            Input::Tree(p, _) if inputs == 1 => base(p),
+            Input::Tree(p, t) => {
+                format!("{} and {} more ({} files)", base(p), inputs - 1, t.files())
+            }
+        }
+    }
+
+    /// The bytes to send; for a tree, also the task writing its archive, whose result says
+    /// whether the archive is whole once the reader reaches its end.
+    async fn reader(
+        self,
+    ) -> Result<(
+        Box<dyn tokio::io::AsyncRead + Unpin + Send>,
+        Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+    )> {
+        match self {
+            Input::Stdin => Ok((Box::new(tokio::io::stdin()), None)),
+            Input::File(p) => Ok((
+                Box::new(
+                    tokio::fs::File::open(&p)
+                        .await
+                        .with_context(|| format!("opening {}", p.display()))?,
+                ),
+                None,
+            )),
+            Input::Tree(_, tree) => {
+                // The archive is written on a blocking thread into a bounded pipe (1 MiB).
+                let (mut w, r) = tokio::io::duplex(1 << 20);
+                let rt = tokio::runtime::Handle::current();
+                let task = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+                    use std::io::Read;
+                    use tokio::io::AsyncWriteExt;
+                    let mut archive = tree.reader();
+                    let mut buf = vec![0u8; 256 * 1024];
+                    loop {
+                        let n = archive.read(&mut buf)?;
+                        if n == 0 {
+                            return rt.block_on(w.shutdown());
+                        }
+                        rt.block_on(w.write_all(buf.get(..n).unwrap_or_default()))?;
+                    }
+                });
+                Ok((Box::new(r), Some(task)))
+            }
+        }
+    }
 }
 
 /// The `--stats` report of a session that did not finish (aborted, or given up): no sha256,
@@ -257,16 +352,17 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
     }
     let cc_on = args.cc() != Controller::None;
-    let stdin = args.input == Path::new("-");
-    let meta = if stdin {
-        None
-    } else {
-        Some(
-            std::fs::metadata(&args.input)
-                .with_context(|| format!("reading {}", args.input.display()))?,
-        )
+    let input = Input::open(&args.inputs)?;
+    let meta = match &input {
+        Input::Stdin => None,
+        Input::File(p) | Input::Tree(p, _) => {
+            Some(std::fs::metadata(p).with_context(|| format!("reading {}", p.display()))?)
+        }
     };
-    let len = meta.as_ref().map(std::fs::Metadata::len);
+    let len = match &input {
+        Input::Tree(_, t) => Some(t.size()),
+        _ => meta.as_ref().map(std::fs::Metadata::len),
+    };
     // What the session carries, on every SPM; the SHA-256 is added at the end.
     let manifest = pgm_wire::Manifest {
         size: len,
@@ -280,25 +376,21 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .map_or(0, |d| d.as_secs()),
         sha256: None,
-        name: args
-            .input
-            .file_name()
-            .filter(|_| !stdin)
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        name: input.name(args.inputs.len()),
+        tree: matches!(input, Input::Tree(..)),
     };
+    if let Input::Tree(_, t) = &input {
+        for p in t.skipped() {
+            eprintln!(
+                "pgmcc send: warning: {} is not a file, directory or link (a device, FIFO or socket): not sent",
+                p.display()
+            );
+        }
+    }
     opts.manifest = Some(manifest.clone());
     let rt = runtime()?;
     rt.block_on(async {
-        let mut input: Box<dyn tokio::io::AsyncRead + Unpin + Send> = if stdin {
-            Box::new(tokio::io::stdin())
-        } else {
-            Box::new(
-                tokio::fs::File::open(&args.input)
-                    .await
-                    .with_context(|| format!("opening {}", args.input.display()))?,
-            )
-        };
+        let (mut input, producer) = input.reader().await?;
         let started = std::time::Instant::now();
         let mut tx = Sender::bind(opts).await.context("starting the source")?;
         eprintln!(
@@ -327,16 +419,34 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         let mut stop = Signals::new()?;
         let aborter = tx.aborter();
         let mut interrupted = false;
+        // The input failed part way (a file vanished or shrank): receivers are told, as on
+        // Ctrl-C, and nothing claims the transfer is complete.
+        let mut input_error: Option<String> = None;
         // A write fails only when the source's task ended: `close` then says why.
         'input: loop {
-            let n = tokio::select! {
-                r = input.read(&mut buf) => r.context("reading the input")?,
+            let read = tokio::select! {
+                r = input.read(&mut buf) => r,
                 () = stop.recv() => {
                     interrupted = true;
                     break 'input;
                 }
             };
+            let n = match read {
+                Ok(n) => n,
+                Err(e) => {
+                    input_error = Some(format!("reading the input: {e}"));
+                    break 'input;
+                }
+            };
             if n == 0 {
+                // A tree's archive ends when its writer does: ask it whether it finished.
+                if let Some(p) = producer {
+                    match p.await {
+                        Ok(Ok(())) => {}
+                        Ok(Err(e)) => input_error = Some(format!("reading the input: {e}")),
+                        Err(e) => input_error = Some(format!("reading the input: {e}")),
+                    }
+                }
                 break;
             }
             let block = buf.get(..n).unwrap_or_default();
@@ -385,7 +495,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
         let (tsi, source) = (tx.tsi(), tx.local_addr());
         let digest = hash.finalize();
-        if interrupted {
+        if interrupted || input_error.is_some() {
             aborter.abort();
         } else {
             // The SPMs announcing the end carry the stream's hash: receivers verify it.
@@ -408,6 +518,16 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             }
         };
         let (report, code) = match closed {
+            Ok(status) if input_error.is_some() => {
+                pb.finish_and_clear();
+                eprintln!(
+                    "pgmcc send: error: {}; stopped after {:.1} s with {total} bytes sent, {} data packets; receivers were told the session is aborted (OPT_RST)",
+                    input_error.as_deref().unwrap_or_default(),
+                    status.elapsed_secs,
+                    status.stats.odata_packets
+                );
+                (unfinished(tsi, source, total, status), ExitCode::from(1))
+            }
             Ok(status) if interrupted => {
                 pb.finish_and_clear();
                 eprintln!(

@@ -26,12 +26,16 @@ const MF_SIZE: u8 = 0x01;
 /// Flag: the SHA-256 of the whole stream follows the fixed part (sent once the source has
 /// read all of it: on the SPMs that carry OPT_FIN).
 const MF_SHA256: u8 = 0x02;
+/// Flag: the stream is a tar archive of a directory tree or file set (POSIX ustar with GNU
+/// long-name records), which our receivers write out as a tree (`pgmcc recv -D`).
+const MF_TREE: u8 = 0x04;
 /// Longest name carried, in bytes.
 const MAX_NAME: usize = 160;
 
 /// OPT_MANIFEST body (ours, experimental): rsv u8, flags u8, size u64, mode u32 (Unix
 /// permission bits), mtime u64 (Unix seconds), [SHA-256, 32 bytes, with `MF_SHA256`], then the
-/// file's name (UTF-8, no directories, at most 160 bytes).
+/// file's name (UTF-8, no directories, at most 160 bytes). Flags: `MF_SIZE` 0x01, `MF_SHA256`
+/// 0x02, `MF_TREE` 0x04.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Manifest {
     /// Bytes in the stream, when known (a file).
@@ -42,8 +46,11 @@ pub struct Manifest {
     pub mtime: u64,
     /// SHA-256 of the whole stream, once the source has read it all.
     pub sha256: Option<[u8; 32]>,
-    /// The file's name (no directories; empty for a stream).
+    /// The file's name (no directories; empty for a stream); for a tree, the name of the
+    /// directory sent (or a description of the file set).
     pub name: String,
+    /// The stream is a tar archive of a tree of files (`MF_TREE`), not one file's bytes.
+    pub tree: bool,
 }
 
 impl Manifest {
@@ -92,6 +99,7 @@ impl Codec for Manifest {
             sha256,
             // Not UTF-8: refused rather than altered, so that parse and emit round-trip.
             name: String::from_utf8(name.to_vec()).map_err(|_| Self::bad(body, "a UTF-8 name"))?,
+            tree: flags & MF_TREE != 0,
         })
     }
 
@@ -107,6 +115,9 @@ impl Codec for Manifest {
         }
         if v.sha256.is_some() {
             flags |= MF_SHA256;
+        }
+        if v.tree {
+            flags |= MF_TREE;
         }
         body[field::FLAGS] = flags;
         body[field::SIZE].copy_from_slice(&v.size.unwrap_or(0).to_be_bytes());
@@ -131,11 +142,12 @@ mod tests {
 
     #[test]
     fn round_trips_with_and_without_size_and_hash() {
-        for (size, sha256, name) in [
-            (Some(1_000_000_000u64), None, "disk.img"),
-            (Some(5), Some([9u8; 32]), "notes.txt"),
-            (None, Some([1u8; 32]), ""),
-            (None, None, ""),
+        for (size, sha256, name, tree) in [
+            (Some(1_000_000_000u64), None, "disk.img", false),
+            (Some(5), Some([9u8; 32]), "notes.txt", false),
+            (Some(10_240), Some([7u8; 32]), "www", true),
+            (None, Some([1u8; 32]), "", false),
+            (None, None, "", false),
         ] {
             let o = Options {
                 manifest: Some(Manifest {
@@ -144,6 +156,7 @@ mod tests {
                     mtime: 1_795_000_000,
                     sha256,
                     name: name.into(),
+                    tree,
                 }),
                 ..Options::default()
             };
