@@ -764,3 +764,55 @@ fn a_directory_tree_arrives_whole_with_recv_dir() {
         b"plain file\n"
     );
 }
+
+/// Issue 22 item 4: `recv --daemon -D DIR` receives one session after another, logs a line
+/// per transfer, and stops cleanly (exit 0) on SIGTERM between transfers.
+#[test]
+fn a_receive_daemon_takes_one_session_after_another() {
+    let dir = tempfile::tempdir().unwrap();
+    let lo = Loopback {
+        group: "239.255.77.61:7500",
+        ports: "41587,41588",
+    };
+    let out = dir.path().join("inbox");
+    let daemon = lo.recv(
+        "127.0.0.40",
+        &["-D".as_ref(), out.as_os_str(), "--daemon".as_ref()],
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let mut sent = Vec::new();
+    for (i, name) in ["first.bin", "second.bin", "third.bin"].iter().enumerate() {
+        let p = dir.path().join(name);
+        let body: Vec<u8> = (0..200_000u32)
+            .map(|k| (k % (97 + i as u32)) as u8)
+            .collect();
+        std::fs::write(&p, &body).unwrap();
+        let s = lo.send(&p, &["--rate-max", "40Mbit"]).output().unwrap();
+        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+        sent.push((name, body));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let st = Command::new("kill")
+        .args(["-TERM", &daemon.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let o = daemon.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(err.matches(": complete, 200000 bytes").count(), 3, "{err}");
+    assert!(
+        err.contains("stopped by a signal after 3 transfers"),
+        "{err}"
+    );
+    for (name, body) in &sent {
+        assert_eq!(&std::fs::read(out.join(name)).unwrap(), body, "{name}");
+    }
+    // --daemon needs a directory to put things in.
+    let e = pgmcc()
+        .args(["recv", "--group", "239.255.77.61:7500", "--daemon"])
+        .output()
+        .unwrap();
+    assert!(!e.status.success());
+    assert!(String::from_utf8_lossy(&e.stderr).contains("--dir"));
+}

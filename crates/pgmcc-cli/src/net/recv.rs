@@ -43,6 +43,12 @@ pub(crate) struct RecvArgs {
     /// them as they are (nothing is ever written through one).
     #[arg(long, value_name = "POLICY", value_enum, default_value_t = Symlinks::Skip)]
     symlinks: Symlinks,
+    /// Keep listening: receive one session after another into the -D directory, one line
+    /// per transfer on standard error (complete or failed, and why; each source gets its
+    /// delivery report as usual), until SIGINT or SIGTERM. Sessions are received one at a
+    /// time; combine with --source to take only one sender's. --join-timeout does not apply.
+    #[arg(long, requires = "dir")]
+    daemon: bool,
     /// Give up when the session being received has sent nothing, neither data nor the
     /// heartbeats (SPMs) a live source sends while it has nothing to say, for this long: the
     /// source or the network has gone. A paused live stream is not idle.
@@ -123,7 +129,10 @@ fn timed_out(
     since_join: Duration,
 ) -> Option<String> {
     match session {
-        None => (!args.join_timeout.is_zero() && since_join >= args.join_timeout).then(|| {
+        None => (!args.daemon
+            && !args.join_timeout.is_zero()
+            && since_join >= args.join_timeout)
+            .then(|| {
             format!(
                 "no session heard in {:?} (--join-timeout): is the source running, on this group and port, with the same --udp-ports (and --key)? An OpenPGM source needs --peer openpgm, a ZeroMQ publisher --peer zeromq",
                 args.join_timeout
@@ -164,6 +173,42 @@ fn set_mtime(path: &std::path::Path, mtime: u64) {
     }
 }
 
+/// ", wrote ..." for the final line: what a -D receive put where (and, as a side effect,
+/// the source's modification time on a single file, and a warning per tree entry left out).
+fn written(
+    committed: Option<&Committed>,
+    manifest: Option<&pgm_wire::Manifest>,
+    dir: bool,
+) -> String {
+    match (committed, manifest) {
+        (Some(Committed::File(path)), Some(m)) => {
+            set_mtime(path, m.mtime);
+            if dir {
+                format!("; wrote {}", path.display())
+            } else {
+                String::new()
+            }
+        }
+        (Some(Committed::Tree(dir, w)), _) => {
+            for why in &w.skipped {
+                eprintln!("pgmcc recv: warning: left out {why}");
+            }
+            format!(
+                "; wrote {} files, {} directories{} into {}",
+                w.files,
+                w.dirs,
+                if w.links > 0 {
+                    format!(", {} symbolic links", w.links)
+                } else {
+                    String::new()
+                },
+                dir.display()
+            )
+        }
+        _ => String::new(),
+    }
+}
+
 /// What signed mode's counters say, for the user: forgeries refused, or a source that does
 /// not sign with the trusted key. Empty when nothing went wrong.
 fn signed_hints(c: &pgmcc::signed::SignedCounts, data_packets: u64) -> Vec<String> {
@@ -200,6 +245,9 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     opts.source = args.source;
     opts.session = args.session;
     opts.key = args.net.key()?;
+    if args.daemon && args.net.stats.is_some() {
+        anyhow::bail!("--stats is not written with --daemon: it reports one transfer; the daemon logs one line per transfer to standard error");
+    }
     let zmq_framing = args.zmq || args.net.peer == Some(Peer::ZeroMq);
     let allow_partial_start = args.allow_partial_start || args.net.peer.is_some();
     if opts.key.is_some() && zmq_framing {
@@ -236,7 +284,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             PathBuf::from("-")
         }
     };
-    let mut out = match &args.dir {
+    let out = match &args.dir {
         Some(d) => Output::open_dir(d)?,
         None => Output::open(&out_path, args.force)?,
     };
@@ -252,6 +300,16 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 keyed
             );
         }
+        let mut stop = Signals::new()?;
+        // One transfer per pass; only --daemon goes round again.
+        let mut next_out = Some(out);
+        let mut transfers = 0u64;
+        loop {
+        let mut out = match (next_out.take(), &args.dir) {
+            (Some(o), _) => o,
+            (None, Some(d)) => Output::open_dir(d)?,
+            (None, None) => anyhow::bail!("--daemon needs -D DIR"),
+        };
         let pb = progress(args.net.quiet, None);
         let mut lines = LineProgress::new("pgmcc recv", args.net.quiet);
         let mut hash = Sha256::new();
@@ -260,7 +318,6 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut first = None;
         let mut failure: Option<String> = None;
         let mut zmq = zmq_framing.then(pgmcc_net::zmq::ZmqDecoder::default);
-        let mut stop = Signals::new()?;
         let mut interrupted = false;
         let mut zmq_parts = 0u64;
         let mut manifest: Option<pgm_wire::Manifest> = None;
@@ -466,6 +523,36 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             };
             rx.report(tsi, outcome).await;
         }
+        if args.daemon && !(interrupted && session.is_none()) {
+            transfers += 1;
+            let name = manifest
+                .as_ref()
+                .filter(|m| !m.name.is_empty())
+                .map_or_else(String::new, |m| format!(" ({})", m.name));
+            let tsi = session.map_or_else(|| "?".into(), |t| t.to_string());
+            match &failure {
+                None => eprintln!(
+                    "pgmcc recv: session {tsi}{name}: complete, {total} bytes, sha256 {sha}{}",
+                    written(committed.as_ref(), manifest.as_ref(), true)
+                ),
+                Some(why) => eprintln!(
+                    "pgmcc recv: session {tsi}{name}: FAILED after {total} bytes: {why}; nothing written"
+                ),
+            }
+        }
+        if args.daemon && !interrupted {
+            continue;
+        }
+        if args.daemon {
+            let _ = rx.close().await;
+            eprintln!("pgmcc recv: stopped by a signal after {transfers} transfers");
+            // A transfer cut short is a failure only when it was under way.
+            return Ok(if session.is_some() {
+                ExitCode::from(130)
+            } else {
+                ExitCode::SUCCESS
+            });
+        }
         let status = rx.close().await;
         let report = RecvReport {
             outcome: if failure.is_some() { "incomplete" } else { "complete" },
@@ -503,32 +590,9 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 eprintln!("pgmcc recv: warning: {hint}");
             }
         }
-        match failure {
+        return match failure {
             None => {
-                let wrote = match (&committed, &manifest) {
-                    (Some(Committed::File(path)), Some(m)) => {
-                        set_mtime(path, m.mtime);
-                        args.dir.is_some().then(|| format!("; wrote {}", path.display()))
-                    }
-                    (Some(Committed::Tree(dir, w)), _) => {
-                        for why in &w.skipped {
-                            eprintln!("pgmcc recv: warning: left out {why}");
-                        }
-                        Some(format!(
-                            "; wrote {} files, {} directories{} into {}",
-                            w.files,
-                            w.dirs,
-                            if w.links > 0 {
-                                format!(", {} symbolic links", w.links)
-                            } else {
-                                String::new()
-                            },
-                            dir.display()
-                        ))
-                    }
-                    _ => None,
-                }
-                .unwrap_or_default();
+                let wrote = written(committed.as_ref(), manifest.as_ref(), args.dir.is_some());
                 let verified = [
                     signer.map(|id| format!(", every byte verified as signed by key {id}")),
                     verified.map(|v| format!(", sha256 matches {v}")),
@@ -558,6 +622,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 // 130: the shell's code for "ended by SIGINT"; 1: the transfer failed.
                 Ok(ExitCode::from(if interrupted { 130 } else { 1 }))
             }
+        };
         }
     })
 }
