@@ -86,6 +86,14 @@ fn attacker(mcast_port: u16, from: Ipv4Addr, stop: Arc<AtomicBool>, sent: Arc<At
         )
         .with_options(Options {
             fin: true,
+            // A forged manifest too: another hash, name and kind than the source's.
+            manifest: Some(pgm_wire::Manifest {
+                size: Some(u64::from(lead) * 1400),
+                sha256: Some([0xee; 32]),
+                name: "evil".into(),
+                tree: true,
+                ..pgm_wire::Manifest::default()
+            }),
             ..Options::default()
         })
         .to_vec()
@@ -397,6 +405,13 @@ fn a_signed_transfer_is_untouched_by_forgeries_from_the_sources_own_address() {
     assert_eq!(r.stats["status"]["stats"]["wrong_source"].as_u64(), Some(0));
     assert!(
         r.stderr.contains("forging this session's data"),
+        "{}",
+        r.stderr
+    );
+    // The forged SPM manifests (another hash, a tree) were not believed: the signed end's was.
+    assert!(
+        r.stderr
+            .contains("sha256 matches the source's signed manifest"),
         "{}",
         r.stderr
     );

@@ -816,3 +816,59 @@ fn a_receive_daemon_takes_one_session_after_another() {
     assert!(!e.status.success());
     assert!(String::from_utf8_lossy(&e.stderr).contains("--dir"));
 }
+
+/// Issue 21/22: in signed mode the receiver takes the tree's name, kind and hash from the
+/// manifest the source signed with its end list, not from the SPMs.
+#[test]
+fn a_signed_tree_is_written_from_its_signed_manifest() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("source.key");
+    let made = pgmcc()
+        .args(["keygen", "--sign"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let public = dir.path().join("source.key.pub");
+    let tree = dir.path().join("docs");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("a.txt"), vec![b'a'; 700_000]).unwrap();
+    std::fs::write(tree.join("sub/b.txt"), vec![b'b'; 300_000]).unwrap();
+    let lo = Loopback {
+        group: "239.255.77.62:7500",
+        ports: "41589,41590",
+    };
+    let out = dir.path().join("got");
+    let r = lo.recv(
+        "127.0.0.41",
+        &[
+            "--trust".as_ref(),
+            public.as_os_str(),
+            "-D".as_ref(),
+            out.as_os_str(),
+        ],
+    );
+    std::thread::sleep(Duration::from_millis(400));
+    let key_arg = key.to_str().unwrap();
+    let s = lo
+        .send(&tree, &["--rate-max", "40Mbit", "--sign", key_arg])
+        .output()
+        .unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    let r = r.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&r.stderr);
+    assert!(r.status.success(), "{err}");
+    assert!(
+        err.contains("sha256 matches the source's signed manifest"),
+        "{err}"
+    );
+    assert!(err.contains("wrote 2 files, 2 directories"), "{err}");
+    assert_eq!(
+        std::fs::read(out.join("docs/sub/b.txt")).unwrap(),
+        vec![b'b'; 300_000]
+    );
+}

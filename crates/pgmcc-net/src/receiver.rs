@@ -126,13 +126,16 @@ pub enum Event {
         /// The start the source marked, if this receiver saw it.
         syn_sqn: Option<u32>,
     },
-    /// What the session carries (the source's OPT_MANIFEST: name, size, mode, mtime, and
-    /// at the end the stream's SHA-256). Not authenticated.
+    /// What the session carries (the source's OPT_MANIFEST: name, size, mode, mtime, tree
+    /// flag, and at the end the stream's SHA-256). From SPMs it is not authenticated; in
+    /// signed mode it comes once more, signed, from the session's end list (`signed`).
     Manifest {
         /// The session.
         tsi: Tsi,
         /// The manifest.
         manifest: pgm_wire::Manifest,
+        /// Signed by the source's key (signed mode's end list), not read off an SPM.
+        signed: bool,
     },
     /// The source aborted the session (OPT_RST): nothing more will come.
     SessionReset {
@@ -465,7 +468,15 @@ impl Driver {
             ReceiverEvent::SessionReset { tsi, error_code } => {
                 Event::SessionReset { tsi, error_code }
             }
-            ReceiverEvent::Manifest { tsi, manifest } => Event::Manifest { tsi, manifest },
+            ReceiverEvent::Manifest {
+                tsi,
+                manifest,
+                signed,
+            } => Event::Manifest {
+                tsi,
+                manifest,
+                signed,
+            },
             ReceiverEvent::SessionEnded { tsi } => Event::SessionEnded {
                 tsi,
                 syn_sqn: self.core.session_syn(&tsi),

@@ -18,7 +18,10 @@
 //! other) whose payload starts with [`LIST_MAGIC`]; a payload is a list only if its
 //! signature verifies at its own sequence number in its own session. The last list of a
 //! session carries [`LIST_END`]: a receiver counts a session complete only when that signed
-//! end is delivered, never on an OPT_FIN alone. Each list names the previous list's sequence
+//! end is delivered, never on an OPT_FIN alone. The end list covers no packets and carries
+//! the source's manifest ([`LIST_MANIFEST`]: name, size, mode, time, tree flag and the whole
+//! stream's SHA-256, as OPT_MANIFEST has them on the SPMs, where nothing signs them), so a
+//! receiver trusting the key takes those from the signature, not from the SPMs. Each list names the previous list's sequence
 //! number, so a receiver that joined mid-block can tell the packets before its first list
 //! are unverifiable (their list precedes the window) without asking for them.
 //!
@@ -39,6 +42,11 @@ pub const LIST_MAGIC: [u8; 4] = *b"PGMS";
 pub const LIST_VERSION: u8 = 1;
 /// Flag: the last list of the session; the session ends after the packets it covers.
 pub const LIST_END: u8 = 0x01;
+/// Flag: the source's manifest follows the digests (a u16 length, then an option area
+/// holding OPT_MANIFEST, as `pgm_wire::Options::emit` writes it).
+pub const LIST_MANIFEST: u8 = 0x02;
+/// Longest manifest area a list carries (OPT_MANIFEST's largest is 217 bytes).
+const MAX_MANIFEST_AREA: usize = 256;
 /// Bytes of one data packet's digest.
 pub const DIGEST_LEN: usize = 16;
 /// Bytes of a signature (Ed25519).
@@ -120,6 +128,21 @@ pub struct List {
     pub unix_ms: u64,
     /// Digests of the packets that follow the list, in order.
     pub digests: Vec<Digest>,
+    /// The source's manifest, signed with the list (the end list carries it).
+    pub manifest: Option<pgm_wire::Manifest>,
+}
+
+/// The option area holding `m` alone, or nothing if it cannot be written (it always can:
+/// OPT_MANIFEST is at most 217 bytes).
+fn manifest_area(m: &pgm_wire::Manifest) -> Option<Vec<u8>> {
+    let o = pgm_wire::Options {
+        manifest: Some(m.clone()),
+        ..pgm_wire::Options::default()
+    };
+    let mut buf = vec![0u8; MAX_MANIFEST_AREA];
+    let n = o.emit(&mut buf).ok()?;
+    buf.truncate(n);
+    Some(buf)
 }
 
 /// The bytes a list's signature covers: the domain, the session, the list's sequence
@@ -137,15 +160,24 @@ fn signed_message(tsi: Tsi, sqn: u32, body: &[u8]) -> Vec<u8> {
 /// The payload of list `sqn` in session `tsi`, signed.
 pub fn encode_list(signer: &dyn Signer, tsi: Tsi, sqn: u32, list: &List) -> Vec<u8> {
     let n = list.digests.len().min(usize::from(u16::MAX));
-    let mut p = Vec::with_capacity(LIST_HEADER_LEN + n * DIGEST_LEN + SIGNATURE_LEN);
+    let area = list.manifest.as_ref().and_then(manifest_area);
+    let mut p = Vec::with_capacity(LIST_HEADER_LEN + n * DIGEST_LEN + 2 + 256 + SIGNATURE_LEN);
     p.extend_from_slice(&LIST_MAGIC);
     p.push(LIST_VERSION);
-    p.push(if list.end { LIST_END } else { 0 });
+    let mut flags = if list.end { LIST_END } else { 0 };
+    if area.is_some() {
+        flags |= LIST_MANIFEST;
+    }
+    p.push(flags);
     p.extend_from_slice(&(n as u16).to_be_bytes());
     p.extend_from_slice(&list.prev.to_be_bytes());
     p.extend_from_slice(&list.unix_ms.to_be_bytes());
     for d in &list.digests[..n] {
         p.extend_from_slice(d);
+    }
+    if let Some(a) = &area {
+        p.extend_from_slice(&(a.len() as u16).to_be_bytes());
+        p.extend_from_slice(a);
     }
     let sig = signer.sign(&signed_message(tsi, sqn, &p));
     p.extend_from_slice(&sig);
@@ -158,8 +190,9 @@ pub fn looks_like_list(payload: &[u8]) -> bool {
     list_shape(payload).is_some()
 }
 
-/// The digest count of a payload shaped like a list.
-fn list_shape(payload: &[u8]) -> Option<usize> {
+/// The digest count of a payload shaped like a list, and the length of its manifest area
+/// (0 without one).
+fn list_shape(payload: &[u8]) -> Option<(usize, usize)> {
     if payload.len() < LIST_HEADER_LEN + SIGNATURE_LEN
         || payload[..4] != LIST_MAGIC
         || payload[4] != LIST_VERSION
@@ -167,23 +200,36 @@ fn list_shape(payload: &[u8]) -> Option<usize> {
         return None;
     }
     let n = usize::from(u16::from_be_bytes([payload[6], payload[7]]));
-    (payload.len() == LIST_HEADER_LEN + n * DIGEST_LEN + SIGNATURE_LEN).then_some(n)
+    let digests_end = LIST_HEADER_LEN + n * DIGEST_LEN;
+    let area = if payload[5] & LIST_MANIFEST != 0 {
+        let len = payload.get(digests_end..digests_end + 2)?;
+        2 + usize::from(u16::from_be_bytes([len[0], len[1]]))
+    } else {
+        0
+    };
+    (payload.len() == digests_end + area + SIGNATURE_LEN).then_some((n, area))
 }
 
 /// The list in `payload`, if it is one and its signature verifies as list `sqn` of session
 /// `tsi`.
 pub fn open_list(verifier: &dyn Verifier, tsi: Tsi, sqn: u32, payload: &[u8]) -> Option<List> {
-    let n = list_shape(payload)?;
+    let (n, area) = list_shape(payload)?;
     let (body, sig) = payload.split_at(payload.len() - SIGNATURE_LEN);
     let sig: &[u8; SIGNATURE_LEN] = sig.try_into().ok()?;
     if !verifier.verify(&signed_message(tsi, sqn, body), sig) {
         return None;
     }
-    let digests = body[LIST_HEADER_LEN..]
+    let digests_end = LIST_HEADER_LEN + n * DIGEST_LEN;
+    let digests = body[LIST_HEADER_LEN..digests_end]
         .chunks_exact(DIGEST_LEN)
-        .take(n)
         .filter_map(|c| c.try_into().ok())
         .collect();
+    // A signed area that does not parse as a manifest: the list stands, without one.
+    let manifest = (area > 2)
+        .then(|| body.get(digests_end + 2..digests_end + area))
+        .flatten()
+        .and_then(|a| pgm_wire::Options::parse(a).ok())
+        .and_then(|(o, _)| o.manifest);
     let mut ms = [0u8; 8];
     ms.copy_from_slice(&body[12..20]);
     Some(List {
@@ -191,6 +237,7 @@ pub fn open_list(verifier: &dyn Verifier, tsi: Tsi, sqn: u32, payload: &[u8]) ->
         end: body[5] & LIST_END != 0,
         unix_ms: u64::from_be_bytes(ms),
         digests,
+        manifest,
     })
 }
 
@@ -286,6 +333,7 @@ mod tests {
             end: true,
             unix_ms: 1_795_000_000_123,
             digests: vec![[3; DIGEST_LEN], [4; DIGEST_LEN]],
+            manifest: None,
         };
         let p = encode_list(&key, TSI, 10, &list);
         assert_eq!(p.len(), LIST_HEADER_LEN + 2 * DIGEST_LEN + SIGNATURE_LEN);
@@ -304,6 +352,37 @@ mod tests {
         // Truncated or padded: not a list's shape at all.
         assert!(!looks_like_list(&p[..p.len() - 1]));
         assert!(!looks_like_list(&[p.as_slice(), &[0]].concat()));
+    }
+
+    #[test]
+    fn the_end_list_signs_the_manifest() {
+        let (key, public) = keys(1);
+        let list = List {
+            prev: 9,
+            end: true,
+            unix_ms: 1,
+            digests: Vec::new(),
+            manifest: Some(pgm_wire::Manifest {
+                size: Some(123),
+                mode: 0o644,
+                mtime: 1_700_000_000,
+                sha256: Some([5; 32]),
+                name: "site".into(),
+                tree: true,
+            }),
+        };
+        let p = encode_list(&key, TSI, 10, &list);
+        assert!(looks_like_list(&p));
+        assert_eq!(open_list(&public, TSI, 10, &p), Some(list));
+        // Any change to the manifest's bytes breaks the signature.
+        let at = p.len() - SIGNATURE_LEN - 10;
+        let mut q = p.clone();
+        q[at] ^= 1;
+        assert_eq!(open_list(&public, TSI, 10, &q), None);
+        // A length that does not add up is not a list.
+        let mut r = p.clone();
+        r[LIST_HEADER_LEN + 1] ^= 1;
+        assert!(!looks_like_list(&r));
     }
 
     #[test]

@@ -321,6 +321,8 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut interrupted = false;
         let mut zmq_parts = 0u64;
         let mut manifest: Option<pgm_wire::Manifest> = None;
+        // Signed mode: the manifest the source signed with its end list.
+        let mut signed_manifest: Option<pgm_wire::Manifest> = None;
         let joined = std::time::Instant::now();
         let mut unsigned_since: Option<std::time::Instant> = None;
         loop {
@@ -438,8 +440,17 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     ));
                     break;
                 }
-                Event::Manifest { tsi, manifest: m } if Some(tsi) == session => {
-                    if m.tree && args.dir.is_none() {
+                Event::Manifest {
+                    tsi,
+                    manifest: m,
+                    signed,
+                } if Some(tsi) == session => {
+                    if signed {
+                        signed_manifest = Some(m);
+                        continue;
+                    }
+                    // Trusting a key, an SPM's word is for the progress display only.
+                    if m.tree && args.dir.is_none() && signer.is_none() {
                         failure = Some(format!(
                             "the source sends a directory tree ({}): receive it with -D DIR",
                             m.name
@@ -477,6 +488,20 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         pb.finish_and_clear();
         let digest = hash.finalize();
         let sha = hex_string(&digest);
+        // What the source announced, as far as it can be trusted: signed mode takes the
+        // manifest of the signed end only (name, tree flag, mode, time, SHA-256), never an
+        // SPM's, which anyone able to spoof the source could have sent.
+        let manifest = if signer.is_some() {
+            if failure.is_none() && signed_manifest.is_none() && args.dir.is_some() {
+                failure = Some("the source's signed end carries no manifest (a pgmcc send older than this receiver), so the name and kind of what it sent are not signed: receive it with --out FILE".into());
+            }
+            signed_manifest
+        } else {
+            manifest
+        };
+        if failure.is_none() && args.dir.is_none() && manifest.as_ref().is_some_and(|m| m.tree) {
+            failure = Some("the source sent a directory tree: receive it with -D DIR".into());
+        }
         // The whole stream's hash: against --expect-sha256, else the source's manifest.
         let announced = manifest
             .as_ref()
@@ -494,7 +519,11 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 if *want != sha {
                     failure = Some(format!("the data's sha256 {sha} differs from the {want} the source announced: the stream was altered or mixed up"));
                 } else {
-                    verified = Some("the source's manifest");
+                    verified = Some(if signer.is_some() {
+                        "the source's signed manifest"
+                    } else {
+                        "the source's manifest"
+                    });
                 }
             }
         }

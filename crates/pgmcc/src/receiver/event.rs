@@ -49,12 +49,16 @@ pub enum ReceiverEvent {
     },
     /// What the session carries, from the source's OPT_MANIFEST: when the session is
     /// announced (if the source sent one by then) and whenever it changes (the SHA-256 of
-    /// the whole stream arrives with the SPMs announcing the end). Not authenticated.
+    /// the whole stream arrives with the SPMs announcing the end); not authenticated. In
+    /// signed mode, once more from the signed end list, with `signed` set, just before
+    /// [`ReceiverEvent::SessionEnded`].
     Manifest {
         /// The session.
         tsi: Tsi,
         /// The manifest.
         manifest: pgm_wire::Manifest,
+        /// It came signed by the source's key (signed mode's end list), not from an SPM.
+        signed: bool,
     },
     /// The source aborted the session (an SPM with OPT_RST, RFC 3208 §9.5): nothing more will
     /// come, and whatever was not delivered is lost.

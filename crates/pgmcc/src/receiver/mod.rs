@@ -465,8 +465,11 @@ impl Receiver {
                 first_sqn: w.origin(),
             });
             if let Some(manifest) = peer.manifest.clone() {
-                self.events
-                    .push_back(ReceiverEvent::Manifest { tsi, manifest });
+                self.events.push_back(ReceiverEvent::Manifest {
+                    tsi,
+                    manifest,
+                    signed: false,
+                });
             }
         }
     }
@@ -552,6 +555,7 @@ impl Receiver {
                     self.events.push_back(ReceiverEvent::Manifest {
                         tsi,
                         manifest: m.clone(),
+                        signed: false,
                     });
                 }
             }
@@ -767,6 +771,13 @@ impl Receiver {
                 if !peer.ended && sqn::gt(w.base(), fin) {
                     peer.ended = true;
                     if peer.announced {
+                        if let Some(m) = w.signed_manifest() {
+                            events.push_back(ReceiverEvent::Manifest {
+                                tsi: peer.tsi,
+                                manifest: m.clone(),
+                                signed: true,
+                            });
+                        }
                         events.push_back(ReceiverEvent::SessionEnded { tsi: peer.tsi });
                     }
                 }

@@ -699,11 +699,15 @@ impl Sender {
     }
 
     /// Signed mode: queues the block being filled after its signed digest list. With
-    /// `end`, the list is the session's last (an empty one if no block is being filled).
+    /// `end`, the list is the session's last, and covers no packets: a block being filled is
+    /// flushed under a list of its own first, so the end list has room for the manifest.
     fn flush_block(&mut self, end: bool) {
         let Some(signer) = self.config.signer.clone() else {
             return;
         };
+        if end && self.block.is_some() {
+            self.flush_block(false);
+        }
         let block = match self.block.take() {
             Some(b) => b,
             None if end => Block {
@@ -722,6 +726,12 @@ impl Sender {
             end,
             unix_ms: signer.unix_ms(),
             digests,
+            // The end list signs the manifest (with its SHA-256, if set by now).
+            manifest: if end {
+                self.config.manifest.clone()
+            } else {
+                None
+            },
         };
         let data = signed::encode_list(signer.as_ref(), self.config.tsi, block.list_sqn, &list);
         self.last_list = Some(block.list_sqn);

@@ -37,6 +37,8 @@ pub(crate) struct SignedWindow {
     lists: VecDeque<(u32, List)>,
     /// The last sequence number of the session, from its signed end.
     end: Option<u32>,
+    /// The manifest the signed end carried.
+    manifest: Option<pgm_wire::Manifest>,
     /// Slots turned back to missing whose NAK timers are not armed yet.
     pending: Vec<u32>,
     /// Counters since the receiver last took them.
@@ -50,6 +52,7 @@ impl SignedWindow {
             tsi,
             lists: VecDeque::new(),
             end: None,
+            manifest: None,
             pending: Vec::new(),
             counts: SignedCounts::default(),
         }
@@ -143,6 +146,11 @@ impl ReceiveWindow {
         self.signed.as_ref().and_then(|s| s.end)
     }
 
+    /// Signed mode: the manifest the session's signed end carried, once it verified.
+    pub(crate) fn signed_manifest(&self) -> Option<&pgm_wire::Manifest> {
+        self.signed.as_ref().and_then(|s| s.manifest.as_ref())
+    }
+
     /// Signed mode: a digest list of the session verified.
     pub(super) fn has_verified_list(&self) -> bool {
         self.signed.as_ref().is_some_and(|s| !s.lists.is_empty())
@@ -199,6 +207,7 @@ impl ReceiveWindow {
         };
         if list.end {
             sw.end = Some(h.wrapping_add(c));
+            sw.manifest.clone_from(&list.manifest);
         }
         let at = sw
             .lists
