@@ -7,6 +7,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddrV4};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::Arc;
@@ -14,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use pgm_wire::{Body, DataRepr, Options, Repr, SpmRepr};
 use socket2::{Domain, Protocol, Socket, Type};
+
+mod common;
 
 const GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 77, 61);
 const EVIL: Ipv4Addr = Ipv4Addr::new(127, 0, 0, 66);
@@ -358,20 +361,11 @@ fn attacked_transfer(
 /// data beyond the lead and an end of session; signed with a fresh key pair when `signed`.
 fn spoofed_transfer(signed: bool, ports: (u16, u16), iface: &str) -> Attacked {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("source.key");
-    let public = dir.path().join("source.key.pub");
-    if signed {
-        let made = pgmcc()
-            .args(["keygen", "--sign"])
-            .arg(&key)
-            .output()
-            .unwrap();
-        assert!(
-            made.status.success(),
-            "{}",
-            String::from_utf8_lossy(&made.stderr)
-        );
-    }
+    let (key, public) = if signed {
+        common::signing_key(dir.path())
+    } else {
+        (PathBuf::new(), PathBuf::new())
+    };
     let os = std::ffi::OsStr::new;
     // A receiver fooled into ending early leaves the source without feedback.
     let mut send_extra = vec![os("--feedback-timeout"), os("5s")];

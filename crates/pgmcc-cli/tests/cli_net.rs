@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use std::process::{Command, Stdio};
+
+mod common;
 use std::time::Duration;
 
 fn pgmcc() -> Command {
@@ -292,8 +294,7 @@ fn a_paused_live_stream_is_not_declared_dead() {
     std::thread::sleep(Duration::from_secs(7));
     input.write_all(&[2u8; 100_000]).unwrap();
     drop(input);
-    let s = send.wait_with_output().unwrap();
-    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    received_ok(send);
     let r = recv.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&r.stderr);
     assert_eq!(r.status.code(), Some(0), "{err}");
@@ -353,6 +354,12 @@ impl Loopback {
             .unwrap()
     }
 
+    /// Sends `data` (see [`Loopback::send`]) and asserts the sender exited 0.
+    fn send_ok(self, data: &std::path::Path, extra: &[&str]) {
+        let s = self.send(data, extra).output().unwrap();
+        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    }
+
     /// `pgmcc send` from 127.0.0.1 of `data` with `extra` flags (a rate limit among them).
     fn send(self, data: &std::path::Path, extra: &[&str]) -> Command {
         let mut c = pgmcc();
@@ -371,6 +378,14 @@ impl Loopback {
         .stderr(Stdio::piped());
         c
     }
+}
+
+/// Waits for a receiver, asserts it exited 0, and returns what it said.
+fn received_ok(child: std::process::Child) -> String {
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(o.status.success(), "{err}");
+    err
 }
 
 /// One loopback transfer of `data`, the sender and the receiver given extra flags; returns
@@ -609,11 +624,8 @@ fn receivers_verify_the_announced_sha256_and_keep_the_mtime() {
     let a = recv("127.0.0.35", &good, &[]);
     let b = recv("127.0.0.36", &bad, &["--expect-sha256", &"ab".repeat(32)]);
     std::thread::sleep(Duration::from_millis(400));
-    let s = lo.send(&data, &["--rate-max", "40Mbit"]).output().unwrap();
-    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-    let a = a.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&a.stderr);
-    assert!(a.status.success(), "{err}");
+    lo.send_ok(&data, &["--rate-max", "40Mbit"]);
+    let err = received_ok(a);
     assert!(
         err.contains("sha256 matches the source's manifest"),
         "{err}"
@@ -700,11 +712,8 @@ fn a_directory_tree_arrives_whole_with_recv_dir() {
     let a = lo.recv("127.0.0.37", &["-D".as_ref(), out.as_os_str()]);
     let b = lo.recv("127.0.0.38", &["--out".as_ref(), wrong.as_os_str()]);
     std::thread::sleep(Duration::from_millis(400));
-    let s = lo.send(&site, &["--rate-max", "60Mbit"]).output().unwrap();
-    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-    let a = a.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&a.stderr);
-    assert!(a.status.success(), "{err}");
+    lo.send_ok(&site, &["--rate-max", "60Mbit"]);
+    let err = received_ok(a);
     assert!(
         err.contains("sha256 matches the source's manifest"),
         "{err}"
@@ -752,13 +761,8 @@ fn a_directory_tree_arrives_whole_with_recv_dir() {
     };
     let a = lo.recv("127.0.0.39", &["-D".as_ref(), out.as_os_str()]);
     std::thread::sleep(Duration::from_millis(400));
-    let s = lo
-        .send(&single, &["--rate-max", "20Mbit"])
-        .output()
-        .unwrap();
-    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-    let a = a.wait_with_output().unwrap();
-    assert!(a.status.success(), "{}", String::from_utf8_lossy(&a.stderr));
+    lo.send_ok(&single, &["--rate-max", "20Mbit"]);
+    received_ok(a);
     assert_eq!(
         std::fs::read(out.join("notes.txt")).unwrap(),
         b"plain file\n"
@@ -787,8 +791,7 @@ fn a_receive_daemon_takes_one_session_after_another() {
             .map(|k| (k % (97 + i as u32)) as u8)
             .collect();
         std::fs::write(&p, &body).unwrap();
-        let s = lo.send(&p, &["--rate-max", "40Mbit"]).output().unwrap();
-        assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+        lo.send_ok(&p, &["--rate-max", "40Mbit"]);
         sent.push((name, body));
     }
     std::thread::sleep(Duration::from_millis(300));
@@ -822,18 +825,7 @@ fn a_receive_daemon_takes_one_session_after_another() {
 #[test]
 fn a_signed_tree_is_written_from_its_signed_manifest() {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("source.key");
-    let made = pgmcc()
-        .args(["keygen", "--sign"])
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(
-        made.status.success(),
-        "{}",
-        String::from_utf8_lossy(&made.stderr)
-    );
-    let public = dir.path().join("source.key.pub");
+    let (key, public) = common::signing_key(dir.path());
     let tree = dir.path().join("docs");
     std::fs::create_dir_all(tree.join("sub")).unwrap();
     std::fs::write(tree.join("a.txt"), vec![b'a'; 700_000]).unwrap();
@@ -854,14 +846,8 @@ fn a_signed_tree_is_written_from_its_signed_manifest() {
     );
     std::thread::sleep(Duration::from_millis(400));
     let key_arg = key.to_str().unwrap();
-    let s = lo
-        .send(&tree, &["--rate-max", "40Mbit", "--sign", key_arg])
-        .output()
-        .unwrap();
-    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
-    let r = r.wait_with_output().unwrap();
-    let err = String::from_utf8_lossy(&r.stderr);
-    assert!(r.status.success(), "{err}");
+    lo.send_ok(&tree, &["--rate-max", "40Mbit", "--sign", key_arg]);
+    let err = received_ok(r);
     assert!(
         err.contains("sha256 matches the source's signed manifest"),
         "{err}"

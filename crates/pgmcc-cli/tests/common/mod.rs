@@ -23,6 +23,23 @@ pub(crate) fn pgmcc() -> &'static str {
     env!("CARGO_BIN_EXE_pgmcc")
 }
 
+/// A signed mode key pair made by `pgmcc keygen --sign` in `dir`: the secret key file and
+/// its public half (`.pub`).
+pub(crate) fn signing_key(dir: &Path) -> (PathBuf, PathBuf) {
+    let key = dir.join("source.key");
+    let made = Command::new(pgmcc())
+        .args(["keygen", "--sign"])
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    (key, dir.join("source.key.pub"))
+}
+
 /// Builds the C programs in `interop/` (`make -C interop`: those whose libraries are
 /// installed); panics if the build fails.
 #[allow(dead_code)] // not every test binary builds them
