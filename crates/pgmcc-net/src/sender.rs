@@ -209,6 +209,9 @@ pub struct SenderStatus {
     pub sealed_without_key: u64,
     /// Receivers' delivery reports so far, by address.
     pub reports: Vec<DeliveryReport>,
+    /// Receivers heard from (ACK or NAK) during the session, sorted (at most the core's
+    /// `MAX_GROUP_TRACKED`): with `reports`, who was there but did not report.
+    pub heard: Vec<IpAddr>,
     /// Packets from the first up to the highest the acker's ACKs reported received.
     pub acker_reached: Option<u64>,
 }
@@ -744,6 +747,11 @@ impl Driver {
             keyed: self.envelope.stats(),
             sealed_without_key: self.envelope.sealed_without_key(),
             reports: self.reports(),
+            heard: {
+                let mut h: Vec<IpAddr> = self.core.receivers_heard().collect();
+                h.sort_unstable();
+                h
+            },
             acker_reached: self.core.acker_reached(),
         };
         self.status.send_replace(status.clone());

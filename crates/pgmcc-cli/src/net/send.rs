@@ -252,6 +252,7 @@ fn parse_expect(s: &str) -> Result<pgmcc_net::Expect, String> {
 /// expected receiver complete with `sha`). Without `expect`, whether none failed.
 fn report_table(
     reports: &[pgmcc_net::DeliveryReport],
+    heard: &[std::net::IpAddr],
     sha: &str,
     expect: Option<&pgmcc_net::Expect>,
 ) -> (Vec<String>, bool) {
@@ -285,6 +286,20 @@ fn report_table(
                 .any(|r| r.receiver == std::net::IpAddr::V4(*a) && good(r))
         }),
     };
+    // Receivers that took part (NAKed or ACKed) but did not say how it ended: gone, or
+    // their reports lost.
+    let named = |a: &std::net::IpAddr| match expect {
+        Some(pgmcc_net::Expect::Hosts(h)) => h.iter().any(|x| std::net::IpAddr::V4(*x) == *a),
+        _ => false,
+    };
+    for a in heard {
+        if !reports.iter().any(|r| r.receiver == *a) && !named(a) {
+            lines.push(format!(
+                "  {a:<15} {:>12}        NO REPORT (heard from during the session)",
+                "-"
+            ));
+        }
+    }
     (lines, ok)
 }
 
@@ -549,9 +564,9 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     status.stats.rdata_packets,
                     status.stats.naks_received,
                 );
-                let (lines, ok) = report_table(&status.reports, &sha, args.expect.as_ref());
+                let (lines, ok) = report_table(&status.reports, &status.heard, &sha, args.expect.as_ref());
                 let n = status.reports.len();
-                if n > 0 || args.expect.is_some() {
+                if n > 0 || args.expect.is_some() || !lines.is_empty() {
                     eprintln!("pgmcc send: {n} delivery report{}:", if n == 1 { "" } else { "s" });
                     for l in &lines {
                         eprintln!("{l}");
@@ -707,6 +722,34 @@ mod tests {
     fn parse(extra: &[&str]) -> Result<SendArgs, clap::Error> {
         let args = ["send", "--group", "239.1.1.1:7500"].iter().chain(extra);
         Cli::try_parse_from(args.chain(&["file"])).map(|c| c.send)
+    }
+
+    #[test]
+    fn receivers_heard_without_a_report_are_named() {
+        let ip = |d: u8| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d));
+        let report = |d: u8| pgmcc_net::DeliveryReport {
+            receiver: ip(d),
+            complete: true,
+            bytes: 5,
+            sha256: "ab".into(),
+            reason: String::new(),
+        };
+        let reports = [report(1), report(2)];
+        let heard = [ip(1), ip(2), ip(3)];
+        let (lines, ok) = report_table(
+            &reports,
+            &heard,
+            "ab",
+            Some(&pgmcc_net::Expect::Receivers(3)),
+        );
+        assert!(!ok);
+        assert_eq!(lines.len(), 3);
+        assert!(lines[2].contains("10.0.0.3") && lines[2].contains("NO REPORT"));
+        // A named receiver is listed once, as expected and missing.
+        let hosts = pgmcc_net::Expect::Hosts(vec![Ipv4Addr::new(10, 0, 0, 3)]);
+        let (lines, ok) = report_table(&reports, &heard, "ab", Some(&hosts));
+        assert!(!ok);
+        assert_eq!(lines.iter().filter(|l| l.contains("10.0.0.3")).count(), 1);
     }
 
     #[test]

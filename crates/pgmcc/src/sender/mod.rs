@@ -1036,6 +1036,13 @@ impl Sender {
         Some(Duration::from_secs_f64(s).min(MAX_GRTT))
     }
 
+    /// Every receiver heard from (NAK or ACK) in the session so far, in no order (at most
+    /// [`MAX_GROUP_TRACKED`]; beyond that, those silent for [`SenderConfig::grtt_expiry`]
+    /// make room).
+    pub fn receivers_heard(&self) -> impl Iterator<Item = IpAddr> + '_ {
+        self.heard.keys().copied()
+    }
+
     /// Receivers heard from (NAK or ACK) within [`SenderConfig::grtt_expiry`].
     pub fn group_size(&self, now: Instant) -> usize {
         let expiry = self.config.grtt_expiry;
