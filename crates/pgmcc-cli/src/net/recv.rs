@@ -273,20 +273,16 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     .into_iter()
     .flatten()
     .collect();
-    let out_path = match (&args.out, &args.dir) {
-        (_, Some(_)) => PathBuf::new(),
-        (Some(p), None) => p.clone(),
+    let out = match (&args.out, &args.dir) {
+        (_, Some(d)) => Output::open_dir(d)?,
+        (Some(p), None) => Output::open(p, args.force)?,
         (None, None) => {
             use std::io::IsTerminal;
             if std::io::stdout().is_terminal() {
                 anyhow::bail!("standard output is a terminal: give --out FILE to save the data (or --out - to print it anyway)");
             }
-            PathBuf::from("-")
+            Output::open(std::path::Path::new("-"), args.force)?
         }
-    };
-    let out = match &args.dir {
-        Some(d) => Output::open_dir(d)?,
-        None => Output::open(&out_path, args.force)?,
     };
     let rt = runtime()?;
     rt.block_on(async {
@@ -305,353 +301,353 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let mut next_out = Some(out);
         let mut transfers = 0u64;
         loop {
-        let mut out = match (next_out.take(), &args.dir) {
-            (Some(o), _) => o,
-            (None, Some(d)) => Output::open_dir(d)?,
-            (None, None) => anyhow::bail!("--daemon needs -D DIR"),
-        };
-        let pb = progress(args.net.quiet, None);
-        let mut lines = LineProgress::new("pgmcc recv", args.net.quiet);
-        let mut hash = Sha256::new();
-        let mut total = 0u64;
-        let mut session = None;
-        let mut first = None;
-        let mut failure: Option<String> = None;
-        let mut zmq = zmq_framing.then(pgmcc_net::zmq::ZmqDecoder::default);
-        let mut interrupted = false;
-        let mut zmq_parts = 0u64;
-        let mut manifest: Option<pgm_wire::Manifest> = None;
-        // Signed mode: the manifest the source signed with its end list.
-        let mut signed_manifest: Option<pgm_wire::Manifest> = None;
-        let joined = std::time::Instant::now();
-        let mut unsigned_since: Option<std::time::Instant> = None;
-        loop {
-            let ready = match rx.try_read() {
-                Some(ev) => Some(ev),
-                None => {
-                    // Nothing waiting: hand what we have to the file or pipe.
-                    out.flush()?;
-                    None
-                }
+            let mut out = match (next_out.take(), &args.dir) {
+                (Some(o), _) => o,
+                (None, Some(d)) => Output::open_dir(d)?,
+                (None, None) => anyhow::bail!("--daemon needs -D DIR"),
             };
-            let next = match ready {
-                Some(ev) => Ok(Some(ev)),
-                None => tokio::select! {
-                    // Look up now and then: the timeouts follow the session, not the events.
-                    r = tokio::time::timeout(Duration::from_millis(500), rx.read()) => r,
-                    () = stop.recv() => {
-                        // Interrupted: the transfer is incomplete; the temporary file goes.
-                        failure = Some("interrupted by a signal before the stream ended".into());
-                        interrupted = true;
-                        break;
+            let pb = progress(args.net.quiet, None);
+            let mut lines = LineProgress::new("pgmcc recv", args.net.quiet);
+            let mut hash = Sha256::new();
+            let mut total = 0u64;
+            let mut session = None;
+            let mut first = None;
+            let mut failure: Option<String> = None;
+            let mut zmq = zmq_framing.then(pgmcc_net::zmq::ZmqDecoder::default);
+            let mut interrupted = false;
+            let mut zmq_parts = 0u64;
+            let mut manifest: Option<pgm_wire::Manifest> = None;
+            // Signed mode: the manifest the source signed with its end list.
+            let mut signed_manifest: Option<pgm_wire::Manifest> = None;
+            let joined = std::time::Instant::now();
+            let mut unsigned_since: Option<std::time::Instant> = None;
+            loop {
+                let ready = match rx.try_read() {
+                    Some(ev) => Some(ev),
+                    None => {
+                        // Nothing waiting: hand what we have to the file or pipe.
+                        out.flush()?;
+                        None
                     }
-                },
-            };
-            let ev = match next {
-                Ok(Some(ev)) => ev,
-                Ok(None) => {
-                    failure = Some("the receiver stopped unexpectedly".into());
-                    break;
-                }
-                Err(_) => {
-                    let status = rx.status();
-                    // Trusting a key, hearing data, and no session proves itself: the source
-                    // does not sign with that key. Say so after --idle-timeout of it.
-                    if signer.is_some() && session.is_none() && status.stats.odata_packets > 0 {
-                        let since = *unsigned_since.get_or_insert_with(std::time::Instant::now);
-                        if since.elapsed() >= args.idle_timeout {
-                            failure = Some(format!("data arrived for {:?} (--idle-timeout) but no session signed by the --trust key", args.idle_timeout));
+                };
+                let next = match ready {
+                    Some(ev) => Ok(Some(ev)),
+                    None => tokio::select! {
+                        // Look up now and then: the timeouts follow the session, not the events.
+                        r = tokio::time::timeout(Duration::from_millis(500), rx.read()) => r,
+                        () = stop.recv() => {
+                            // Interrupted: the transfer is incomplete; the temporary file goes.
+                            failure = Some("interrupted by a signal before the stream ended".into());
+                            interrupted = true;
                             break;
                         }
-                    }
-                    if let Some(why) = timed_out(args, session, &status, joined.elapsed()) {
-                        failure = Some(why);
+                    },
+                };
+                let ev = match next {
+                    Ok(Some(ev)) => ev,
+                    Ok(None) => {
+                        failure = Some("the receiver stopped unexpectedly".into());
                         break;
                     }
-                    continue;
-                }
-            };
-            match ev {
-                Event::SessionStarted { tsi, first_sqn } if session.is_none() => {
-                    session = Some(tsi);
-                    first = Some(first_sqn);
-                    pb.set_message(format!("session {tsi}"));
-                }
-                Event::Data { tsi, data, .. } if Some(tsi) == session => {
-                    if signer.is_none() && !zmq_framing && pgmcc::signed::looks_like_list(&data) {
-                        failure = Some("the source signs its data (pgmcc send --sign): its signatures would end up in the output; pass --trust with the source's public key file (FILE.pub)".into());
-                        break;
-                    }
-                    hash.update(&data);
-                    total += data.len() as u64;
-                    match zmq.as_mut() {
-                        None => out.write(&data)?,
-                        Some(d) => match d.push(&data) {
-                            Ok(parts) => {
-                                for p in parts {
-                                    zmq_parts += 1;
-                                    out.write(&p.body)?;
-                                    out.write(b"\n")?;
-                                }
-                            }
-                            Err(e) => {
-                                failure = Some(format!("not ZeroMQ framing: {e}"));
+                    Err(_) => {
+                        let status = rx.status();
+                        // Trusting a key, hearing data, and no session proves itself: the source
+                        // does not sign with that key. Say so after --idle-timeout of it.
+                        if signer.is_some() && session.is_none() && status.stats.odata_packets > 0 {
+                            let since = *unsigned_since.get_or_insert_with(std::time::Instant::now);
+                            if since.elapsed() >= args.idle_timeout {
+                                failure = Some(format!("data arrived for {:?} (--idle-timeout) but no session signed by the --trust key", args.idle_timeout));
                                 break;
                             }
-                        },
-                    }
-                    pb.set_position(total);
-                    lines.tick(total, manifest.as_ref().and_then(|m| m.size));
-                }
-                Event::Unrecoverable { tsi, first, last } if Some(tsi) == session => {
-                    failure = Some(format!(
-                        "unrecoverable loss of packets {first}..={last} of session {tsi} (the source no longer had them, or repairs failed)"
-                    ));
-                    break;
-                }
-                Event::SessionEnded { tsi, syn_sqn } if Some(tsi) == session => {
-                    if (syn_sqn.is_none() || syn_sqn != first) && !zmq_framing {
-                        let why = match syn_sqn {
-                            Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
-                            None => format!("this receiver never saw the stream's first packet (it started at packet {}: it joined late, lost the start, or the source does not mark it with OPT_SYN, as OpenPGM does not)", first.unwrap_or_default()),
-                        };
-                        if !allow_partial_start {
-                            failure = Some(format!(
-                                "{why}; the output would be missing its beginning (pass --allow-partial-start to keep it anyway)"
-                            ));
-                        } else {
-                            eprintln!("pgmcc recv: warning: {why}");
                         }
-                    }
-                    break;
-                }
-                Event::StartMissed {
-                    tsi,
-                    first_sqn,
-                    syn_sqn,
-                } if Some(tsi) == session && !allow_partial_start && !zmq_framing => {
-                    // Fail now, not after receiving the rest of a stream that cannot be whole.
-                    let marked = match syn_sqn {
-                        Some(s) => format!("the stream starts at packet {s}"),
-                        None => "this receiver never saw the stream's first packet".into(),
-                    };
-                    failure = Some(format!(
-                        "{marked} but the first data this receiver got is packet {first_sqn}: it joined late or lost the start; the output would be missing its beginning (pass --allow-partial-start to keep it anyway; an OpenPGM source, which marks no start, needs --peer openpgm)"
-                    ));
-                    break;
-                }
-                Event::Manifest {
-                    tsi,
-                    manifest: m,
-                    signed,
-                } if Some(tsi) == session => {
-                    if signed {
-                        signed_manifest = Some(m);
+                        if let Some(why) = timed_out(args, session, &status, joined.elapsed()) {
+                            failure = Some(why);
+                            break;
+                        }
                         continue;
                     }
-                    // Trusting a key, an SPM's word is for the progress display only.
-                    if m.tree && args.dir.is_none() && signer.is_none() {
+                };
+                match ev {
+                    Event::SessionStarted { tsi, first_sqn } if session.is_none() => {
+                        session = Some(tsi);
+                        first = Some(first_sqn);
+                        pb.set_message(format!("session {tsi}"));
+                    }
+                    Event::Data { tsi, data, .. } if Some(tsi) == session => {
+                        if signer.is_none() && !zmq_framing && pgmcc::signed::looks_like_list(&data) {
+                            failure = Some("the source signs its data (pgmcc send --sign): its signatures would end up in the output; pass --trust with the source's public key file (FILE.pub)".into());
+                            break;
+                        }
+                        hash.update(&data);
+                        total += data.len() as u64;
+                        match zmq.as_mut() {
+                            None => out.write(&data)?,
+                            Some(d) => match d.push(&data) {
+                                Ok(parts) => {
+                                    for p in parts {
+                                        zmq_parts += 1;
+                                        out.write(&p.body)?;
+                                        out.write(b"\n")?;
+                                    }
+                                }
+                                Err(e) => {
+                                    failure = Some(format!("not ZeroMQ framing: {e}"));
+                                    break;
+                                }
+                            },
+                        }
+                        pb.set_position(total);
+                        lines.tick(total, manifest.as_ref().and_then(|m| m.size));
+                    }
+                    Event::Unrecoverable { tsi, first, last } if Some(tsi) == session => {
                         failure = Some(format!(
-                            "the source sends a directory tree ({}): receive it with -D DIR",
-                            m.name
+                            "unrecoverable loss of packets {first}..={last} of session {tsi} (the source no longer had them, or repairs failed)"
                         ));
                         break;
                     }
-                    if let Some(size) = m.size {
-                        set_size(&pb, size);
+                    Event::SessionEnded { tsi, syn_sqn } if Some(tsi) == session => {
+                        if (syn_sqn.is_none() || syn_sqn != first) && !zmq_framing {
+                            let why = match syn_sqn {
+                                Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
+                                None => format!("this receiver never saw the stream's first packet (it started at packet {}: it joined late, lost the start, or the source does not mark it with OPT_SYN, as OpenPGM does not)", first.unwrap_or_default()),
+                            };
+                            if !allow_partial_start {
+                                failure = Some(format!(
+                                    "{why}; the output would be missing its beginning (pass --allow-partial-start to keep it anyway)"
+                                ));
+                            } else {
+                                eprintln!("pgmcc recv: warning: {why}");
+                            }
+                        }
+                        break;
                     }
-                    if !m.name.is_empty() {
-                        pb.set_message(format!("{} from session {tsi}", m.name));
+                    Event::StartMissed {
+                        tsi,
+                        first_sqn,
+                        syn_sqn,
+                    } if Some(tsi) == session && !allow_partial_start && !zmq_framing => {
+                        // Fail now, not after receiving the rest of a stream that cannot be whole.
+                        let marked = match syn_sqn {
+                            Some(s) => format!("the stream starts at packet {s}"),
+                            None => "this receiver never saw the stream's first packet".into(),
+                        };
+                        failure = Some(format!(
+                            "{marked} but the first data this receiver got is packet {first_sqn}: it joined late or lost the start; the output would be missing its beginning (pass --allow-partial-start to keep it anyway; an OpenPGM source, which marks no start, needs --peer openpgm)"
+                        ));
+                        break;
                     }
-                    manifest = Some(m);
-                }
-                Event::SessionReset { tsi, error_code } if Some(tsi) == session => {
-                    let code = if error_code > 0 {
-                        format!(" (error code {error_code})")
-                    } else {
-                        String::new()
-                    };
-                    failure = Some(format!(
-                        "the source aborted session {tsi}{code}: it was interrupted or failed, and nothing more will come"
-                    ));
-                    break;
-                }
-                Event::SessionExpired { tsi } if Some(tsi) == session => {
-                    failure = Some(format!(
-                        "session {tsi} was silent so long that it expired before it ended"
-                    ));
-                    break;
-                }
-                _ => {}
-            }
-        }
-        pb.finish_and_clear();
-        let digest = hash.finalize();
-        let sha = hex_string(&digest);
-        // What the source announced, as far as it can be trusted: signed mode takes the
-        // manifest of the signed end only (name, tree flag, mode, time, SHA-256), never an
-        // SPM's, which anyone able to spoof the source could have sent.
-        let manifest = if signer.is_some() {
-            if failure.is_none() && signed_manifest.is_none() && args.dir.is_some() {
-                failure = Some("the source's signed end carries no manifest (a pgmcc send older than this receiver), so the name and kind of what it sent are not signed: receive it with --out FILE".into());
-            }
-            signed_manifest
-        } else {
-            manifest
-        };
-        if failure.is_none() && args.dir.is_none() && manifest.as_ref().is_some_and(|m| m.tree) {
-            failure = Some("the source sent a directory tree: receive it with -D DIR".into());
-        }
-        // The whole stream's hash: against --expect-sha256, else the source's manifest.
-        let announced = manifest
-            .as_ref()
-            .and_then(|m| m.sha256)
-            .map(|h| hex_string(&h));
-        let mut verified = None;
-        if failure.is_none() {
-            if let Some(want) = &args.expect_sha256 {
-                if *want != sha {
-                    failure = Some(format!("the data's sha256 {sha} is not the --expect-sha256 {want}"));
-                } else {
-                    verified = Some("--expect-sha256");
-                }
-            } else if let Some(want) = &announced {
-                if *want != sha {
-                    failure = Some(format!("the data's sha256 {sha} differs from the {want} the source announced: the stream was altered or mixed up"));
-                } else {
-                    verified = Some(if signer.is_some() {
-                        "the source's signed manifest"
-                    } else {
-                        "the source's manifest"
-                    });
+                    Event::Manifest {
+                        tsi,
+                        manifest: m,
+                        signed,
+                    } if Some(tsi) == session => {
+                        if signed {
+                            signed_manifest = Some(m);
+                            continue;
+                        }
+                        // Trusting a key, an SPM's word is for the progress display only.
+                        if m.tree && args.dir.is_none() && signer.is_none() {
+                            failure = Some(format!(
+                                "the source sends a directory tree ({}): receive it with -D DIR",
+                                m.name
+                            ));
+                            break;
+                        }
+                        if let Some(size) = m.size {
+                            set_size(&pb, size);
+                        }
+                        if !m.name.is_empty() {
+                            pb.set_message(format!("{} from session {tsi}", m.name));
+                        }
+                        manifest = Some(m);
+                    }
+                    Event::SessionReset { tsi, error_code } if Some(tsi) == session => {
+                        let code = if error_code > 0 {
+                            format!(" (error code {error_code})")
+                        } else {
+                            String::new()
+                        };
+                        failure = Some(format!(
+                            "the source aborted session {tsi}{code}: it was interrupted or failed, and nothing more will come"
+                        ));
+                        break;
+                    }
+                    Event::SessionExpired { tsi } if Some(tsi) == session => {
+                        failure = Some(format!(
+                            "session {tsi} was silent so long that it expired before it ended"
+                        ));
+                        break;
+                    }
+                    _ => {}
                 }
             }
-        }
-        let to_stdout = matches!(out, Output::Stdout(_));
-        // The output is committed before the source is told it arrived.
-        let mut committed = None;
-        if failure.is_none() {
-            match out.commit(manifest.as_ref(), args.force, args.symlinks) {
-                Ok(c) => committed = Some(c),
-                Err(e) => failure = Some(format!("{e:#}")),
-            }
-        }
-        if let Some(tsi) = session {
-            // Tell the source how it ended here (`pgmcc send` prints a table of these).
-            let mut sha256 = [0u8; 32];
-            sha256.copy_from_slice(&digest);
-            let outcome = pgm_wire::Outcome {
-                status: if failure.is_some() {
-                    pgm_wire::OUTCOME_FAILED
-                } else {
-                    pgm_wire::OUTCOME_COMPLETE
-                },
-                bytes: total,
-                sha256,
-                reason: failure.clone().unwrap_or_default(),
-            };
-            rx.report(tsi, outcome).await;
-        }
-        if args.daemon && !(interrupted && session.is_none()) {
-            transfers += 1;
-            let name = manifest
-                .as_ref()
-                .filter(|m| !m.name.is_empty())
-                .map_or_else(String::new, |m| format!(" ({})", m.name));
-            let tsi = session.map_or_else(|| "?".into(), |t| t.to_string());
-            match &failure {
-                None => eprintln!(
-                    "pgmcc recv: session {tsi}{name}: complete, {total} bytes, sha256 {sha}{}",
-                    written(committed.as_ref(), manifest.as_ref(), true)
-                ),
-                Some(why) => eprintln!(
-                    "pgmcc recv: session {tsi}{name}: FAILED after {total} bytes: {why}; nothing written"
-                ),
-            }
-        }
-        if args.daemon && !interrupted {
-            continue;
-        }
-        if args.daemon {
-            let _ = rx.close().await;
-            eprintln!("pgmcc recv: stopped by a signal after {transfers} transfers");
-            // A transfer cut short is a failure only when it was under way.
-            return Ok(if session.is_some() {
-                ExitCode::from(130)
+            pb.finish_and_clear();
+            let digest = hash.finalize();
+            let sha = hex_string(&digest);
+            // What the source announced, as far as it can be trusted: signed mode takes the
+            // manifest of the signed end only (name, tree flag, mode, time, SHA-256), never an
+            // SPM's, which anyone able to spoof the source could have sent.
+            let manifest = if signer.is_some() {
+                if failure.is_none() && signed_manifest.is_none() && args.dir.is_some() {
+                    failure = Some("the source's signed end carries no manifest (a pgmcc send older than this receiver), so the name and kind of what it sent are not signed: receive it with --out FILE".into());
+                }
+                signed_manifest
             } else {
-                ExitCode::SUCCESS
-            });
-        }
-        let status = rx.close().await;
-        let report = RecvReport {
-            outcome: if failure.is_some() { "incomplete" } else { "complete" },
-            detail: failure.clone().unwrap_or_default(),
-            tsi: session.map(|t| t.to_string()),
-            bytes: total,
-            sha256: sha.clone(),
-            status,
-        };
-        if let Some(path) = &args.net.stats {
-            write_stats(path, &report)?;
-        }
-        for hint in key_hints(report.status.keyed.as_ref(), report.status.sealed_without_key) {
-            eprintln!("pgmcc recv: warning: {hint}");
-        }
-        let st = &report.status.stats;
-        if st.wrong_source > 0 {
-            let whose = match args.source {
-                Some(a) => format!("not from {a} (--source)"),
-                None => "not from the address each session started from".into(),
+                manifest
             };
-            eprintln!(
-                "pgmcc recv: warning: dropped {} packets {whose}: spoofed, or another host on the group",
-                st.wrong_source
-            );
-        }
-        if st.implausible_spms > 0 {
-            eprintln!(
-                "pgmcc recv: warning: dropped {} SPMs whose window edges no source could send (forged)",
-                st.implausible_spms
-            );
-        }
-        if signer.is_some() {
-            for hint in signed_hints(&st.signed, st.odata_packets + st.rdata_packets) {
+            if failure.is_none() && args.dir.is_none() && manifest.as_ref().is_some_and(|m| m.tree) {
+                failure = Some("the source sent a directory tree: receive it with -D DIR".into());
+            }
+            // The whole stream's hash: against --expect-sha256, else the source's manifest.
+            let announced = manifest
+                .as_ref()
+                .and_then(|m| m.sha256)
+                .map(|h| hex_string(&h));
+            let mut verified = None;
+            if failure.is_none() {
+                if let Some(want) = &args.expect_sha256 {
+                    if *want != sha {
+                        failure = Some(format!("the data's sha256 {sha} is not the --expect-sha256 {want}"));
+                    } else {
+                        verified = Some("--expect-sha256");
+                    }
+                } else if let Some(want) = &announced {
+                    if *want != sha {
+                        failure = Some(format!("the data's sha256 {sha} differs from the {want} the source announced: the stream was altered or mixed up"));
+                    } else {
+                        verified = Some(if signer.is_some() {
+                            "the source's signed manifest"
+                        } else {
+                            "the source's manifest"
+                        });
+                    }
+                }
+            }
+            let to_stdout = matches!(out, Output::Stdout(_));
+            // The output is committed before the source is told it arrived.
+            let mut committed = None;
+            if failure.is_none() {
+                match out.commit(manifest.as_ref(), args.force, args.symlinks) {
+                    Ok(c) => committed = Some(c),
+                    Err(e) => failure = Some(format!("{e:#}")),
+                }
+            }
+            if let Some(tsi) = session {
+                // Tell the source how it ended here (`pgmcc send` prints a table of these).
+                let mut sha256 = [0u8; 32];
+                sha256.copy_from_slice(&digest);
+                let outcome = pgm_wire::Outcome {
+                    status: if failure.is_some() {
+                        pgm_wire::OUTCOME_FAILED
+                    } else {
+                        pgm_wire::OUTCOME_COMPLETE
+                    },
+                    bytes: total,
+                    sha256,
+                    reason: failure.clone().unwrap_or_default(),
+                };
+                rx.report(tsi, outcome).await;
+            }
+            if args.daemon && !(interrupted && session.is_none()) {
+                transfers += 1;
+                let name = manifest
+                    .as_ref()
+                    .filter(|m| !m.name.is_empty())
+                    .map_or_else(String::new, |m| format!(" ({})", m.name));
+                let tsi = session.map_or_else(|| "?".into(), |t| t.to_string());
+                match &failure {
+                    None => eprintln!(
+                        "pgmcc recv: session {tsi}{name}: complete, {total} bytes, sha256 {sha}{}",
+                        written(committed.as_ref(), manifest.as_ref(), true)
+                    ),
+                    Some(why) => eprintln!(
+                        "pgmcc recv: session {tsi}{name}: FAILED after {total} bytes: {why}; nothing written"
+                    ),
+                }
+            }
+            if args.daemon && !interrupted {
+                continue;
+            }
+            if args.daemon {
+                let _ = rx.close().await;
+                eprintln!("pgmcc recv: stopped by a signal after {transfers} transfers");
+                // A transfer cut short is a failure only when it was under way.
+                return Ok(if session.is_some() {
+                    ExitCode::from(130)
+                } else {
+                    ExitCode::SUCCESS
+                });
+            }
+            let status = rx.close().await;
+            let report = RecvReport {
+                outcome: if failure.is_some() { "incomplete" } else { "complete" },
+                detail: failure.clone().unwrap_or_default(),
+                tsi: session.map(|t| t.to_string()),
+                bytes: total,
+                sha256: sha.clone(),
+                status,
+            };
+            if let Some(path) = &args.net.stats {
+                write_stats(path, &report)?;
+            }
+            for hint in key_hints(report.status.keyed.as_ref(), report.status.sealed_without_key) {
                 eprintln!("pgmcc recv: warning: {hint}");
             }
-        }
-        return match failure {
-            None => {
-                let wrote = written(committed.as_ref(), manifest.as_ref(), args.dir.is_some());
-                let verified = [
-                    signer.map(|id| format!(", every byte verified as signed by key {id}")),
-                    verified.map(|v| format!(", sha256 matches {v}")),
-                ]
-                .into_iter()
-                .flatten()
-                .collect::<String>();
-                eprintln!(
-                    "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}{wrote}",
-                    report.status.stats.gaps_filled, report.status.stats.naks_sent
-                );
-                if zmq_framing {
-                    eprintln!("pgmcc recv: {zmq_parts} ZeroMQ message parts");
-                }
-                Ok(ExitCode::SUCCESS)
-            }
-            Some(why) => {
-                // A file output is discarded (the temporary file is removed on drop).
-                let kept = if to_stdout {
-                    "the bytes already written to standard output are incomplete"
-                } else {
-                    "no output file was written"
+            let st = &report.status.stats;
+            if st.wrong_source > 0 {
+                let whose = match args.source {
+                    Some(a) => format!("not from {a} (--source)"),
+                    None => "not from the address each session started from".into(),
                 };
                 eprintln!(
-                    "pgmcc recv: error: {why}; received {total} bytes (sha256 {sha}); {kept}"
+                    "pgmcc recv: warning: dropped {} packets {whose}: spoofed, or another host on the group",
+                    st.wrong_source
                 );
-                // 130: the shell's code for "ended by SIGINT"; 1: the transfer failed.
-                Ok(ExitCode::from(if interrupted { 130 } else { 1 }))
             }
-        };
+            if st.implausible_spms > 0 {
+                eprintln!(
+                    "pgmcc recv: warning: dropped {} SPMs whose window edges no source could send (forged)",
+                    st.implausible_spms
+                );
+            }
+            if signer.is_some() {
+                for hint in signed_hints(&st.signed, st.odata_packets + st.rdata_packets) {
+                    eprintln!("pgmcc recv: warning: {hint}");
+                }
+            }
+            return match failure {
+                None => {
+                    let wrote = written(committed.as_ref(), manifest.as_ref(), args.dir.is_some());
+                    let verified = [
+                        signer.map(|id| format!(", every byte verified as signed by key {id}")),
+                        verified.map(|v| format!(", sha256 matches {v}")),
+                    ]
+                    .into_iter()
+                    .flatten()
+                    .collect::<String>();
+                    eprintln!(
+                        "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}{wrote}",
+                        report.status.stats.gaps_filled, report.status.stats.naks_sent
+                    );
+                    if zmq_framing {
+                        eprintln!("pgmcc recv: {zmq_parts} ZeroMQ message parts");
+                    }
+                    Ok(ExitCode::SUCCESS)
+                }
+                Some(why) => {
+                    // A file output is discarded (the temporary file is removed on drop).
+                    let kept = if to_stdout {
+                        "the bytes already written to standard output are incomplete"
+                    } else {
+                        "no output file was written"
+                    };
+                    eprintln!(
+                        "pgmcc recv: error: {why}; received {total} bytes (sha256 {sha}); {kept}"
+                    );
+                    // 130: the shell's code for "ended by SIGINT"; 1: the transfer failed.
+                    Ok(ExitCode::from(if interrupted { 130 } else { 1 }))
+                }
+            };
         }
     })
 }
