@@ -139,12 +139,8 @@ impl Input {
     /// nothing for standard input.
     fn name(&self, inputs: usize) -> String {
         let base = |p: &Path| {
-            p.file_name()
+            super::tree::input_name(p)
                 .map(|n| n.to_string_lossy().into_owned())
-                .or_else(|| {
-                    let c = p.canonicalize().ok()?;
-                    Some(c.file_name()?.to_string_lossy().into_owned())
-                })
                 .unwrap_or_default()
         };
         match self {

@@ -55,16 +55,9 @@ impl Tree {
         let mut skipped = Vec::new();
         let mut names = std::collections::HashSet::new();
         for input in inputs {
-            let name = match input.file_name() {
-                Some(n) => PathBuf::from(n),
-                // `.`, `..` or `/`: the directory's own name.
-                None => input
-                    .canonicalize()
-                    .with_context(|| format!("reading {}", input.display()))?
-                    .file_name()
-                    .map(PathBuf::from)
-                    .with_context(|| format!("{} has no name to send it under", input.display()))?,
-            };
+            let name = input_name(input)
+                .map(PathBuf::from)
+                .with_context(|| format!("{} has no name to send it under", input.display()))?;
             if !names.insert(name.clone()) {
                 bail!(
                     "two inputs are named {}: receivers would get only one; rename one or send its parent directory",
@@ -148,6 +141,15 @@ impl Tree {
             queue: std::collections::VecDeque::new(),
             trailer: false,
         }
+    }
+}
+
+/// The name an input is sent under: its last component, or for `.`, `..` and the like the
+/// name of the directory it stands for (none for `/`, or if it cannot be resolved).
+pub(crate) fn input_name(input: &Path) -> Option<std::ffi::OsString> {
+    match input.file_name() {
+        Some(n) => Some(n.to_os_string()),
+        None => Some(input.canonicalize().ok()?.file_name()?.to_os_string()),
     }
 }
 
