@@ -210,7 +210,8 @@ pub struct SenderStatus {
     /// Receivers' delivery reports so far, by address.
     pub reports: Vec<DeliveryReport>,
     /// Receivers heard from (ACK or NAK) during the session, sorted (at most the core's
-    /// `MAX_GROUP_TRACKED`): with `reports`, who was there but did not report.
+    /// `MAX_GROUP_TRACKED`): with `reports`, who was there but did not report. Filled in the
+    /// final status only (`finished`, as `close` returns it); empty before.
     pub heard: Vec<IpAddr>,
     /// Packets from the first up to the highest the acker's ACKs reported received.
     pub acker_reached: Option<u64>,
@@ -747,10 +748,13 @@ impl Driver {
             keyed: self.envelope.stats(),
             sealed_without_key: self.envelope.sealed_without_key(),
             reports: self.reports(),
-            heard: {
+            // Up to 65,536 addresses: listed once, in the final status, not every 100 ms.
+            heard: if finished {
                 let mut h: Vec<IpAddr> = self.core.receivers_heard().collect();
                 h.sort_unstable();
                 h
+            } else {
+                Vec::new()
             },
             acker_reached: self.core.acker_reached(),
         };
