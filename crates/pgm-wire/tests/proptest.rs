@@ -110,7 +110,7 @@ prop_compose! {
         grtt in prop::option::of((any::<u32>(), any::<u32>())),
         ack_proof in prop::option::of(any::<u32>()),
         outcome in prop::option::of((any::<u8>(), any::<u64>(), any::<[u8; 32]>(), "[a-z .=]{0,40}")),
-        manifest in prop::option::of((prop::option::of(any::<u64>()), any::<u32>(), any::<u64>(), prop::option::of(any::<[u8; 32]>()), "[a-z.]{0,30}", any::<bool>())),
+        manifest in prop::option::of((prop::option::of(any::<u64>()), any::<u32>(), any::<u64>(), prop::option::of(any::<[u8; 32]>()), "[a-z.]{0,30}", any::<bool>(), any::<bool>())),
         (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded, report_bar) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
             prop::option::of((any::<[u16; 4]>(), any::<u32>(), any::<u32>())),
@@ -151,7 +151,7 @@ prop_compose! {
             report_bar: report_bar.map(|(loss, intervals)| ReportBar { loss, intervals }),
             ack_proof: ack_proof.map(|value| AckProof { value }),
             outcome: outcome.map(|(status, bytes, sha256, reason)| Outcome { status, bytes, sha256, reason }),
-            manifest: manifest.map(|(size, mode, mtime, sha256, name, tree)| Manifest { size, mode, mtime, sha256, name, tree }),
+            manifest: manifest.map(|(size, mode, mtime, sha256, name, tree, another_pass)| Manifest { size, mode, mtime, sha256, name, tree, another_pass }),
             unknown: Vec::new(),
         }
     }
@@ -387,11 +387,12 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         ));
     }
     if let Some(m) = &o.manifest {
-        // OPT_MANIFEST (ours, docs/wire.md): rsv, flags (SIZE 1, SHA256 2, TREE 4), size u64,
-        // mode u32, mtime u64, [sha256], name
+        // OPT_MANIFEST (ours, docs/wire.md): rsv, flags (SIZE 1, SHA256 2, TREE 4, ANOTHER
+        // PASS 8), size u64, mode u32, mtime u64, [sha256], name
         let flags = u8::from(m.size.is_some())
             | (u8::from(m.sha256.is_some()) << 1)
-            | (u8::from(m.tree) << 2);
+            | (u8::from(m.tree) << 2)
+            | (u8::from(m.another_pass) << 3);
         let sha: &[u8] = m.sha256.as_ref().map_or(&[], |s| &s[..]);
         v.push((
             0x37,

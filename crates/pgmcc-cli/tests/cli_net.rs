@@ -536,7 +536,7 @@ fn the_sender_collects_delivery_reports_and_expect_sets_its_exit_status() {
         "{err}"
     );
     assert!(
-        err.contains("first packet"),
+        err.contains("missed the stream's start"),
         "the late joiner's reason: {err}"
     );
     assert!(a.wait_with_output().unwrap().status.success());
@@ -672,6 +672,75 @@ fn a_late_joiner_fails_at_once_not_at_the_end() {
     assert!(err.contains("joined late or lost the start"), "{err}");
     assert!(took < Duration::from_secs(3), "failed after {took:?}");
     assert!(!out.exists());
+}
+
+/// Issue 22 item 5: with `send --passes`, a late joiner keeps the tail of the first pass and
+/// takes the beginning from the second, and the sender stops once every receiver has it;
+/// one that cannot hold parts (standard output) with `--allow-partial-start` is reported
+/// PARTIAL, with the byte range, never "complete".
+#[test]
+fn a_late_joiner_completes_from_the_next_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let body: Vec<u8> = (0..4_000_000u32).map(|k| (k * 7 % 251) as u8).collect();
+    std::fs::write(&data, &body).unwrap();
+    let lo = Loopback {
+        group: "239.255.77.63:7500",
+        ports: "41593,41594",
+    };
+    // 4 MB at 8 Mbit/s: 4 s a pass (no congestion control: nobody ACKs at first); the
+    // receivers join after 1 s, about a quarter of the first pass missed.
+    let send = lo
+        .send(
+            &data,
+            &["--rate-max", "8Mbit", "--cc", "none", "--passes", "3"],
+        )
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let out = dir.path().join("out");
+    let late = lo.recv("127.0.0.43", &["--out".as_ref(), out.as_os_str()]);
+    let piped = lo.recv(
+        "127.0.0.44",
+        &[
+            "--out".as_ref(),
+            "-".as_ref(),
+            "--allow-partial-start".as_ref(),
+        ],
+    );
+    let err = received_ok(late);
+    assert!(err.contains("joined late"), "{err}");
+    assert!(err.contains("waiting for the source's next pass"), "{err}");
+    assert!(err.contains("complete from 2 passes"), "{err}");
+    assert!(
+        err.contains("sha256 matches the source's manifest"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&out).unwrap(), body);
+    let err = received_ok(piped);
+    assert!(err.contains("PARTIAL (bytes "), "{err}");
+    assert!(err.contains("of 4000000"), "{err}");
+    assert!(!err.contains("complete"), "{err}");
+    let s = send.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&s.stderr);
+    assert!(s.status.success(), "{err}");
+    assert!(
+        err.contains("pass 1 of 3 done; 1 receiver holds part of it and waits: pass 2 follows"),
+        "{err}"
+    );
+    assert!(
+        err.contains("no receiver waits for another pass after pass 2 of 3: no more passes"),
+        "{err}"
+    );
+    assert!(
+        err.contains("127.0.0.43") && err.contains("complete, sha256 matches"),
+        "{err}"
+    );
+    assert!(
+        err.contains("127.0.0.44") && err.contains("PARTIAL: "),
+        "{err}"
+    );
+    assert!(!err.contains("pass 3 of 3"), "{err}");
 }
 
 /// Issue 22 item 2: `pgmcc send DIR` sends the tree as one archive and `pgmcc recv -D OUT`

@@ -135,6 +135,12 @@ pub struct DeliveryReport {
     pub receiver: IpAddr,
     /// It received the whole session.
     pub complete: bool,
+    /// It ended with part of the stream, kept as such (`OUTCOME_PARTIAL`: it missed the start
+    /// and was told to keep the rest).
+    pub partial: bool,
+    /// It holds part of the stream and waits for the source's next pass to complete it
+    /// (`OUTCOME_AWAITING_PASS`, `pgmcc send --passes`): not its last word.
+    pub awaiting_pass: bool,
     /// Bytes it delivered.
     pub bytes: u64,
     /// SHA-256 of what it delivered, in hex.
@@ -769,6 +775,8 @@ impl Driver {
             .map(|(receiver, o)| DeliveryReport {
                 receiver,
                 complete: o.status == pgm_wire::OUTCOME_COMPLETE,
+                partial: o.status == pgm_wire::OUTCOME_PARTIAL,
+                awaiting_pass: o.status == pgm_wire::OUTCOME_AWAITING_PASS,
                 bytes: o.bytes,
                 sha256: o.sha256.iter().map(|b| format!("{b:02x}")).collect(),
                 reason: o.reason.clone(),

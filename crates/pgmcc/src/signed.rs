@@ -369,6 +369,7 @@ mod tests {
                 sha256: Some([5; 32]),
                 name: "site".into(),
                 tree: true,
+                another_pass: true,
             }),
         };
         let p = encode_list(&key, TSI, 10, &list);

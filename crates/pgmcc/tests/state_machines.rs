@@ -976,6 +976,7 @@ fn the_manifest_reaches_receivers_after_the_session_is_announced_and_when_it_cha
         sha256: None,
         name: "a.txt".into(),
         tree: false,
+        another_pass: false,
     };
     c.manifest = Some(first.clone());
     let mut s = Sender::new(c, ms(0));

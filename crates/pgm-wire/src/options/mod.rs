@@ -47,7 +47,8 @@ mod session;
 pub use experimental::{
     AckProof, Fec, Grtt, LowWeight, Manifest, Outcome, Pseudofed, RepList, ReportBar, TfmccData,
     FEC_RS_VANDERMONDE_GF256, LW_NO_ACKS, LW_QUICK_NAK, MAX_REASON, MAX_REPRESENTATIVES,
-    OUTCOME_COMPLETE, OUTCOME_FAILED, PF_CI, PF_FULL, PF_HAVE_CI, RB_INTERVALS,
+    OUTCOME_AWAITING_PASS, OUTCOME_COMPLETE, OUTCOME_FAILED, OUTCOME_PARTIAL, PF_CI, PF_FULL,
+    PF_HAVE_CI, RB_INTERVALS,
 };
 pub use fec::ParityPrm;
 pub use fragment::{Fragment, FRAGMENT_BODY_LEN};

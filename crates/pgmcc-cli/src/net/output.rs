@@ -149,6 +149,61 @@ impl Output {
         }
     }
 
+    /// The directory of the temporary file (where spools go), none for standard output.
+    pub(super) fn temp_dir(&self) -> Option<&Path> {
+        match self {
+            Output::File { tmp, .. } | Output::Dir { tmp, .. } => tmp.get_ref().path().parent(),
+            Output::Stdout(_) => None,
+        }
+    }
+
+    /// The temporary file, to write at any place (passes); none for standard output.
+    fn seekable(&mut self) -> Result<&mut std::io::BufWriter<tempfile::NamedTempFile>> {
+        match self {
+            Output::File { tmp, .. } | Output::Dir { tmp, .. } => Ok(tmp),
+            Output::Stdout(_) => anyhow::bail!("standard output cannot be written out of order"),
+        }
+    }
+
+    /// Goes on writing at byte `at`.
+    pub(super) fn seek_to(&mut self, at: u64) -> Result<()> {
+        use std::io::Seek;
+        self.seekable()?
+            .seek(std::io::SeekFrom::Start(at))
+            .context("writing the output file")?;
+        Ok(())
+    }
+
+    /// Writes a spooled run at byte `at`; writing goes on after it.
+    pub(super) fn place(&mut self, spool: super::pieces::Spool, at: u64) -> Result<()> {
+        spool.copy_into(self.seekable()?, at)
+    }
+
+    /// Cuts the temporary file to `size` bytes and hashes it: the stream put together from
+    /// passes.
+    pub(super) fn assembled_sha256(&mut self, size: u64) -> Result<[u8; 32]> {
+        use sha2::{Digest, Sha256};
+        use std::io::{Read, Seek};
+        let tmp = self.seekable()?;
+        tmp.flush().context("writing the output file")?;
+        let f = tmp.get_mut().as_file_mut();
+        f.set_len(size).context("writing the output file")?;
+        f.seek(std::io::SeekFrom::Start(0))
+            .context("reading the output file back")?;
+        let mut hash = Sha256::new();
+        let mut buf = vec![0u8; 1 << 20];
+        loop {
+            let n = f.read(&mut buf).context("reading the output file back")?;
+            if n == 0 {
+                break;
+            }
+            hash.update(buf.get(..n).unwrap_or_default());
+        }
+        let mut out = [0u8; 32];
+        out.copy_from_slice(&hash.finalize());
+        Ok(out)
+    }
+
     /// Keeps the data: renames the temporary file into place; for `-D DIR`, writes the tree
     /// the source announced (`manifest.tree`) into DIR, or renames the file to DIR/its name.
     /// `force` replaces what exists.

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 use super::args::{key_hints, parse_duration, NetArgs, Peer};
 use super::output::Committed;
 use super::output::Output;
+use super::pieces::{Ranges, Spool};
 use super::report::{hex_string, progress, set_size, write_stats, LineProgress};
 use super::tree::Symlinks;
 use super::{runtime, Signals};
@@ -297,9 +298,13 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             );
         }
         let mut stop = Signals::new()?;
-        // One transfer per pass; only --daemon goes round again.
+        // One transfer per round; --daemon goes round again, and so does a receiver that
+        // holds part of a stream whose source announced another pass.
         let mut next_out = Some(out);
         let mut transfers = 0u64;
+        let mut held: Option<Held> = None;
+        // Sessions this transfer took (more than one with passes).
+        let mut passes = 1u32;
         loop {
             let mut out = match (next_out.take(), &args.dir) {
                 (Some(o), _) => o,
@@ -321,6 +326,29 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             let mut signed_manifest: Option<pgm_wire::Manifest> = None;
             let joined = std::time::Instant::now();
             let mut unsigned_since: Option<std::time::Instant> = None;
+            // Passes (`pgmcc send --passes`, pieces.rs): the output is put together from
+            // placed runs instead of written straight through (`pieced`) once this receiver
+            // holds part of the stream from an earlier session, missed the start, or lost
+            // data for good while the source announces another pass.
+            if held.is_none() {
+                passes = 1;
+            }
+            let passes_ok = !zmq_framing && out.temp_dir().is_some();
+            let mut pieced = held.is_some();
+            let mut have = held.as_ref().map(|h| h.have.clone()).unwrap_or_default();
+            // Where this session's next byte belongs, when known; the output file's own
+            // position (a fresh output is at 0; one holding earlier passes is not known).
+            let mut at: Option<u64> = Some(0);
+            let mut out_pos: Option<u64> = held.is_none().then_some(0);
+            // Data whose place is not known yet (after a missed start or a gap), or that
+            // came before this session's manifest showed it carries the stream held.
+            let mut spool: Option<Spool> = None;
+            let mut matched = held.is_none();
+            // Why this session's data is not the whole stream, for the messages.
+            let mut gap: Option<String> = None;
+            let mut start_missed: Option<String> = None;
+            // --allow-partial-start kept a stream whose marked start this receiver missed.
+            let mut kept_partial: Option<String> = None;
             loop {
                 let ready = match rx.try_read() {
                     Some(ev) => Some(ev),
@@ -378,10 +406,32 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                             failure = Some("the source signs its data (pgmcc send --sign): its signatures would end up in the output; pass --trust with the source's public key file (FILE.pub)".into());
                             break;
                         }
-                        hash.update(&data);
-                        total += data.len() as u64;
+                        let len = data.len() as u64;
+                        total += len;
+                        if !pieced {
+                            hash.update(&data);
+                        }
+                        if pieced && !matched && spool.is_none() {
+                            // Not known yet to be the stream held: set aside until the manifest says.
+                            spool = Some(Spool::new(spool_dir(&out)?, at.take())?);
+                        }
                         match zmq.as_mut() {
-                            None => out.write(&data)?,
+                            None => match (spool.as_mut(), at.as_mut()) {
+                                (Some(sp), _) => sp.write(&data)?,
+                                (None, Some(p)) => {
+                                    // Bytes already held from an earlier pass stay as they are.
+                                    if !(pieced && have.contains(*p, *p + len)) {
+                                        if out_pos != Some(*p) {
+                                            out.seek_to(*p)?;
+                                        }
+                                        out.write(&data)?;
+                                        out_pos = Some(*p + len);
+                                    }
+                                    have.insert(*p, *p + len);
+                                    *p += len;
+                                }
+                                (None, None) => {}
+                            },
                             Some(d) => match d.push(&data) {
                                 Ok(parts) => {
                                     for p in parts {
@@ -400,13 +450,23 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                         lines.tick(total, manifest.as_ref().and_then(|m| m.size));
                     }
                     Event::Unrecoverable { tsi, first, last } if Some(tsi) == session => {
-                        failure = Some(format!(
+                        let why = format!(
                             "unrecoverable loss of packets {first}..={last} of session {tsi} (the source no longer had them, or repairs failed)"
-                        ));
-                        break;
+                        );
+                        if !(passes_ok && (held.is_some() || manifest.as_ref().is_some_and(|m| m.another_pass))) {
+                            failure = Some(why);
+                            break;
+                        }
+                        // Another pass will come: keep what has a place. The run so far (if
+                        // placed) stays; what follows the gap is placed only if it reaches
+                        // the end; a run between two gaps cannot be placed.
+                        pieced = true;
+                        gap.get_or_insert(why);
+                        spool = Some(Spool::new(spool_dir(&out)?, None)?);
+                        at = None;
                     }
                     Event::SessionEnded { tsi, syn_sqn } if Some(tsi) == session => {
-                        if (syn_sqn.is_none() || syn_sqn != first) && !zmq_framing {
+                        if !pieced && (syn_sqn.is_none() || syn_sqn != first) && !zmq_framing {
                             let why = match syn_sqn {
                                 Some(s) => format!("the stream starts at packet {s} but this receiver joined at packet {}", first.unwrap_or_default()),
                                 None => format!("this receiver never saw the stream's first packet (it started at packet {}: it joined late, lost the start, or the source does not mark it with OPT_SYN, as OpenPGM does not)", first.unwrap_or_default()),
@@ -415,8 +475,12 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                                 failure = Some(format!(
                                     "{why}; the output would be missing its beginning (pass --allow-partial-start to keep it anyway)"
                                 ));
+                            } else if syn_sqn.is_some() {
+                                kept_partial = Some(why);
                             } else {
-                                eprintln!("pgmcc recv: warning: {why}");
+                                // Partial if the manifest's size says so (below); a source
+                                // without one (OpenPGM's) leaves it unknown.
+                                start_missed.get_or_insert(why);
                             }
                         }
                         break;
@@ -425,16 +489,33 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                         tsi,
                         first_sqn,
                         syn_sqn,
-                    } if Some(tsi) == session && !allow_partial_start && !zmq_framing => {
-                        // Fail now, not after receiving the rest of a stream that cannot be whole.
-                        let marked = match syn_sqn {
-                            Some(s) => format!("the stream starts at packet {s}"),
-                            None => "this receiver never saw the stream's first packet".into(),
+                    } if Some(tsi) == session && !zmq_framing => {
+                        let why = match syn_sqn {
+                            Some(s) => format!("the stream starts at packet {s} but this receiver's first data is packet {first_sqn}: it joined late or lost the start"),
+                            None => format!("this receiver missed the stream's start (its first data is packet {first_sqn}): it joined late or lost the start"),
                         };
-                        failure = Some(format!(
-                            "{marked} but the first data this receiver got is packet {first_sqn}: it joined late or lost the start; the output would be missing its beginning (pass --allow-partial-start to keep it anyway; an OpenPGM source, which marks no start, needs --peer openpgm)"
-                        ));
-                        break;
+                        // A source that sends another pass brings the beginning then (not known
+                        // before its manifest arrives: wait for it, unless the start may be
+                        // missing anyway).
+                        let another = held.is_some()
+                            || manifest.as_ref().map_or(!allow_partial_start, |m| m.another_pass);
+                        if passes_ok && another {
+                            if manifest.as_ref().is_some_and(|m| m.another_pass) && held.is_none() {
+                                pb.suspend(|| eprintln!("pgmcc recv: {why}; keeping the rest: the source's next pass brings the beginning"));
+                            }
+                            pieced = true;
+                            spool = Some(Spool::new(spool_dir(&out)?, None)?);
+                            at = None;
+                            start_missed = Some(why);
+                        } else if allow_partial_start {
+                            start_missed = Some(why);
+                        } else {
+                            // Fail now, not after receiving the rest of a stream that cannot be whole.
+                            failure = Some(format!(
+                                "{why}; the output would be missing its beginning (pass --allow-partial-start to keep it anyway; an OpenPGM source, which marks no start, needs --peer openpgm; a pgmcc source with --passes 2 or more sends the beginning again)"
+                            ));
+                            break;
+                        }
                     }
                     Event::Manifest {
                         tsi,
@@ -452,6 +533,46 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                                 m.name
                             ));
                             break;
+                        }
+                        // Passes: a late joiner waiting for this manifest learns whether another
+                        // pass will bring the beginning; a receiver holding part of a stream
+                        // learns whether this session carries the same one.
+                        if pieced && held.is_none() && !m.another_pass && (start_missed.is_some() || gap.is_some()) && !allow_partial_start {
+                            failure = Some(format!(
+                                "{}; the source announces no other pass, so the output would be missing part (a pgmcc source with --passes 2 or more sends it again)",
+                                start_missed.clone().or_else(|| gap.clone()).unwrap_or_default()
+                            ));
+                            break;
+                        }
+                        if let (Some(h), false) = (&held, matched) {
+                            if !h.same_stream(&m) {
+                                if !args.daemon {
+                                    failure = Some(format!(
+                                        "session {tsi} carries {:?} ({} bytes), not the stream this receiver holds part of from the source's earlier pass ({:?}, {} bytes)",
+                                        m.name, m.size.unwrap_or(0), h.manifest.name, h.size()
+                                    ));
+                                    break;
+                                }
+                                // The daemon moves on: what it held is dropped.
+                                eprintln!("pgmcc recv: dropping the {} bytes held of {:?}: session {tsi} carries another stream", have.total(), h.manifest.name);
+                                out = match &args.dir {
+                                    Some(d) => Output::open_dir(d)?,
+                                    None => anyhow::bail!("--daemon needs -D DIR"),
+                                };
+                                held = None;
+                                passes = 1;
+                                have = Ranges::default();
+                                out_pos = Some(0);
+                            }
+                            matched = true;
+                            // Data set aside while unmatched, whose place is known, goes in.
+                            if let Some(sp) = spool.take_if(|sp| sp.start.is_some()) {
+                                let (start, len) = (sp.start.unwrap_or(0), sp.len);
+                                out.place(sp, start)?;
+                                have.insert(start, start + len);
+                                out_pos = Some(start + len);
+                                at = Some(start + len);
+                            }
                         }
                         if let Some(size) = m.size {
                             set_size(&pb, size);
@@ -482,8 +603,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 }
             }
             pb.finish_and_clear();
-            let digest = hash.finalize();
-            let sha = hex_string(&digest);
+            let mut digest: [u8; 32] = hash.finalize().into();
             // What the source announced, as far as it can be trusted: signed mode takes the
             // manifest of the signed end only (name, tree flag, mode, time, SHA-256), never an
             // SPM's, which anyone able to spoof the source could have sent.
@@ -498,13 +618,58 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             if failure.is_none() && args.dir.is_none() && manifest.as_ref().is_some_and(|m| m.tree) {
                 failure = Some("the source sent a directory tree: receive it with -D DIR".into());
             }
+            // --allow-partial-start kept a stream whose start this receiver missed: partial
+            // when the source's size says bytes are missing, unknown without one.
+            if failure.is_none() && !pieced && kept_partial.is_none() {
+                if let Some(why) = start_missed.take() {
+                    match manifest.as_ref().and_then(|m| m.size) {
+                        Some(size) if total < size => kept_partial = Some(why),
+                        Some(_) => {}
+                        None => eprintln!("pgmcc recv: warning: {why}; the source announces no size (OpenPGM's does not), so whether the beginning is missing is unknown"),
+                    }
+                }
+            }
+            // Passes: place what has a place; complete, or hold it for the next pass.
+            let mut partial: Option<String> = None;
+            if failure.is_none() && pieced && manifest.is_none() {
+                // A source with no manifest (OpenPGM's) sends no passes either.
+                failure = Some(format!(
+                    "{}; the source announced no manifest, so no other pass will bring the rest (an OpenPGM source, which marks no start, needs --peer openpgm)",
+                    start_missed.clone().or_else(|| gap.clone()).unwrap_or_default()
+                ));
+            }
+            if failure.is_none() && pieced {
+                let cause = match (&start_missed, &gap) {
+                    (Some(_), _) => " (joined late)",
+                    (None, Some(_)) => " (packets lost for good)",
+                    _ => "",
+                };
+                let why = start_missed.take().or_else(|| gap.take()).unwrap_or_else(|| "what earlier passes missed".into());
+                match assemble(&mut out, manifest.as_ref(), held.as_ref(), &mut have, spool.take())? {
+                    Assembled::Whole(d, size) => {
+                        digest = d;
+                        total = size;
+                    }
+                    Assembled::Part(size) if manifest.as_ref().is_some_and(|m| m.another_pass) => {
+                        partial = Some(format!("holds {} of {size}{cause}; waiting for the source's next pass", have.describe()));
+                    }
+                    Assembled::Part(size) => {
+                        failure = Some(format!("{why}; {} of {size} bytes are still missing ({} held) and the source announces no other pass", size - have.total(), have.describe()));
+                        if passes > 1 {
+                            failure = failure.map(|f| format!("{f} (after {passes} passes)"));
+                        }
+                    }
+                    Assembled::Refused(e) => failure = Some(e),
+                }
+            }
+            let sha = hex_string(&digest);
             // The whole stream's hash: against --expect-sha256, else the source's manifest.
             let announced = manifest
                 .as_ref()
                 .and_then(|m| m.sha256)
                 .map(|h| hex_string(&h));
             let mut verified = None;
-            if failure.is_none() {
+            if failure.is_none() && partial.is_none() && kept_partial.is_none() {
                 if let Some(want) = &args.expect_sha256 {
                     if *want != sha {
                         failure = Some(format!("the data's sha256 {sha} is not the --expect-sha256 {want}"));
@@ -523,6 +688,33 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     }
                 }
             }
+            let name = manifest
+                .as_ref()
+                .filter(|m| !m.name.is_empty())
+                .map_or_else(String::new, |m| format!(" ({})", m.name));
+            if let (None, Some(why), Some(m)) = (&failure, &partial, &manifest) {
+                // Part of the stream, and another pass announced: say so to the source (so
+                // that it sends that pass) and keep what is held for it.
+                let tsi = session.map_or_else(|| "?".into(), |t| t.to_string());
+                eprintln!("pgmcc recv: session {tsi}{name}: {why}");
+                if let Some(t) = session {
+                    let outcome = pgm_wire::Outcome {
+                        status: pgm_wire::OUTCOME_AWAITING_PASS,
+                        bytes: have.total(),
+                        sha256: [0; 32],
+                        reason: why.clone(),
+                    };
+                    rx.report(t, outcome).await;
+                }
+                held = Some(Held {
+                    manifest: m.clone(),
+                    have,
+                });
+                next_out = Some(out);
+                passes += 1;
+                continue;
+            }
+            held = None;
             let to_stdout = matches!(out, Output::Stdout(_));
             // The output is committed before the source is told it arrived.
             let mut committed = None;
@@ -539,25 +731,28 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 let outcome = pgm_wire::Outcome {
                     status: if failure.is_some() {
                         pgm_wire::OUTCOME_FAILED
+                    } else if kept_partial.is_some() {
+                        pgm_wire::OUTCOME_PARTIAL
                     } else {
                         pgm_wire::OUTCOME_COMPLETE
                     },
                     bytes: total,
                     sha256,
-                    reason: failure.clone().unwrap_or_default(),
+                    reason: failure.clone().or_else(|| kept_partial.clone()).unwrap_or_default(),
                 };
                 rx.report(tsi, outcome).await;
             }
             if args.daemon && !(interrupted && session.is_none()) {
                 transfers += 1;
-                let name = manifest
-                    .as_ref()
-                    .filter(|m| !m.name.is_empty())
-                    .map_or_else(String::new, |m| format!(" ({})", m.name));
                 let tsi = session.map_or_else(|| "?".into(), |t| t.to_string());
                 match &failure {
                     None => eprintln!(
-                        "pgmcc recv: session {tsi}{name}: complete, {total} bytes, sha256 {sha}{}",
+                        "pgmcc recv: session {tsi}{name}: {}, {total} bytes, sha256 {sha}{}",
+                        match (&kept_partial, passes) {
+                            (Some(_), _) => "PARTIAL (its beginning is missing)".to_string(),
+                            (None, 1) => "complete".to_string(),
+                            (None, n) => format!("complete from {n} passes"),
+                        },
                         written(committed.as_ref(), manifest.as_ref(), true)
                     ),
                     Some(why) => eprintln!(
@@ -580,7 +775,13 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
             }
             let status = rx.close().await;
             let report = RecvReport {
-                outcome: if failure.is_some() { "incomplete" } else { "complete" },
+                outcome: if failure.is_some() {
+                    "incomplete"
+                } else if kept_partial.is_some() {
+                    "partial"
+                } else {
+                    "complete"
+                },
                 detail: failure.clone().unwrap_or_default(),
                 tsi: session.map(|t| t.to_string()),
                 bytes: total,
@@ -625,8 +826,20 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     .into_iter()
                     .flatten()
                     .collect::<String>();
+                    let what = match &kept_partial {
+                        // --allow-partial-start: the tail of the stream, never "complete".
+                        Some(why) => format!(
+                            "PARTIAL ({}; {why})",
+                            match manifest.as_ref().and_then(|m| m.size) {
+                                Some(size) if size >= total && total > 0 => format!("bytes {}-{} of {size}", size - total, size - 1),
+                                _ => "the beginning is missing".into(),
+                            }
+                        ),
+                        None if passes > 1 => format!("complete from {passes} passes{verified}"),
+                        None => format!("complete{verified}"),
+                    };
                     eprintln!(
-                        "pgmcc recv: received {total} bytes, complete{verified}; {} repairs, {} NAKs sent; sha256 {sha}{wrote}",
+                        "pgmcc recv: received {total} bytes, {what}; {} repairs, {} NAKs sent; sha256 {sha}{wrote}",
                         report.status.stats.gaps_filled, report.status.stats.naks_sent
                     );
                     if zmq_framing {
@@ -652,6 +865,88 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     })
 }
 
+/// Part of a stream held from an earlier session of a source that sends it in passes.
+struct Held {
+    /// That session's manifest (the signed one in signed mode).
+    manifest: pgm_wire::Manifest,
+    /// What is held, in the output's temporary file.
+    have: Ranges,
+}
+
+impl Held {
+    /// The stream's size.
+    fn size(&self) -> u64 {
+        self.manifest.size.unwrap_or(0)
+    }
+
+    /// Whether a session announcing `m` carries the same stream: name, kind and size, and
+    /// the SHA-256 when both say it.
+    fn same_stream(&self, m: &pgm_wire::Manifest) -> bool {
+        m.size == self.manifest.size
+            && m.name == self.manifest.name
+            && m.tree == self.manifest.tree
+            && match (m.sha256, self.manifest.sha256) {
+                (Some(a), Some(b)) => a == b,
+                _ => true,
+            }
+    }
+}
+
+/// Where a spool goes: beside the output.
+fn spool_dir(out: &Output) -> Result<&std::path::Path> {
+    out.temp_dir()
+        .context("standard output cannot hold part of a stream")
+}
+
+/// What a pieced session left.
+enum Assembled {
+    /// The whole stream: its SHA-256 and size.
+    Whole([u8; 32], u64),
+    /// Part of a stream of this size.
+    Part(u64),
+    /// Nothing can be placed: why.
+    Refused(String),
+}
+
+/// At the end of a pieced session (pieces.rs): places the run that reached the end (or
+/// whose start is known) and says whether the stream is whole. `manifest` is the session's
+/// (signed in signed mode), `held` what an earlier pass left.
+fn assemble(
+    out: &mut Output,
+    manifest: Option<&pgm_wire::Manifest>,
+    held: Option<&Held>,
+    have: &mut Ranges,
+    spool: Option<Spool>,
+) -> Result<Assembled> {
+    let Some((m, size)) = manifest.and_then(|m| m.size.map(|s| (m, s))) else {
+        return Ok(Assembled::Refused(
+            "the source announced no size, so the parts of its passes cannot be placed".into(),
+        ));
+    };
+    if let Some(h) = held.filter(|h| !h.same_stream(m)) {
+        return Ok(Assembled::Refused(format!(
+            "the session carries {:?} ({size} bytes), not the stream held from the source's earlier pass ({:?}, {} bytes)",
+            m.name,
+            h.manifest.name,
+            h.size()
+        )));
+    }
+    if let Some(sp) = spool {
+        // A run reaching the session's end ends at the stream's end.
+        let start = sp.start.unwrap_or_else(|| size.saturating_sub(sp.len));
+        if start.checked_add(sp.len).is_some_and(|e| e <= size) {
+            let len = sp.len;
+            out.place(sp, start)?;
+            have.insert(start, start + len);
+        }
+    }
+    if have.covers(size) {
+        Ok(Assembled::Whole(out.assembled_sha256(size)?, size))
+    } else {
+        Ok(Assembled::Part(size))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
@@ -665,6 +960,57 @@ mod tests {
     struct Cli {
         #[command(flatten)]
         recv: RecvArgs,
+    }
+
+    /// What `assemble` does with the runs a receiver got: the tail of a first pass placed
+    /// at the end, then the head and the tail of a second pass (which lost data in the
+    /// middle: the run between its gaps is dropped before `assemble`) completing it; another
+    /// stream refused.
+    #[test]
+    fn runs_are_placed_by_the_stream_start_and_end() {
+        use sha2::{Digest, Sha256};
+        let dir = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = (0..10_000u32).map(|k| (k % 253) as u8).collect();
+        let m = pgm_wire::Manifest {
+            size: Some(10_000),
+            name: "f".into(),
+            another_pass: true,
+            ..pgm_wire::Manifest::default()
+        };
+        let mut out = Output::open(&dir.path().join("f"), false).unwrap();
+        // First pass: joined late, the last 6,000 bytes arrive (their place known only at
+        // the end).
+        let mut have = Ranges::default();
+        let mut sp = Spool::new(dir.path(), None).unwrap();
+        sp.write(&body[4_000..]).unwrap();
+        let a = assemble(&mut out, Some(&m), None, &mut have, Some(sp)).unwrap();
+        assert!(matches!(a, Assembled::Part(10_000)));
+        assert_eq!(have.describe(), "bytes 4000-9999");
+        let held = Held {
+            manifest: m.clone(),
+            have: have.clone(),
+        };
+        // Another stream is refused.
+        let other = pgm_wire::Manifest {
+            size: Some(9_999),
+            ..m.clone()
+        };
+        let a = assemble(&mut out, Some(&other), Some(&held), &mut have, None).unwrap();
+        assert!(matches!(a, Assembled::Refused(_)));
+        // Second pass: the head, written in place up to a gap, and a run after the last gap
+        // that reaches the end.
+        out.seek_to(0).unwrap();
+        out.write(&body[..4_500]).unwrap();
+        have.insert(0, 4_500);
+        let mut tail = Spool::new(dir.path(), None).unwrap();
+        tail.write(&body[9_000..]).unwrap();
+        let a = assemble(&mut out, Some(&m), Some(&held), &mut have, Some(tail)).unwrap();
+        let Assembled::Whole(sha, 10_000) = a else {
+            panic!("not whole");
+        };
+        assert_eq!(sha.as_slice(), Sha256::digest(&body).as_slice());
+        out.commit(Some(&m), false, Symlinks::Skip).unwrap();
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), body);
     }
 
     #[test]

@@ -101,9 +101,17 @@ pub(crate) struct SendArgs {
     /// reports is printed either way.
     #[arg(long, value_name = "N|ADDR,...", value_parser = parse_expect)]
     expect: Option<pgmcc_net::Expect>,
-    /// How long after the data went out to wait for the --expect reports.
+    /// How long after the data went out to wait for the --expect reports (in each pass).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     expect_timeout: Duration,
+    /// Send the input up to N times, each pass a session of its own announcing that another
+    /// follows: a receiver that joined late, or lost data the source could no longer repair,
+    /// keeps what it got and completes it from the next pass, as uftp's restart does. The
+    /// next pass goes out only while some receiver reports part of the stream or, with
+    /// --expect, until every expected receiver confirmed it. Not for standard input.
+    #[arg(long, value_name = "N", default_value_t = 1,
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    passes: u32,
 }
 
 /// What `pgmcc send` reads.
@@ -210,6 +218,7 @@ fn unfinished(
         sending_seconds: status.elapsed_secs,
         seconds: status.elapsed_secs,
         status,
+        passes: 1,
     }
 }
 
@@ -259,6 +268,10 @@ fn report_table(
             "complete, sha256 matches".to_string()
         } else if r.complete {
             format!("complete but sha256 {} differs", r.sha256)
+        } else if r.partial {
+            format!("PARTIAL: {}", r.reason)
+        } else if r.awaiting_pass {
+            format!("WAITING for another pass: {}", r.reason)
         } else {
             format!("FAILED: {}", r.reason)
         };
@@ -311,6 +324,8 @@ struct SendReport {
     /// Including the linger.
     seconds: f64,
     status: pgmcc_net::SenderStatus,
+    /// Passes sent (`--passes`); each receiver's latest report over them is in `status`.
+    passes: u32,
 }
 
 /// Runs `pgmcc send`.
@@ -389,6 +404,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         sha256: None,
         name: input.name(args.inputs.len()),
         tree: matches!(input, Input::Tree(..)),
+        another_pass: false,
     };
     if let Input::Tree(_, t) = &input {
         for p in t.skipped() {
@@ -398,212 +414,118 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             );
         }
     }
-    opts.manifest = Some(manifest.clone());
+    if args.passes > 1 && matches!(input, Input::Stdin) {
+        bail!("--passes needs a file or directory: standard input cannot be read twice");
+    }
+    let passes = args.passes;
     let rt = runtime()?;
     rt.block_on(async {
-        let (mut input, producer) = input.reader().await?;
-        let started = std::time::Instant::now();
-        let mut tx = Sender::bind(opts).await.context("starting the source")?;
-        eprintln!(
-            "pgmcc send: session {} from {} to {}:{}{}",
-            tx.tsi(),
-            tx.local_addr(),
-            group,
-            args.net.group.port(),
-            keyed
-        );
-        let pb = progress(args.net.quiet, len);
-        let mut lines = LineProgress::new("pgmcc send", args.net.quiet);
-        let mut hash = Sha256::new();
-        let mut total = 0u64;
-        let mut warned = false;
-        // Large reads (each tokio file read is a trip to a blocking thread), cut into
-        // packet-sized messages so nothing needs fragmenting. For ZeroMQ subscribers each
-        // packet is one whole ZeroMQ message in their framing (pgmcc_net::zmq).
-        let tsdu = if zeromq {
-            tx.max_tsdu().saturating_sub(pgmcc_net::zmq::ZMQ_APDU_OVERHEAD).max(1)
-        } else {
-            tx.max_tsdu()
-        };
-        let mut buf = vec![0u8; 256 * tsdu];
         // Ctrl-C (or SIGTERM) aborts: receivers are told at once (OPT_RST).
         let mut stop = Signals::new()?;
-        let aborter = tx.aborter();
-        let mut interrupted = false;
-        // The input failed part way (a file vanished or shrank): receivers are told, as on
-        // Ctrl-C, and nothing claims the transfer is complete.
-        let mut input_error: Option<String> = None;
-        // A write fails only when the source's task ended: `close` then says why.
-        'input: loop {
-            let read = tokio::select! {
-                r = input.read(&mut buf) => r,
-                () = stop.recv() => {
-                    interrupted = true;
-                    break 'input;
-                }
-            };
-            let n = match read {
-                Ok(n) => n,
-                Err(e) => {
-                    input_error = Some(format!("reading the input: {e}"));
-                    break 'input;
-                }
-            };
-            if n == 0 {
-                // A tree's archive ends when its writer does: ask it whether it finished.
-                if let Some(p) = producer {
-                    match p.await {
-                        Ok(Ok(())) => {}
-                        Ok(Err(e)) => input_error = Some(format!("reading the input: {e}")),
-                        Err(e) => input_error = Some(format!("reading the input: {e}")),
-                    }
-                }
-                break;
-            }
-            let block = buf.get(..n).unwrap_or_default();
-            hash.update(block);
-            for chunk in block.chunks(tsdu) {
-                let framed;
-                let chunk = if zeromq {
-                    framed = pgmcc_net::zmq::zmq_apdu(chunk);
-                    &framed[..]
-                } else {
-                    chunk
-                };
-                // Waits while congestion control holds the queue full; look up now and then.
-                loop {
-                    let written = tokio::select! {
-                        r = tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)) => r,
-                        () = stop.recv() => {
-                            interrupted = true;
-                            break 'input;
-                        }
+        let started = std::time::Instant::now();
+        let mut input = Some(input);
+        // Each receiver's latest delivery report over the passes, and who was heard from.
+        let mut reports: Vec<pgmcc_net::DeliveryReport> = Vec::new();
+        let mut heard: Vec<std::net::IpAddr> = Vec::new();
+        let mut first_sha: Option<[u8; 32]> = None;
+        let mut pass = 1;
+        let (mut report, code) = loop {
+            let this = match input.take() {
+                Some(i) => i,
+                None => {
+                    // Read again for the next pass: it must be the same stream.
+                    let i = Input::open(&args.inputs)?;
+                    let l = match &i {
+                        Input::Tree(_, t) => Some(t.size()),
+                        Input::File(p) => Some(std::fs::metadata(p).with_context(|| format!("reading {}", p.display()))?.len()),
+                        Input::Stdin => None,
                     };
-                    match written {
-                        Ok(Ok(())) => break,
-                        Ok(Err(_)) => break 'input,
-                        Err(_) => {
-                            let st = tx.status();
-                            warn_if_no_acker(&st, cc_on, &mut warned, &pb);
-                            pb.set_message(sender_message(&st));
-                            let left = st.stats.odata_bytes.min(total);
-                            pb.set_position(left);
-                            lines.tick(left, len);
+                    if l != len {
+                        bail!("the input changed after pass 1 ({} bytes then, {} now): receivers could not combine the passes; nothing more sent", len.unwrap_or(0), l.unwrap_or(0));
+                    }
+                    i
+                }
+            };
+            let mut opts = opts.clone();
+            if let Some(max) = args.max_duration {
+                opts.max_duration = Some(max.saturating_sub(started.elapsed()).max(Duration::from_millis(1)));
+            }
+            if pass > 1 {
+                opts.expect = still_expected(args.expect.as_ref(), &reports, first_sha.as_ref().map(|s| hex_string(s)).as_deref().unwrap_or(""));
+            }
+            // From the second pass on, receivers know the stream's hash from the start.
+            let pass_manifest = pgm_wire::Manifest {
+                sha256: first_sha,
+                another_pass: pass < passes,
+                ..manifest.clone()
+            };
+            opts.manifest = Some(pass_manifest.clone());
+            let ctx = PassCtx { args, group, len, cc_on, zeromq, keyed: &keyed, pass, passes, first_sha };
+            match one_pass(&ctx, opts, this, pass_manifest, &mut stop).await? {
+                PassEnd::Stopped(report, code) => break (report, code),
+                PassEnd::Sent(report, digest) => {
+                    for r in &report.status.reports {
+                        match reports.iter_mut().find(|x| x.receiver == r.receiver) {
+                            Some(x) => *x = r.clone(),
+                            None => reports.push(r.clone()),
                         }
                     }
-                }
-            }
-            total += n as u64;
-            // What has left as ODATA, not what was read: the source queues what it is given.
-            let st = tx.status();
-            let left = st.stats.odata_bytes.min(total);
-            pb.set_position(left);
-            lines.tick(left, len);
-            warn_if_no_acker(&st, cc_on, &mut warned, &pb);
-            pb.set_message(sender_message(&st));
-        }
-        let sending_secs = started.elapsed().as_secs_f64();
-        pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
-        let (tsi, source) = (tx.tsi(), tx.local_addr());
-        let digest = hash.finalize();
-        if interrupted || input_error.is_some() {
-            aborter.abort();
-        } else {
-            // The SPMs announcing the end carry the stream's hash: receivers verify it.
-            let mut sha256 = [0u8; 32];
-            sha256.copy_from_slice(&digest);
-            tx.set_manifest(pgm_wire::Manifest {
-                sha256: Some(sha256),
-                ..manifest
-            });
-        }
-        let close = tx.close();
-        tokio::pin!(close);
-        let closed = tokio::select! {
-            r = &mut close => r,
-            () = stop.recv() => {
-                // Interrupted while lingering: stop serving repairs, tell receivers.
-                interrupted = true;
-                aborter.abort();
-                close.await
-            }
-        };
-        let (report, code) = match closed {
-            Ok(status) if input_error.is_some() => {
-                pb.finish_and_clear();
-                eprintln!(
-                    "pgmcc send: error: {}; stopped after {:.1} s with {total} bytes sent, {} data packets; receivers were told the session is aborted (OPT_RST)",
-                    input_error.as_deref().unwrap_or_default(),
-                    status.elapsed_secs,
-                    status.stats.odata_packets
-                );
-                (unfinished(tsi, source, total, status), ExitCode::from(1))
-            }
-            Ok(status) if interrupted => {
-                pb.finish_and_clear();
-                eprintln!(
-                    "pgmcc send: interrupted after {:.1} s: {total} bytes of the input read, {} data packets sent; receivers were told the session is aborted (OPT_RST)",
-                    status.elapsed_secs, status.stats.odata_packets
-                );
-                // 130: the shell's code for "ended by SIGINT".
-                (unfinished(tsi, source, total, status), ExitCode::from(130))
-            }
-            Ok(status) => {
-                pb.finish_and_clear();
-                let sha = hex_string(&digest);
-                let secs = status.elapsed_secs;
-                // Until the last byte left as ODATA (the core queues what `write` hands it).
-                let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
-                eprintln!(
-                    "pgmcc send: sent {total} bytes in {sending_secs:.1} s ({:.2} Mbit/s; {secs:.1} s with the linger), {} repairs, {} NAKs; sha256 {sha}",
-                    total as f64 * 8.0 / sending_secs.max(1e-9) / 1e6,
-                    status.stats.rdata_packets,
-                    status.stats.naks_received,
-                );
-                let (lines, ok) = report_table(&status.reports, &status.heard, &sha, args.expect.as_ref());
-                let n = status.reports.len();
-                if n > 0 || args.expect.is_some() || !lines.is_empty() {
-                    eprintln!("pgmcc send: {n} delivery report{}:", if n == 1 { "" } else { "s" });
-                    for l in &lines {
-                        eprintln!("{l}");
+                    for a in &report.status.heard {
+                        if !heard.contains(a) {
+                            heard.push(*a);
+                        }
                     }
-                }
-                let code = match (&args.expect, ok) {
-                    (Some(e), false) => {
-                        let want = match e {
-                            pgmcc_net::Expect::Receivers(n) => format!("{n} receivers"),
-                            pgmcc_net::Expect::Hosts(h) => format!("{} named receivers", h.len()),
+                    first_sha.get_or_insert(digest);
+                    let (lines, ok) = report_table(&reports, &heard, &report.sha256, args.expect.as_ref());
+                    let waiting = reports.iter().filter(|r| r.awaiting_pass).count();
+                    if pass < passes && (waiting > 0 || (args.expect.is_some() && !ok)) {
+                        let why = if waiting > 0 {
+                            if waiting == 1 {
+                                "1 receiver holds part of it and waits".to_string()
+                            } else {
+                                format!("{waiting} receivers hold part of it and wait")
+                            }
+                        } else {
+                            "not every --expect receiver confirmed it".to_string()
                         };
-                        eprintln!("pgmcc send: error: --expect {want} to confirm a complete transfer with this sha256 within --expect-timeout ({:?}); they did not", args.expect_timeout);
-                        ExitCode::from(1)
+                        eprintln!("pgmcc send: pass {pass} of {passes} done; {why}: pass {} follows", pass + 1);
+                        pass += 1;
+                        continue;
                     }
-                    (None, false) => {
-                        eprintln!("pgmcc send: warning: some receivers report a failed transfer (pass --expect to exit non-zero when that happens)");
-                        ExitCode::SUCCESS
+                    if pass < passes {
+                        eprintln!("pgmcc send: no receiver waits for another pass after pass {pass} of {passes}{}: no more passes", if args.expect.is_some() { ", and every --expect receiver confirmed" } else { "" });
                     }
-                    _ => ExitCode::SUCCESS,
-                };
-                let report = SendReport {
-                    tsi: tsi.to_string(),
-                    source,
-                    bytes: total,
-                    sha256: sha,
-                    sending_seconds: sending_secs,
-                    seconds: secs,
-                    status,
-                };
-                (report, code)
+                    let n = reports.len();
+                    if n > 0 || args.expect.is_some() || !lines.is_empty() {
+                        eprintln!("pgmcc send: {n} delivery report{}:", if n == 1 { "" } else { "s" });
+                        for l in &lines {
+                            eprintln!("{l}");
+                        }
+                    }
+                    let code = match (&args.expect, ok) {
+                        (Some(e), false) => {
+                            let want = match e {
+                                pgmcc_net::Expect::Receivers(n) => format!("{n} receivers"),
+                                pgmcc_net::Expect::Hosts(h) => format!("{} named receivers", h.len()),
+                            };
+                            eprintln!("pgmcc send: error: --expect {want} to confirm a complete transfer with this sha256 within --expect-timeout ({:?}){}; they did not", args.expect_timeout, if passes > 1 { format!(" after {pass} passes") } else { String::new() });
+                            ExitCode::from(1)
+                        }
+                        (None, false) => {
+                            eprintln!("pgmcc send: warning: some receivers report a failed or partial transfer (pass --expect to exit non-zero when that happens)");
+                            ExitCode::SUCCESS
+                        }
+                        _ => ExitCode::SUCCESS,
+                    };
+                    break (report, code);
+                }
             }
-            Err(pgmcc_net::Error::Abandoned { reason, status }) => {
-                pb.finish_and_clear();
-                eprintln!(
-                    "pgmcc send: error: {reason}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
-                    status.elapsed_secs, total, status.stats.odata_packets
-                );
-                (unfinished(tsi, source, total, *status), ExitCode::from(1))
-            }
-            Err(e) => return Err(e).context("closing the session"),
         };
+        if passes > 1 {
+            report.passes = pass;
+            report.status.reports = reports;
+            report.status.heard = heard;
+        }
         let st = &report.status;
         for hint in key_hints(st.keyed.as_ref(), st.sealed_without_key) {
             eprintln!("pgmcc send: warning: {hint}");
@@ -613,6 +535,282 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         }
         Ok(code)
     })
+}
+
+/// What one pass needs besides its options and input.
+#[derive(Clone, Copy)]
+struct PassCtx<'a> {
+    args: &'a SendArgs,
+    group: Ipv4Addr,
+    /// The input's size, when known.
+    len: Option<u64>,
+    cc_on: bool,
+    zeromq: bool,
+    /// ", keyed (key ...)" and the like, for the session line.
+    keyed: &'a str,
+    /// This pass, from 1, of `passes`.
+    pass: u32,
+    passes: u32,
+    /// The SHA-256 of the first pass, which every later pass must have.
+    first_sha: Option<[u8; 32]>,
+}
+
+/// How a pass ended.
+enum PassEnd {
+    /// The data went out and the linger is over: the report (its sha256 filled in), and
+    /// the stream's SHA-256.
+    Sent(SendReport, [u8; 32]),
+    /// Interrupted, the input failed, or the source gave up: the report and the exit code.
+    Stopped(SendReport, ExitCode),
+}
+
+/// What `--expect` still waits for after the passes so far: the receivers that have not
+/// confirmed `sha` (a count, or the named ones), or at least those waiting for another pass.
+/// `None` when nobody is outstanding.
+fn still_expected(
+    expect: Option<&pgmcc_net::Expect>,
+    reports: &[pgmcc_net::DeliveryReport],
+    sha: &str,
+) -> Option<pgmcc_net::Expect> {
+    let good = |r: &&pgmcc_net::DeliveryReport| r.complete && r.sha256 == sha;
+    let waiting = reports.iter().filter(|r| r.awaiting_pass).count();
+    match expect {
+        Some(pgmcc_net::Expect::Hosts(h)) => {
+            let left: Vec<Ipv4Addr> = h
+                .iter()
+                .copied()
+                .filter(|a| {
+                    !reports
+                        .iter()
+                        .filter(good)
+                        .any(|r| r.receiver == std::net::IpAddr::V4(*a))
+                })
+                .collect();
+            (!left.is_empty()).then_some(pgmcc_net::Expect::Hosts(left))
+        }
+        Some(pgmcc_net::Expect::Receivers(n)) => {
+            let left = n
+                .saturating_sub(reports.iter().filter(good).count())
+                .max(waiting);
+            (left > 0).then_some(pgmcc_net::Expect::Receivers(left))
+        }
+        None => (waiting > 0).then_some(pgmcc_net::Expect::Receivers(waiting)),
+    }
+}
+
+/// One pass: a session of its own (a new TSI) that sends the whole input once, lingers for
+/// repairs and the delivery reports, and closes.
+async fn one_pass(
+    ctx: &PassCtx<'_>,
+    opts: SenderOptions,
+    input: Input,
+    manifest: pgm_wire::Manifest,
+    stop: &mut Signals,
+) -> Result<PassEnd> {
+    let PassCtx {
+        args,
+        group,
+        len,
+        cc_on,
+        zeromq,
+        keyed,
+        pass,
+        passes,
+        first_sha,
+    } = *ctx;
+    let (mut input, producer) = input.reader().await?;
+    let started = std::time::Instant::now();
+    let mut tx = Sender::bind(opts).await.context("starting the source")?;
+    let of = if passes > 1 {
+        format!("pass {pass} of {passes}: ")
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "pgmcc send: {of}session {} from {} to {}:{}{}",
+        tx.tsi(),
+        tx.local_addr(),
+        group,
+        args.net.group.port(),
+        keyed
+    );
+    let pb = progress(args.net.quiet, len);
+    let mut lines = LineProgress::new("pgmcc send", args.net.quiet);
+    let mut hash = Sha256::new();
+    let mut total = 0u64;
+    let mut warned = false;
+    // Large reads (each tokio file read is a trip to a blocking thread), cut into
+    // packet-sized messages so nothing needs fragmenting. For ZeroMQ subscribers each
+    // packet is one whole ZeroMQ message in their framing (pgmcc_net::zmq).
+    let tsdu = if zeromq {
+        tx.max_tsdu()
+            .saturating_sub(pgmcc_net::zmq::ZMQ_APDU_OVERHEAD)
+            .max(1)
+    } else {
+        tx.max_tsdu()
+    };
+    let mut buf = vec![0u8; 256 * tsdu];
+    let aborter = tx.aborter();
+    let mut interrupted = false;
+    // The input failed part way (a file vanished or shrank): receivers are told, as on
+    // Ctrl-C, and nothing claims the transfer is complete.
+    let mut input_error: Option<String> = None;
+    // A write fails only when the source's task ended: `close` then says why.
+    'input: loop {
+        let read = tokio::select! {
+            r = input.read(&mut buf) => r,
+            () = stop.recv() => {
+                interrupted = true;
+                break 'input;
+            }
+        };
+        let n = match read {
+            Ok(n) => n,
+            Err(e) => {
+                input_error = Some(format!("reading the input: {e}"));
+                break 'input;
+            }
+        };
+        if n == 0 {
+            // A tree's archive ends when its writer does: ask it whether it finished.
+            if let Some(p) = producer {
+                match p.await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => input_error = Some(format!("reading the input: {e}")),
+                    Err(e) => input_error = Some(format!("reading the input: {e}")),
+                }
+            }
+            break;
+        }
+        let block = buf.get(..n).unwrap_or_default();
+        hash.update(block);
+        for chunk in block.chunks(tsdu) {
+            let framed;
+            let chunk = if zeromq {
+                framed = pgmcc_net::zmq::zmq_apdu(chunk);
+                &framed[..]
+            } else {
+                chunk
+            };
+            // Waits while congestion control holds the queue full; look up now and then.
+            loop {
+                let written = tokio::select! {
+                    r = tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)) => r,
+                    () = stop.recv() => {
+                        interrupted = true;
+                        break 'input;
+                    }
+                };
+                match written {
+                    Ok(Ok(())) => break,
+                    Ok(Err(_)) => break 'input,
+                    Err(_) => {
+                        let st = tx.status();
+                        warn_if_no_acker(&st, cc_on, &mut warned, &pb);
+                        pb.set_message(sender_message(&st));
+                        let left = st.stats.odata_bytes.min(total);
+                        pb.set_position(left);
+                        lines.tick(left, len);
+                    }
+                }
+            }
+        }
+        total += n as u64;
+        // What has left as ODATA, not what was read: the source queues what it is given.
+        let st = tx.status();
+        let left = st.stats.odata_bytes.min(total);
+        pb.set_position(left);
+        lines.tick(left, len);
+        warn_if_no_acker(&st, cc_on, &mut warned, &pb);
+        pb.set_message(sender_message(&st));
+    }
+    let sending_secs = started.elapsed().as_secs_f64();
+    pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
+    let (tsi, source) = (tx.tsi(), tx.local_addr());
+    let digest = hash.finalize();
+    let mut sha256 = [0u8; 32];
+    sha256.copy_from_slice(&digest);
+    if input_error.is_none() && first_sha.is_some_and(|s| s != sha256) {
+        input_error = Some(format!(
+            "the input changed after pass 1 (its sha256 is now {}): receivers could not combine the passes",
+            hex_string(&sha256)
+        ));
+    }
+    if interrupted || input_error.is_some() {
+        aborter.abort();
+    } else {
+        // The SPMs announcing the end carry the stream's hash: receivers verify it.
+        tx.set_manifest(pgm_wire::Manifest {
+            sha256: Some(sha256),
+            ..manifest
+        });
+    }
+    let close = tx.close();
+    tokio::pin!(close);
+    let closed = tokio::select! {
+        r = &mut close => r,
+        () = stop.recv() => {
+            // Interrupted while lingering: stop serving repairs, tell receivers.
+            interrupted = true;
+            aborter.abort();
+            close.await
+        }
+    };
+    let (report, code) = match closed {
+        Ok(status) if input_error.is_some() => {
+            pb.finish_and_clear();
+            eprintln!(
+                "pgmcc send: error: {}; stopped after {:.1} s with {total} bytes sent, {} data packets; receivers were told the session is aborted (OPT_RST)",
+                input_error.as_deref().unwrap_or_default(),
+                status.elapsed_secs,
+                status.stats.odata_packets
+            );
+            (unfinished(tsi, source, total, status), ExitCode::from(1))
+        }
+        Ok(status) if interrupted => {
+            pb.finish_and_clear();
+            eprintln!(
+                "pgmcc send: interrupted after {:.1} s: {total} bytes of the input read, {} data packets sent; receivers were told the session is aborted (OPT_RST)",
+                status.elapsed_secs, status.stats.odata_packets
+            );
+            // 130: the shell's code for "ended by SIGINT".
+            (unfinished(tsi, source, total, status), ExitCode::from(130))
+        }
+        Ok(status) => {
+            pb.finish_and_clear();
+            let sha = hex_string(&digest);
+            let secs = status.elapsed_secs;
+            // Until the last byte left as ODATA (the core queues what `write` hands it).
+            let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
+            eprintln!(
+                "pgmcc send: {of}sent {total} bytes in {sending_secs:.1} s ({:.2} Mbit/s; {secs:.1} s with the linger), {} repairs, {} NAKs; sha256 {sha}",
+                total as f64 * 8.0 / sending_secs.max(1e-9) / 1e6,
+                status.stats.rdata_packets,
+                status.stats.naks_received,
+            );
+            let report = SendReport {
+                tsi: tsi.to_string(),
+                source,
+                bytes: total,
+                sha256: sha,
+                sending_seconds: sending_secs,
+                seconds: secs,
+                status,
+                passes: 1,
+            };
+            return Ok(PassEnd::Sent(report, sha256));
+        }
+        Err(pgmcc_net::Error::Abandoned { reason, status }) => {
+            pb.finish_and_clear();
+            eprintln!(
+                "pgmcc send: error: {reason}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
+                status.elapsed_secs, total, status.stats.odata_packets
+            );
+            (unfinished(tsi, source, total, *status), ExitCode::from(1))
+        }
+        Err(e) => return Err(e).context("closing the session"),
+    };
+    Ok(PassEnd::Stopped(report, code))
 }
 
 /// The registry's configuration for `--cc`, with the CLI's own knobs set: `--rate-floor` and
@@ -721,11 +919,59 @@ mod tests {
     }
 
     #[test]
+    fn later_passes_wait_only_for_receivers_not_yet_complete() {
+        let ip = |d: u8| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d));
+        let report = |d: u8, complete: bool, awaiting_pass: bool| pgmcc_net::DeliveryReport {
+            receiver: ip(d),
+            complete,
+            partial: false,
+            awaiting_pass,
+            bytes: 5,
+            sha256: if complete { "ab" } else { "cd" }.into(),
+            reason: String::new(),
+        };
+        let reports = [
+            report(1, true, false),
+            report(2, false, true),
+            report(3, false, false),
+        ];
+        let hosts = |h: &[u8]| {
+            pgmcc_net::Expect::Hosts(h.iter().map(|d| Ipv4Addr::new(10, 0, 0, *d)).collect())
+        };
+        // Named: those without a good report, the failed one included.
+        assert_eq!(
+            still_expected(Some(&hosts(&[1, 2, 3, 4])), &reports, "ab"),
+            Some(hosts(&[2, 3, 4]))
+        );
+        assert_eq!(still_expected(Some(&hosts(&[1])), &reports, "ab"), None);
+        // Counted: those missing, but at least those waiting for a pass.
+        assert_eq!(
+            still_expected(Some(&pgmcc_net::Expect::Receivers(4)), &reports, "ab"),
+            Some(pgmcc_net::Expect::Receivers(3))
+        );
+        assert_eq!(
+            still_expected(Some(&pgmcc_net::Expect::Receivers(1)), &reports, "ab"),
+            Some(pgmcc_net::Expect::Receivers(1))
+        );
+        // Without --expect: those waiting for a pass.
+        assert_eq!(
+            still_expected(None, &reports, "ab"),
+            Some(pgmcc_net::Expect::Receivers(1))
+        );
+        assert_eq!(still_expected(None, &reports[..1], "ab"), None);
+        // A waiting receiver is listed as such.
+        let (lines, _) = report_table(&reports, &[], "ab", None);
+        assert!(lines[1].contains("WAITING for another pass"), "{lines:?}");
+    }
+
+    #[test]
     fn receivers_heard_without_a_report_are_named() {
         let ip = |d: u8| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d));
         let report = |d: u8| pgmcc_net::DeliveryReport {
             receiver: ip(d),
             complete: true,
+            partial: false,
+            awaiting_pass: false,
             bytes: 5,
             sha256: "ab".into(),
             reason: String::new(),

@@ -29,13 +29,17 @@ const MF_SHA256: u8 = 0x02;
 /// Flag: the stream is a tar archive of a directory tree or file set (POSIX ustar with GNU
 /// long-name records), which our receivers write out as a tree (`pgmcc recv -D`).
 const MF_TREE: u8 = 0x04;
+/// Flag: this session is one pass of several over the same stream and another follows
+/// (`pgmcc send --passes N`): a receiver that joined late keeps what it got and completes it
+/// from the next pass.
+const MF_ANOTHER_PASS: u8 = 0x08;
 /// Longest name carried, in bytes.
 const MAX_NAME: usize = 160;
 
 /// OPT_MANIFEST body (ours, experimental): rsv u8, flags u8, size u64, mode u32 (Unix
 /// permission bits), mtime u64 (Unix seconds), [SHA-256, 32 bytes, with `MF_SHA256`], then the
 /// file's name (UTF-8, no directories, at most 160 bytes). Flags: `MF_SIZE` 0x01, `MF_SHA256`
-/// 0x02, `MF_TREE` 0x04.
+/// 0x02, `MF_TREE` 0x04, `MF_ANOTHER_PASS` 0x08.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Default)]
 pub struct Manifest {
     /// Bytes in the stream, when known (a file).
@@ -51,6 +55,9 @@ pub struct Manifest {
     pub name: String,
     /// The stream is a tar archive of a tree of files (`MF_TREE`), not one file's bytes.
     pub tree: bool,
+    /// Another session carrying the same stream (same size and SHA-256) follows this one
+    /// from the same source (`MF_ANOTHER_PASS`): what a receiver misses here it can get then.
+    pub another_pass: bool,
 }
 
 impl Manifest {
@@ -100,6 +107,7 @@ impl Codec for Manifest {
             // Not UTF-8: refused rather than altered, so that parse and emit round-trip.
             name: String::from_utf8(name.to_vec()).map_err(|_| Self::bad(body, "a UTF-8 name"))?,
             tree: flags & MF_TREE != 0,
+            another_pass: flags & MF_ANOTHER_PASS != 0,
         })
     }
 
@@ -118,6 +126,9 @@ impl Codec for Manifest {
         }
         if v.tree {
             flags |= MF_TREE;
+        }
+        if v.another_pass {
+            flags |= MF_ANOTHER_PASS;
         }
         body[field::FLAGS] = flags;
         body[field::SIZE].copy_from_slice(&v.size.unwrap_or(0).to_be_bytes());
@@ -142,12 +153,12 @@ mod tests {
 
     #[test]
     fn round_trips_with_and_without_size_and_hash() {
-        for (size, sha256, name, tree) in [
-            (Some(1_000_000_000u64), None, "disk.img", false),
-            (Some(5), Some([9u8; 32]), "notes.txt", false),
-            (Some(10_240), Some([7u8; 32]), "www", true),
-            (None, Some([1u8; 32]), "", false),
-            (None, None, "", false),
+        for (size, sha256, name, tree, another_pass) in [
+            (Some(1_000_000_000u64), None, "disk.img", false, true),
+            (Some(5), Some([9u8; 32]), "notes.txt", false, false),
+            (Some(10_240), Some([7u8; 32]), "www", true, true),
+            (None, Some([1u8; 32]), "", false, false),
+            (None, None, "", false, false),
         ] {
             let o = Options {
                 manifest: Some(Manifest {
@@ -157,6 +168,7 @@ mod tests {
                     sha256,
                     name: name.into(),
                     tree,
+                    another_pass,
                 }),
                 ..Options::default()
             };

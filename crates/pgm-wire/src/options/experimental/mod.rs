@@ -43,7 +43,9 @@ fn utf8_prefix(s: &str, max: usize) -> &[u8] {
     }
     &s.as_bytes()[..end]
 }
-pub use outcome::{Outcome, MAX_REASON, OUTCOME_COMPLETE, OUTCOME_FAILED};
+pub use outcome::{
+    Outcome, MAX_REASON, OUTCOME_AWAITING_PASS, OUTCOME_COMPLETE, OUTCOME_FAILED, OUTCOME_PARTIAL,
+};
 pub use pseudofed::{Pseudofed, RepList, MAX_REPRESENTATIVES, PF_CI, PF_FULL, PF_HAVE_CI};
 pub use report_bar::{ReportBar, RB_INTERVALS};
 pub use tfmcc::TfmccData;

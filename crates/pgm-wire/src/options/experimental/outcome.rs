@@ -26,12 +26,20 @@ pub const MAX_REASON: usize = 200;
 pub const OUTCOME_COMPLETE: u8 = 1;
 /// Status: the session failed at this receiver (the reason says why).
 pub const OUTCOME_FAILED: u8 = 2;
+/// Status: the receiver ended with part of the stream (it missed the start) and kept it as
+/// such (`pgmcc recv --allow-partial-start`): final, like the other two.
+pub const OUTCOME_PARTIAL: u8 = 3;
+/// Status: the receiver holds part of the stream (it joined late, or lost data for good) and
+/// waits for the source's next pass over it (OPT_MANIFEST's another-pass flag) to complete
+/// it: a report for this session, not the transfer's end.
+pub const OUTCOME_AWAITING_PASS: u8 = 4;
 
 /// OPT_OUTCOME body (ours, experimental): rsv u8, status u8, bytes u64, SHA-256 [32] of the
 /// bytes delivered, then a UTF-8 reason of at most [`MAX_REASON`] bytes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Outcome {
-    /// [`OUTCOME_COMPLETE`], [`OUTCOME_FAILED`], or another value a newer peer sent.
+    /// [`OUTCOME_COMPLETE`], [`OUTCOME_FAILED`], [`OUTCOME_PARTIAL`],
+    /// [`OUTCOME_AWAITING_PASS`], or another value a newer peer sent.
     pub status: u8,
     /// Bytes delivered.
     pub bytes: u64,
