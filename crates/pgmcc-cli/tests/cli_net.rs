@@ -743,6 +743,148 @@ fn a_late_joiner_completes_from_the_next_pass() {
     assert!(!err.contains("pass 3 of 3"), "{err}");
 }
 
+/// Issue 22's "Why": when standard error is not a terminal, both sides print a progress
+/// line now and then (every 10 s): the receiver with size, percentage and time left, the
+/// sender counting what left as data, not what it queued (the whole file at once); and the
+/// output file's mode follows the umask (it used to be 0600 whatever the umask).
+#[test]
+fn piped_progress_counts_what_left_and_the_output_follows_the_umask() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let body: Vec<u8> = (0..2_000_000u32).map(|k| (k % 241) as u8).collect();
+    std::fs::write(&data, &body).unwrap();
+    let out = dir.path().join("out");
+    // 2 MB at 1 Mbit/s: about 16 s, so one line from each side at 10 s.
+    let recv = Command::new("sh")
+        .args(["-c", "umask 027 && exec \"$0\" \"$@\""])
+        .arg(env!("CARGO_BIN_EXE_pgmcc"))
+        .args([
+            "recv",
+            "--group",
+            "239.255.77.64:7500",
+            "--iface",
+            "127.0.0.45",
+        ])
+        .args([
+            "--udp-ports",
+            "41595,41596",
+            "--idle-timeout",
+            "5s",
+            "--out",
+        ])
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(400));
+    let s = pgmcc()
+        .args([
+            "send",
+            "--group",
+            "239.255.77.64:7500",
+            "--iface",
+            "127.0.0.1",
+        ])
+        .args([
+            "--ttl",
+            "0",
+            "--udp-ports",
+            "41595,41596",
+            "--linger",
+            "300ms",
+        ])
+        .args(["--rate-max", "1Mbit"])
+        .arg(&data)
+        .output()
+        .unwrap();
+    let sent = String::from_utf8_lossy(&s.stderr);
+    assert!(s.status.success(), "{sent}");
+    let got = received_ok(recv);
+    assert_eq!(std::fs::read(&out).unwrap(), body);
+    let mode = std::fs::metadata(&out).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o640, "0666 less the umask 027");
+    // "pgmcc recv: 62% (1.2 of 2.0 MB), 0.12 MB/s, about 6 s left"
+    let line = got
+        .lines()
+        .find(|l| l.starts_with("pgmcc recv: ") && l.contains("% ("))
+        .unwrap_or_else(|| panic!("no progress line: {got}"));
+    assert!(
+        line.contains("of 2.0 MB") && line.contains("left"),
+        "{line}"
+    );
+    let line = sent
+        .lines()
+        .find(|l| l.starts_with("pgmcc send: ") && l.contains("% ("))
+        .unwrap_or_else(|| panic!("no progress line: {sent}"));
+    let pct: u32 = line
+        .trim_start_matches("pgmcc send: ")
+        .split('%')
+        .next()
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{line}"));
+    // About 60% had left at 10 s; the queue held all of it from the start.
+    assert!((40..=80).contains(&pct), "{line}");
+}
+
+/// Issue 22's "Why": two senders on one host collided on the UDP port with an error that did
+/// not name --udp-ports, and OS errors printed twice. Also: `recv` refuses to write binary
+/// to a terminal.
+#[test]
+fn a_port_collision_names_udp_ports_once_and_recv_spares_the_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![1u8; 1_000_000]).unwrap();
+    let send = |limit: &str| {
+        pgmcc()
+            .args([
+                "send",
+                "--group",
+                "239.255.77.65:7500",
+                "--iface",
+                "127.0.0.1",
+            ])
+            .args(["--ttl", "0", "--udp-ports", "41597,41598", "-q"])
+            .args([
+                "--rate-max",
+                "1Mbit",
+                "--cc",
+                "none",
+                "--max-duration",
+                limit,
+            ])
+            .arg(&data)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = send("5s");
+    std::thread::sleep(Duration::from_millis(500));
+    let second = send("1s").wait_with_output().unwrap();
+    let _ = first.kill();
+    let _ = first.wait();
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(err.contains("--udp-ports UCAST,MCAST"), "{err}");
+    assert_eq!(err.matches("Address already in use").count(), 1, "{err}");
+    assert_eq!(err.lines().count(), 1, "one line, one prefix: {err}");
+    // `script` gives recv a terminal for standard output.
+    let o = Command::new("script")
+        .args(["-qec"])
+        .arg(format!(
+            "{} recv --group 239.255.77.65:7500 --udp-ports 41599,41600",
+            env!("CARGO_BIN_EXE_pgmcc")
+        ))
+        .arg("/dev/null")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(2), "{said}");
+    assert!(said.contains("standard output is a terminal"), "{said}");
+}
+
 /// Issue 22 item 2: `pgmcc send DIR` sends the tree as one archive and `pgmcc recv -D OUT`
 /// writes it out (contents, modes, times), verified by the manifest's sha256; a receiver given
 /// `--out FILE` for a tree fails naming -D; a single file sent to `-D` lands under its name.

@@ -28,7 +28,7 @@ pub use error::Error;
 pub use keyed::{Key, KeyError, KeyId, KeyedStats};
 pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus, SessionStatus};
 pub use sender::{
-    Aborter, DeliveryReport, Expect, Sender, SenderOptions, SenderStatus, LINGER_GRTTS,
+    Aborter, DeliveryReport, Expect, Sender, SenderOptions, SenderStatus, StatusWatch, LINGER_GRTTS,
 };
 pub use signing::{SourceKey, TrustedKey};
 pub use socket::{

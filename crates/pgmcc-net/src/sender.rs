@@ -251,6 +251,18 @@ pub struct Sender {
     max_tsdu: usize,
 }
 
+/// A [`Sender`]'s status, readable after the `Sender` was handed to [`Sender::close`]
+/// ([`Sender::status_watch`]).
+#[derive(Debug, Clone)]
+pub struct StatusWatch(watch::Receiver<SenderStatus>);
+
+impl StatusWatch {
+    /// The latest status (published every 100 ms).
+    pub fn get(&self) -> SenderStatus {
+        self.0.borrow().clone()
+    }
+}
+
 impl Sender {
     /// Opens the socket and starts the session (the first SPM goes out at once).
     pub async fn bind(opts: SenderOptions) -> Result<Sender, Error> {
@@ -386,6 +398,12 @@ impl Sender {
     /// The latest status snapshot.
     pub fn status(&self) -> SenderStatus {
         self.status.borrow().clone()
+    }
+
+    /// A handle on this source's status that stays valid while [`Sender::close`] drains the
+    /// queue and lingers (for progress displays).
+    pub fn status_watch(&self) -> StatusWatch {
+        StatusWatch(self.status.clone())
     }
 
     /// Ends the session: everything written is sent, the source announces the end (OPT_FIN),

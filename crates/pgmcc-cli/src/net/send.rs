@@ -447,8 +447,10 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                 }
             };
             let mut opts = opts.clone();
-            if let Some(max) = args.max_duration {
-                opts.max_duration = Some(max.saturating_sub(started.elapsed()).max(Duration::from_millis(1)));
+            if let (Some(max), true) = (args.max_duration, pass > 1) {
+                // What is left of --max-duration, in whole milliseconds.
+                let left = max.saturating_sub(started.elapsed()).as_millis().max(1);
+                opts.max_duration = Some(Duration::from_millis(u64::try_from(left).unwrap_or(u64::MAX)));
             }
             if pass > 1 {
                 opts.expect = still_expected(args.expect.as_ref(), &reports, first_sha.as_ref().map(|s| hex_string(s)).as_deref().unwrap_or(""));
@@ -725,7 +727,7 @@ async fn one_pass(
         pb.set_message(sender_message(&st));
     }
     let sending_secs = started.elapsed().as_secs_f64();
-    pb.set_message("input done; serving repairs until receivers are quiet (--linger)");
+
     let (tsi, source) = (tx.tsi(), tx.local_addr());
     let digest = hash.finalize();
     let mut sha256 = [0u8; 32];
@@ -745,15 +747,32 @@ async fn one_pass(
             ..manifest
         });
     }
+    // Progress goes on while the queue drains: a file smaller than the queue is read (and
+    // queued) at once, and what counts is what has left.
+    let watch = tx.status_watch();
     let close = tx.close();
     tokio::pin!(close);
-    let closed = tokio::select! {
-        r = &mut close => r,
-        () = stop.recv() => {
-            // Interrupted while lingering: stop serving repairs, tell receivers.
-            interrupted = true;
-            aborter.abort();
-            close.await
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let closed = loop {
+        tokio::select! {
+            r = &mut close => break r,
+            () = stop.recv() => {
+                // Interrupted while lingering: stop serving repairs, tell receivers.
+                interrupted = true;
+                aborter.abort();
+                break close.await;
+            }
+            _ = tick.tick() => {
+                let st = watch.get();
+                let left = st.stats.odata_bytes.min(total);
+                pb.set_position(left);
+                if st.data_sent_secs.is_none() {
+                    pb.set_message(sender_message(&st));
+                    lines.tick(left, len);
+                } else {
+                    pb.set_message("all data sent; serving repairs until receivers are quiet (--linger)");
+                }
+            }
         }
     };
     let (report, code) = match closed {
