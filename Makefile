@@ -4,7 +4,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid emulate interop clean
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid emulate interop interop-matrix clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
@@ -17,6 +17,7 @@ help:
 	@echo "make emulate (root, about an hour) real stacks in emulated networks: the peer table and the paper's figures -> docs/emulation.md"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
 	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
+	@echo "make interop-matrix (root) the OpenPGM and ZeroMQ interop tests -> the matrix in docs/interop.md"
 
 deps:
 	@scripts/install-deps
@@ -87,6 +88,13 @@ bench-sim: deps
 
 interop: deps
 	$(MAKE) -C interop
+
+# Root: the interop tests (also part of `make test`), then docs/interop.md's matrix from what
+# they measured (scripts/interop-matrix).
+interop-matrix: deps
+	$(MAKE) -s -C interop
+	$(CARGO) test --locked -p pgmcc-cli --test interop
+	scripts/interop-matrix --write
 
 clean:
 	$(CARGO) clean

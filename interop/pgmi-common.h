@@ -1,5 +1,6 @@
 /*
- * Shared setup for pgm-send and pgm-recv: one libpgm socket over UDP encapsulation.
+ * Shared setup for pgm-send and pgm-recv: one libpgm socket over UDP encapsulation, or raw
+ * IP protocol 113 with --ip (root).
  *
  * Both tools speak a tiny stream format so that a receiver knows when it is done without
  * relying on libpgm's session end (5.3.128 sends SPM+OPT_FIN on pgm_close but never reports
@@ -35,6 +36,7 @@ struct pgmi_opts {
 	int loop;             /* IP_MULTICAST_LOOP */
 	int mtu;              /* max TPDU including IP and UDP headers */
 	bool pgmcc;           /* enable PGMCC (PGM_USE_PGMCC) */
+	bool ip;              /* raw IP protocol 113 instead of UDP encapsulation */
 	const char *gsi_text; /* GSI is MD5 of this text; NULL = from hostname */
 	bool verbose;
 };
@@ -93,6 +95,7 @@ static inline int pgmi_parse_common(struct pgmi_opts *o, int argc, char **argv, 
 	if (!strcmp(a, "--gsi")) { NEEDV(); o->gsi_text = v; return 2; }
 	if (!strcmp(a, "--loop")) { o->loop = 1; return 1; }
 	if (!strcmp(a, "--pgmcc")) { o->pgmcc = true; return 1; }
+	if (!strcmp(a, "--ip")) { o->ip = true; return 1; }
 	if (!strcmp(a, "-v") || !strcmp(a, "--verbose")) { o->verbose = true; return 1; }
 #undef NEEDV
 	return 0;
@@ -110,6 +113,7 @@ static inline int pgmi_parse_common(struct pgmi_opts *o, int argc, char **argv, 
 	"      --mtu N         max TPDU incl. IP+UDP headers (default 1500)\n"                  \
 	"      --gsi TEXT      GSI = first 6 bytes of MD5(TEXT) (default: from hostname)\n"     \
 	"      --pgmcc         enable PGMCC congestion control (PGM_USE_PGMCC)\n"               \
+	"      --ip            raw IP protocol 113, not UDP encapsulation (needs root)\n"      \
 	"  -v, --verbose       libpgm log level NORMAL instead of WARNING\n"
 
 /* Create, configure (role-specific options via the callback), bind, join and connect. */
@@ -133,11 +137,13 @@ static inline pgm_sock_t *pgmi_open(const struct pgmi_opts *o, bool sender,
 	if (!pgm_getaddrinfo(o->network, &hints, &res, &err))
 		pgmi_die_err("pgm_getaddrinfo", err);
 
-	if (!pgm_socket(&sock, AF_INET, SOCK_SEQPACKET, IPPROTO_UDP, &err))
+	if (!pgm_socket(&sock, AF_INET, SOCK_SEQPACKET, o->ip ? IPPROTO_PGM : IPPROTO_UDP, &err))
 		pgmi_die_err("pgm_socket", err);
 
-	PGMI_SET(sock, PGM_UDP_ENCAP_UCAST_PORT, o->ucast_port);
-	PGMI_SET(sock, PGM_UDP_ENCAP_MCAST_PORT, o->mcast_port);
+	if (!o->ip) {
+		PGMI_SET(sock, PGM_UDP_ENCAP_UCAST_PORT, o->ucast_port);
+		PGMI_SET(sock, PGM_UDP_ENCAP_MCAST_PORT, o->mcast_port);
+	}
 	PGMI_SET(sock, PGM_MTU, o->mtu);
 	if (sender) {
 		PGMI_SET(sock, PGM_SEND_ONLY, 1);

@@ -536,7 +536,7 @@ fn the_sender_collects_delivery_reports_and_expect_sets_its_exit_status() {
         "{err}"
     );
     assert!(
-        err.contains("missed the stream's start"),
+        err.contains("no packet marked as the stream's start"),
         "the late joiner's reason: {err}"
     );
     assert!(a.wait_with_output().unwrap().status.success());

@@ -1,13 +1,16 @@
-//! Interoperability with OpenPGM (libpgm 5.3, Debian libpgm-dev) in both directions, in the
-//! namespace lab: libpgm's sender to our receiver and our sender to libpgm's receiver, 5 MB
-//! each with induced loss so NAKs, NCFs and RDATA cross implementations, sha256 checked; and
-//! the libpgm self-test script, which captures everything libpgm sends and checks that our
-//! decoder parses every packet. Needs root and libpgm-dev (both present in CI; otherwise each
-//! test says it was skipped and passes). The C peers are in interop/.
+//! Interoperability with OpenPGM (libpgm 5.3, Debian libpgm-dev) and ZeroMQ, in the namespace
+//! lab: issue 24's matrix, each cell a transfer with the bytes checked (sha256) and written
+//! for `scripts/interop-matrix` (`make interop-matrix` regenerates docs/interop.md's table):
+//! libpgm's source to ours and ours to libpgm's receivers over UDP and raw IP, without and
+//! with induced loss (so NAKs, NCFs and RDATA cross implementations); mixed groups with
+//! pgmcc; ZeroMQ both ways; and the libpgm self-test script, which captures everything
+//! libpgm sends and checks that our decoder parses every packet. Needs root and libpgm-dev
+//! (both present in CI; otherwise each test says it was skipped and passes). The C peers are
+//! in interop/.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
@@ -36,162 +39,254 @@ fn tool(name: &str) -> PathBuf {
     repo().join("interop").join(name)
 }
 
+/// One cell of docs/interop.md's matrix, as the test that ran it measured it: written as
+/// JSON under `target/tmp/interop-matrix/`, which `scripts/interop-matrix` turns into the
+/// table (`make interop-matrix`).
+#[derive(serde::Serialize)]
+struct Cell {
+    /// Sorts the table: direction, encapsulation, congestion control, loss.
+    id: String,
+    source: String,
+    receivers: String,
+    /// "UDP" or "raw IP".
+    encap: &'static str,
+    /// "plain" or "PGMCC".
+    cc: &'static str,
+    /// How loss was made, or "none".
+    loss: String,
+    /// Bytes each receiver delivered.
+    bytes: usize,
+    /// How they were checked.
+    verified: &'static str,
+    /// What crossed the implementations.
+    detail: String,
+    seconds: f64,
+    test: &'static str,
+}
+
+/// Writes `cell` for `scripts/interop-matrix`.
+fn record(cell: &Cell) {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("interop-matrix");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(format!("{}.json", cell.id)),
+        serde_json::to_string_pretty(cell).unwrap(),
+    )
+    .unwrap();
+}
+
+/// The two encapsulations: our flag for it, libpgm's (interop/pgmi-common.h), the name.
+const ENCAPS: [(&[&str], &[&str], &str); 2] = [
+    (&["--udp-ports", ONE_PORT], &[], "UDP"),
+    (&["--raw-ip"], &["--ip"], "raw IP"),
+];
+
+/// Issue 24's matrix, libpgm's source to ours: UDP and raw IP, without and with loss (our
+/// receivers drop every 30th/31st datagram, so they NAK and libpgm confirms and repairs).
 #[test]
-fn libpgm_sender_to_our_receivers_with_loss() {
+fn matrix_libpgm_source_to_our_receivers() {
+    const TEST: &str = "matrix_libpgm_source_to_our_receivers";
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !libpgm_tools("libpgm_sender_to_our_receivers_with_loss") {
+    if !libpgm_tools(TEST) {
         return;
     }
     let Some(lab) = Lab::up("i", 2) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (input, want) = random_file(dir.path(), LEN);
-    let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
-    // libpgm marks no packet OPT_SYN, so our receivers cannot prove they saw the start:
-    // --allow-partial-start. Each drops every 30th datagram (different phases), so both
-    // NAK and libpgm repairs.
-    let rx: Vec<_> = outs
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            let drop = (30 + i).to_string();
-            lab.recv_with(
-                &format!("r{}", i + 1),
-                o,
-                &[
-                    // One port both ways and no start marker: what --peer openpgm sets.
-                    "--peer",
-                    "openpgm",
-                    "--drop-every",
-                    &drop,
-                    "--stats",
-                    dir.path()
-                        .join(format!("r{}.json", i + 1))
-                        .to_str()
-                        .unwrap(),
-                ],
-            )
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(500));
-    let tx = lab
-        .cmd("s")
-        .arg(tool("pgm-send"))
-        .args([
-            "--network",
-            "10.77.0.1;239.192.0.1",
-            "--raw",
-            "--rate",
-            "5000000",
-        ])
-        // Without OPT_GRTT from libpgm our receivers wait OpenPGM's own 2 s for an NCF or a
-        // repair: linger over a few such rounds (pgm-send's default, 10 s), as a libpgm
-        // receiver with its defaults would need too.
-        .args(["--linger", "10", "--file"])
-        .arg(&input)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    finish_ok(tx, Duration::from_secs(60), "the sender");
-    for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
-        finish_ok(
-            child,
-            Duration::from_secs(60),
-            format!("receiver {}", i + 1),
-        );
-        assert_eq!(sha_of(out), want, "receiver {}", i + 1);
-        let s = stats(&dir.path().join(format!("r{}.json", i + 1)));
-        let st = &s["status"]["stats"];
-        eprintln!(
-            "our receiver {} from libpgm: {} NAKs sent, {} RDATA, {} NCFs, {} malformed",
-            i + 1,
-            st["naks_sent"],
-            st["rdata_packets"],
-            st["ncf_packets"],
-            st["malformed"]
-        );
-        assert!(
-            st["rdata_packets"].as_u64().unwrap() > 50,
-            "libpgm repaired"
-        );
-        assert!(
-            st["ncf_packets"].as_u64().unwrap() > 0,
-            "libpgm confirmed NAKs"
-        );
-        assert_eq!(
-            st["malformed"].as_u64(),
-            Some(0),
-            "every libpgm packet parsed"
-        );
-    }
-}
-
-#[test]
-fn our_sender_to_libpgm_receivers_with_loss() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !libpgm_tools("our_sender_to_libpgm_receivers_with_loss") {
-        return;
-    }
-    let Some(lab) = Lab::up("o", 2) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (input, want) = random_file(dir.path(), LEN);
-    let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
-    let rx: Vec<_> = outs
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            lab.cmd(&format!("r{}", i + 1))
-                .arg(tool("pgm-recv"))
-                .args(["--network", &format!("10.77.0.{};239.192.0.1", 11 + i)])
-                .args(["--raw", "--bytes", &LEN.to_string(), "--timeout", "15"])
-                .arg("--out")
-                .arg(o)
+    for (e, (ours, theirs, encap)) in ENCAPS.iter().enumerate() {
+        for lossy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (input, want) = random_file(dir.path(), LEN);
+            // A data port per cell, so that one cell's lingering session never meets the next.
+            let port = 7510 + 2 * e + usize::from(lossy);
+            let group = format!("239.192.0.1:{port}");
+            let started = std::time::Instant::now();
+            let rx: Vec<_> = (0..2)
+                .map(|i| {
+                    let drop = (30 + i).to_string();
+                    let mut c = lab.cmd(&format!("r{}", i + 1));
+                    c.arg(pgmcc())
+                        .args(["recv", "--group", &group, "-q", "--idle-timeout", "20s"])
+                        // OpenPGM's ports and no start marker: --peer openpgm.
+                        .args(["--peer", "openpgm"])
+                        .args(*ours)
+                        .arg("--stats")
+                        .arg(dir.path().join(format!("r{}.json", i + 1)))
+                        .arg("--out")
+                        .arg(dir.path().join(format!("r{}.bin", i + 1)));
+                    if lossy {
+                        c.args(["--drop-every", &drop]);
+                    }
+                    c.stdout(Stdio::null())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(500));
+            // Without OPT_GRTT from libpgm our receivers wait OpenPGM's own 2 s for an NCF
+            // or a repair: with loss, linger over a few such rounds (pgm-send's default, 10
+            // s), as a libpgm receiver with its defaults would need too.
+            let tx = lab
+                .cmd("s")
+                .arg(tool("pgm-send"))
+                .args(["--network", "10.77.0.1;239.192.0.1", "--raw"])
+                .args(*theirs)
+                .args(["--dport", &port.to_string(), "--rate", "5000000"])
+                .args(["--linger", if lossy { "10" } else { "2" }, "--file"])
+                .arg(&input)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
                 .spawn()
-                .unwrap()
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(500));
-    // libpgm receivers never ACK (its PGMCC is broken, docs/interop.md), so our source runs
-    // without congestion control here, paced below the lab's bottleneck; every 25th data
-    // packet stays off the wire so libpgm must NAK and take our NCFs and RDATA.
-    let stats_path = dir.path().join("send.json");
-    let tx = lab.send_with(
-        &input,
-        &stats_path,
-        &[
-            // One port both ways, no congestion control, no parity: --peer openpgm.
-            "--peer",
-            "openpgm",
-            "--rate-max",
-            "30Mbit",
-            "--drop-every",
-            "25",
-        ],
-    );
-    finish_ok(tx, Duration::from_secs(60), "the sender");
-    for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
-        finish_ok(
-            child,
-            Duration::from_secs(60),
-            format!("receiver {}", i + 1),
-        );
-        assert_eq!(sha_of(out), want, "libpgm receiver {}", i + 1);
+                .unwrap();
+            finish_ok(tx, Duration::from_secs(60), "the sender");
+            let (mut naks, mut rdata, mut ncfs) = (0, 0, 0);
+            for (i, child) in rx.into_iter().enumerate() {
+                finish_ok(
+                    child,
+                    Duration::from_secs(60),
+                    format!("receiver {}", i + 1),
+                );
+                let out = dir.path().join(format!("r{}.bin", i + 1));
+                assert_eq!(
+                    sha_of(&out),
+                    want,
+                    "{encap}, loss {lossy}: receiver {}",
+                    i + 1
+                );
+                let s = stats(&dir.path().join(format!("r{}.json", i + 1)));
+                let st = &s["status"]["stats"];
+                assert_eq!(
+                    st["malformed"].as_u64(),
+                    Some(0),
+                    "every libpgm packet parsed"
+                );
+                let n = |k: &str| st[k].as_u64().unwrap();
+                if lossy {
+                    assert!(n("rdata_packets") > 50, "libpgm repaired: {st}");
+                    assert!(n("ncf_packets") > 0, "libpgm confirmed NAKs: {st}");
+                }
+                naks += n("naks_sent");
+                rdata += n("rdata_packets");
+                ncfs += n("ncf_packets");
+            }
+            record(&Cell {
+                id: format!("1-libpgm-to-ours-{e}-0-{}", u8::from(lossy)),
+                source: "libpgm `pgm-send`".into(),
+                receivers: "2x `pgmcc recv --peer openpgm`".into(),
+                encap,
+                cc: "plain",
+                loss: if lossy {
+                    "every 30th/31st datagram dropped at our receivers".into()
+                } else {
+                    "none".into()
+                },
+                bytes: LEN,
+                verified: "byte-identical (sha256) at every receiver",
+                detail: format!(
+                    "our receivers sent {naks} NAKs; libpgm sent {ncfs} NCFs and {rdata} RDATA to them; 0 malformed"
+                ),
+                seconds: started.elapsed().as_secs_f64(),
+                test: TEST,
+            });
+        }
     }
-    let s = stats(&stats_path);
-    let st = &s["status"]["stats"];
-    eprintln!(
-        "our sender to libpgm: {} withheld, {} NAKs from libpgm, {} NCFs, {} RDATA, {} malformed",
-        s["status"]["injected_drops"],
-        st["naks_received"],
-        st["ncf_packets"],
-        st["rdata_packets"],
-        st["malformed"]
-    );
-    assert!(st["naks_received"].as_u64().unwrap() > 20, "libpgm NAKed");
-    assert!(st["rdata_packets"].as_u64().unwrap() > 50, "we repaired");
-    assert_eq!(st["malformed"].as_u64(), Some(0), "every libpgm NAK parsed");
+}
+
+/// Issue 24's matrix, our source to libpgm's receivers: UDP and raw IP, without and with
+/// loss (every 25th ODATA withheld at our source). libpgm receivers never ACK, so no
+/// congestion control: `--peer openpgm` with a rate.
+#[test]
+fn matrix_our_source_to_libpgm_receivers() {
+    const TEST: &str = "matrix_our_source_to_libpgm_receivers";
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !libpgm_tools(TEST) {
+        return;
+    }
+    let Some(lab) = Lab::up("o", 2) else { return };
+    for (e, (ours, theirs, encap)) in ENCAPS.iter().enumerate() {
+        for lossy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (input, want) = random_file(dir.path(), LEN);
+            let port = 7520 + 2 * e + usize::from(lossy);
+            let started = std::time::Instant::now();
+            let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
+            let rx: Vec<_> = outs
+                .iter()
+                .enumerate()
+                .map(|(i, o)| {
+                    lab.cmd(&format!("r{}", i + 1))
+                        .arg(tool("pgm-recv"))
+                        .args(["--network", &format!("10.77.0.{};239.192.0.1", 11 + i)])
+                        .args(*theirs)
+                        .args(["--dport", &port.to_string()])
+                        .args(["--raw", "--bytes", &LEN.to_string(), "--timeout", "15"])
+                        .arg("--out")
+                        .arg(o)
+                        .stdout(Stdio::piped())
+                        .stderr(Stdio::piped())
+                        .spawn()
+                        .unwrap()
+                })
+                .collect();
+            std::thread::sleep(Duration::from_millis(500));
+            let stats_path = dir.path().join("send.json");
+            let mut tx = lab.cmd("s");
+            tx.arg(pgmcc())
+                .args(["send", "--group", &format!("239.192.0.1:{port}"), "-q"])
+                .args(["--linger", "2s", "--stats"])
+                .arg(&stats_path)
+                // No congestion control, no parity, no start marker needed: --peer openpgm.
+                .args(["--peer", "openpgm", "--rate-max", "30Mbit"])
+                .args(*ours);
+            if lossy {
+                tx.args(["--drop-every", "25"]);
+            }
+            let tx = tx.arg(&input).stderr(Stdio::piped()).spawn().unwrap();
+            finish_ok(tx, Duration::from_secs(60), "the sender");
+            for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
+                finish_ok(
+                    child,
+                    Duration::from_secs(60),
+                    format!("receiver {}", i + 1),
+                );
+                assert_eq!(
+                    sha_of(out),
+                    want,
+                    "{encap}, loss {lossy}: libpgm receiver {}",
+                    i + 1
+                );
+            }
+            let s = stats(&stats_path);
+            let st = &s["status"]["stats"];
+            let n = |k: &str| st[k].as_u64().unwrap();
+            assert_eq!(st["malformed"].as_u64(), Some(0), "every libpgm NAK parsed");
+            if lossy {
+                assert!(n("naks_received") > 20, "libpgm NAKed: {st}");
+                assert!(n("rdata_packets") > 50, "we repaired: {st}");
+            }
+            record(&Cell {
+                id: format!("2-ours-to-libpgm-{e}-0-{}", u8::from(lossy)),
+                source: "`pgmcc send --peer openpgm --rate-max 30Mbit`".into(),
+                receivers: "2x libpgm `pgm-recv`".into(),
+                encap,
+                cc: "plain",
+                loss: if lossy {
+                    "every 25th ODATA withheld at our source".into()
+                } else {
+                    "none".into()
+                },
+                bytes: LEN,
+                verified: "byte-identical (sha256) at every receiver",
+                detail: format!(
+                    "libpgm sent {} NAKs; we sent {} NCFs and {} RDATA; 0 malformed",
+                    n("naks_received"),
+                    n("ncf_packets"),
+                    n("rdata_packets")
+                ),
+                seconds: started.elapsed().as_secs_f64(),
+                test: TEST,
+            });
+        }
+    }
 }
 
 #[test]
@@ -228,6 +323,7 @@ fn zeromq_epgm_publisher_to_our_receiver() {
     let Some(lab) = Lab::up("z", 1) else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("messages.txt");
+    let started = std::time::Instant::now();
     // ZeroMQ's epgm uses the endpoint's port as PGM port and as UDP port both ways.
     let rx = lab
         .cmd("r1")
@@ -272,6 +368,19 @@ fn zeromq_epgm_publisher_to_our_receiver() {
     for (i, l) in lines.iter().enumerate() {
         assert_eq!(*l, format!("message {i}"));
     }
+    record(&Cell {
+        id: "4-zeromq-to-ours-0-0-1".into(),
+        source: "ZeroMQ PUB `epgm://10.77.0.1;239.192.0.1:5555` (`interop/zmq-pub`)".into(),
+        receivers: "`pgmcc recv --peer zeromq`".into(),
+        encap: "UDP",
+        cc: "plain",
+        loss: "every 50th datagram dropped at our receiver".into(),
+        bytes: text.len(),
+        verified: "every message, in order",
+        detail: format!("{COUNT} messages, all in order, repaired by ZeroMQ's libpgm"),
+        seconds: started.elapsed().as_secs_f64(),
+        test: "zeromq_epgm_publisher_to_our_receiver",
+    });
 }
 
 #[test]
@@ -289,6 +398,8 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
     const BYTES: usize = 2_000_000;
     let (input, want) = random_file(dir.path(), BYTES);
     let out = dir.path().join("zmq.bin");
+    let started = std::time::Instant::now();
+    let stats_path = dir.path().join("send.json");
     let rx = lab
         .cmd("r1")
         .arg(tool("zmq-sub"))
@@ -307,7 +418,15 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
     let tx = lab
         .cmd("s")
         .arg(pgmcc())
-        .args(["send", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
+        .args([
+            "send",
+            "--group",
+            "239.192.0.1:5555",
+            "--peer",
+            "zeromq",
+            "--stats",
+        ])
+        .arg(&stats_path)
         .args([
             "--rate-max",
             "20Mbit",
@@ -331,50 +450,125 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
     // Each packet was one message: the subscriber's messages, concatenated, are the file.
     assert_eq!(sha_of(&out), want);
     assert!(said.contains(&format!("received {BYTES} bytes")), "{said}");
+    let s = stats(&stats_path);
+    let st = &s["status"]["stats"];
+    record(&Cell {
+        id: "5-ours-to-zeromq-0-0-1".into(),
+        source: "`pgmcc send --peer zeromq --rate-max 20Mbit`".into(),
+        receivers: "ZeroMQ SUB `epgm://10.77.0.11;239.192.0.1:5555` (`interop/zmq-sub`, `ZMQ_RATE` 20,000 kbit/s)".into(),
+        encap: "UDP",
+        cc: "plain",
+        loss: "every 40th ODATA withheld at our source".into(),
+        bytes: BYTES,
+        verified: "byte-identical (sha256)",
+        detail: format!(
+            "messages concatenated = the file; {} NAKs from ZeroMQ's libpgm, {} repairs",
+            st["naks_received"], st["rdata_packets"]
+        ),
+        seconds: started.elapsed().as_secs_f64(),
+        test: "our_sender_to_a_zeromq_epgm_subscriber",
+    });
 }
 
+/// Issue 24's matrix, mixed groups: pgmcc on, our receiver and a libpgm one. Ours is the
+/// only one that can ACK, so it becomes the acker and the libpgm receiver follows the
+/// session (pgmcc paper §3.1). UDP and raw IP, without and with loss (every 40th ODATA
+/// withheld at the source).
 #[test]
-fn pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
+fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
+    const TEST: &str = "matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver";
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    if !libpgm_tools("pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver") {
+    if !libpgm_tools(TEST) {
         return;
     }
     let Some(lab) = Lab::up("m", 2) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let (input, want) = random_file(dir.path(), LEN);
-    let lib_out = dir.path().join("lib.bin");
-    let ours_out = dir.path().join("ours.bin");
-    let lib = lab
-        .cmd("r1")
-        .arg(tool("pgm-recv"))
-        .args(["--network", "10.77.0.11;239.192.0.1", "--raw"])
-        .args(["--bytes", &LEN.to_string(), "--timeout", "15", "--out"])
-        .arg(&lib_out)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ours = lab.recv_with("r2", &ours_out, &["--udp-ports", ONE_PORT]);
-    std::thread::sleep(Duration::from_millis(500));
-    // pgmcc on: our receiver is the only one that can ACK, so it becomes the acker and the
-    // libpgm receiver follows the session (pgmcc paper §3.1).
-    let stats_path = dir.path().join("send.json");
-    let tx = lab.send_with(
-        &input,
-        &stats_path,
-        &["--udp-ports", ONE_PORT, "--drop-every", "40"],
-    );
-    finish_ok(tx, Duration::from_secs(60), "the sender");
-    finish_ok(lib, Duration::from_secs(60), "the libpgm receiver");
-    finish_ok(ours, Duration::from_secs(60), "our receiver");
-    assert_eq!(sha_of(&lib_out), want);
-    assert_eq!(sha_of(&ours_out), want);
-    let s = stats(&stats_path);
-    assert_eq!(s["status"]["acker"].as_str(), Some("10.77.0.12"));
-    let secs = s["sending_seconds"].as_f64().unwrap();
-    eprintln!(
-        "mixed group with pgmcc: 5 MB in {secs:.1} s, acker {}, cc {}",
-        s["status"]["acker"], s["status"]["cc"]
-    );
-    assert!(secs < 10.0, "the session did not crawl");
+    for (e, (ours, theirs, encap)) in ENCAPS.iter().enumerate() {
+        for lossy in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let (input, want) = random_file(dir.path(), LEN);
+            let port = 7530 + 2 * e + usize::from(lossy);
+            let group = format!("239.192.0.1:{port}");
+            let started = std::time::Instant::now();
+            let lib_out = dir.path().join("lib.bin");
+            let ours_out = dir.path().join("ours.bin");
+            let lib = lab
+                .cmd("r1")
+                .arg(tool("pgm-recv"))
+                .args(["--network", "10.77.0.11;239.192.0.1", "--raw"])
+                .args(*theirs)
+                .args(["--dport", &port.to_string()])
+                .args(["--bytes", &LEN.to_string(), "--timeout", "15", "--out"])
+                .arg(&lib_out)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            let rx = lab
+                .cmd("r2")
+                .arg(pgmcc())
+                .args(["recv", "--group", &group, "-q", "--idle-timeout", "20s"])
+                .args(*ours)
+                .arg("--out")
+                .arg(&ours_out)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(500));
+            let stats_path = dir.path().join("send.json");
+            let mut tx = lab.cmd("s");
+            tx.arg(pgmcc())
+                .args(["send", "--group", &group, "-q", "--linger", "2s", "--stats"])
+                .arg(&stats_path)
+                // pgmcc (the default) on; no parity, which a libpgm receiver cannot use.
+                .args(["--fec", "0"])
+                .args(*ours);
+            if lossy {
+                tx.args(["--drop-every", "40"]);
+            }
+            let tx = tx.arg(&input).stderr(Stdio::piped()).spawn().unwrap();
+            finish_ok(tx, Duration::from_secs(60), "the sender");
+            finish_ok(lib, Duration::from_secs(60), "the libpgm receiver");
+            finish_ok(rx, Duration::from_secs(60), "our receiver");
+            assert_eq!(
+                sha_of(&lib_out),
+                want,
+                "{encap}, loss {lossy}: libpgm receiver"
+            );
+            assert_eq!(
+                sha_of(&ours_out),
+                want,
+                "{encap}, loss {lossy}: our receiver"
+            );
+            let s = stats(&stats_path);
+            assert_eq!(s["status"]["acker"].as_str(), Some("10.77.0.12"));
+            let secs = s["sending_seconds"].as_f64().unwrap();
+            let st = &s["status"]["stats"];
+            eprintln!(
+                "mixed group with pgmcc ({encap}, loss {lossy}): 5 MB in {secs:.1} s, acker {}, cc {}",
+                s["status"]["acker"], s["status"]["cc"]
+            );
+            assert!(secs < 10.0, "the session did not crawl");
+            record(&Cell {
+                id: format!("3-mixed-{e}-1-{}", u8::from(lossy)),
+                source: "`pgmcc send` (pgmcc, `--fec 0`)".into(),
+                receivers: "`pgmcc recv` + libpgm `pgm-recv`".into(),
+                encap,
+                cc: "PGMCC",
+                loss: if lossy {
+                    "every 40th ODATA withheld at our source".into()
+                } else {
+                    "none".into()
+                },
+                bytes: LEN,
+                verified: "byte-identical (sha256) at every receiver",
+                detail: format!(
+                    "our receiver the acker; sent in {secs:.1} s; {} NAKs, {} RDATA",
+                    st["naks_received"], st["rdata_packets"]
+                ),
+                seconds: started.elapsed().as_secs_f64(),
+                test: TEST,
+            });
+        }
+    }
 }

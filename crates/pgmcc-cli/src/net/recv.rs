@@ -492,7 +492,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     } if Some(tsi) == session && !zmq_framing => {
                         let why = match syn_sqn {
                             Some(s) => format!("the stream starts at packet {s} but this receiver's first data is packet {first_sqn}: it joined late or lost the start"),
-                            None => format!("this receiver missed the stream's start (its first data is packet {first_sqn}): it joined late or lost the start"),
+                            None => format!("this receiver saw no packet marked as the stream's start (its first data is packet {first_sqn}): it joined late or lost the start, or the source marks none (OpenPGM sources do not)"),
                         };
                         // A source that sends another pass brings the beginning then (not known
                         // before its manifest arrives: wait for it, unless the start may be
@@ -625,7 +625,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                     match manifest.as_ref().and_then(|m| m.size) {
                         Some(size) if total < size => kept_partial = Some(why),
                         Some(_) => {}
-                        None => eprintln!("pgmcc recv: warning: {why}; the source announces no size (OpenPGM's does not), so whether the beginning is missing is unknown"),
+                        None => eprintln!("pgmcc recv: warning: {why}; the source announces no size either, so this receiver cannot tell whether it has the beginning"),
                     }
                 }
             }
