@@ -368,13 +368,15 @@ fn mixed_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
 
 #[test]
 fn a_receiver_without_reports_bounds_the_window_at_tcps() {
-    // Measured (seeds 1-3): pgmcc 322-721 kbit/s, TCP 1,208-1,618, 7.6-7.8% dropped on
-    // PR2's link, nothing unrecoverable.
+    // Measured (seeds 1-3, with the default per-source NAK limit, which refuses some of
+    // PR2's repair requests here): pgmcc 734-956 kbit/s, TCP 964-1,191, 6.4-8.9% dropped
+    // on PR2's link, nothing unrecoverable. (Before that limit: pgmcc 322-721, TCP
+    // 1,208-1,618, 7.6-7.8%.)
     for seed in [1, 2] {
         let (pgm, tcp, dropped, lost) = mixed_run("cap", seed);
         eprintln!("cap, seed {seed}: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
-        assert!((500.0..800.0).contains(&pgm), "seed {seed}: pgmcc {pgm}");
-        assert!((1150.0..1450.0).contains(&tcp), "seed {seed}: TCP {tcp}");
+        assert!((650.0..1000.0).contains(&pgm), "seed {seed}: pgmcc {pgm}");
+        assert!((950.0..1300.0).contains(&tcp), "seed {seed}: TCP {tcp}");
         assert!(dropped < 0.11, "seed {seed}: {dropped}");
         assert_eq!(lost, 0, "seed {seed}");
     }
@@ -384,5 +386,6 @@ fn a_receiver_without_reports_bounds_the_window_at_tcps() {
     assert!(pgm > 2900.0, "{pgm}");
     assert!(tcp < 50.0, "{tcp}");
     assert!(dropped > 0.7, "{dropped}");
-    assert!(lost > 20_000, "{lost}");
+    // 19,127-19,467 (seeds 1-3; about 23,700 before the per-source NAK limit).
+    assert!(lost > 17_000, "{lost}");
 }

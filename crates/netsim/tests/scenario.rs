@@ -225,6 +225,11 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
     assert!(e.contains("flow.repair_budget") && e.contains("inf"), "{e}");
     let e = error_of(&with("repair_budget = nan"));
     assert!(e.contains("flow.repair_budget"), "{e}");
+    let e = error_of(&with("nak_source_share = -1.0"));
+    assert!(
+        e.contains("flow.nak_source_share") && e.contains("inf"),
+        "{e}"
+    );
     let e = error_of(&with("fec = 48"));
     assert!(e.contains("flow.fec") && e.contains("power of two"), "{e}");
     let e = error_of(&with("report_bar = 1"));

@@ -967,11 +967,30 @@ fn an_ended_session_makes_room_at_once() {
 /// what the controller allowed over the run: the integral of its window per group RTT, in
 /// bytes of 1472-byte packets (the repair budget's measure).
 fn nak_flood(repair_budget: Option<f64>) -> (pgmcc::SenderStats, u64, f64) {
+    let f = flooded(repair_budget, Some(1.0), true, Faults::default());
+    (f.stats, f.nak_bytes, f.allowed)
+}
+
+/// What [`flooded`] measured.
+struct Flooded {
+    stats: pgmcc::SenderStats,
+    /// NAK bytes the stranger sent.
+    nak_bytes: u64,
+    /// Bytes the controller allowed over the run (see [`nak_flood`]).
+    allowed: f64,
+    /// Until every honest receiver had the whole session.
+    took: Duration,
+}
+
+/// [`nak_flood`]'s transfer with the per-source NAK limit `share`, the stranger's flood on
+/// or off, and `faults` on the honest receivers' paths.
+fn flooded(repair_budget: Option<f64>, share: Option<f64>, flood: bool, faults: Faults) -> Flooded {
     let mut cfg = pgmcc_sender(9);
     cfg.rate_limit = None;
     cfg.repair_budget = repair_budget;
+    cfg.nak_source_share = share;
     let data = apdus(600, 9);
-    let mut lab = Lab::new(cfg, 4, 31, Faults::default());
+    let mut lab = Lab::new(cfg, 4, 31, faults);
     let evil = rx_addr(77);
     let mut next = lab.now;
     let mut cursor = 0u32;
@@ -991,7 +1010,7 @@ fn nak_flood(repair_budget: Option<f64>) -> (pgmcc::SenderStats, u64, f64) {
             .grtt(lab.now)
             .map_or(1.0, |g| g.as_secs_f64().max(1e-3));
         allowed += w / rtt * 1472.0 * dt;
-        while next <= lab.now {
+        while flood && next <= lab.now {
             next += Duration::from_millis(2);
             let (trail, lead) = (lab.sender.trail(), lab.sender.lead());
             if lab.sender.stats().odata_packets == 0 {
@@ -1008,10 +1027,68 @@ fn nak_flood(repair_budget: Option<f64>) -> (pgmcc::SenderStats, u64, f64) {
             lab.sender.handle(now, evil, &nak);
         }
     });
+    let took = lab.now.saturating_duration_since(Instant::ZERO);
     for i in 0..4 {
         assert!(lab.check(i, tsi(9), &data), "receiver {i} reported a gap");
     }
-    (lab.sender.stats().clone(), nak_bytes, allowed)
+    Flooded {
+        stats: lab.sender.stats().clone(),
+        nak_bytes,
+        allowed,
+        took,
+    }
+}
+
+/// Issue 20 item 3: one NAKer's share of the repair budget, measured as the issue asks, in
+/// bytes on the wire per byte of NAKs. The flood of [`nak_flood`] with the default budget
+/// (2.0), with and without the per-source limit (1.0: half the budget), while the four
+/// honest receivers lose about 2% of their packets in bursts.
+#[test]
+fn one_naker_takes_at_most_its_share_of_the_repair_budget() {
+    let lossy = || Faults {
+        to_bad: 0.01,
+        to_good: 0.5,
+        bad_loss: 1.0,
+        ..Faults::default()
+    };
+    let quiet = flooded(Some(2.0), Some(1.0), false, lossy());
+    let shared = flooded(Some(2.0), Some(1.0), true, lossy());
+    let open = flooded(Some(2.0), None, true, lossy());
+    let rdata = |f: &Flooded| f.stats.rdata_packets;
+    let per_nak_byte = |f: &Flooded| f.stats.bytes_sent as f64 / f.nak_bytes as f64;
+    eprintln!(
+        "no flood: {:.1} s, {} RDATA; flood with the share: {:.1} s, {} RDATA ({:.0} B, the \
+         controller allowed {:.0} B), {} requests refused, {:.1} B sent per NAK byte; flood \
+         without: {:.1} s, {} RDATA ({:.0} B, allowed {:.0} B), {:.1} B per NAK byte",
+        quiet.took.as_secs_f64(),
+        rdata(&quiet),
+        shared.took.as_secs_f64(),
+        rdata(&shared),
+        rdata(&shared) as f64 * 1472.0,
+        shared.allowed,
+        shared.stats.nak_sqns_source_limited,
+        per_nak_byte(&shared),
+        open.took.as_secs_f64(),
+        rdata(&open),
+        rdata(&open) as f64 * 1472.0,
+        open.allowed,
+        per_nak_byte(&open),
+    );
+    // Honest receivers ask for what they lost: the share never binds them.
+    assert_eq!(quiet.stats.nak_sqns_source_limited, 0);
+    assert!(rdata(&quiet) > 20, "the honest receivers needed repairs");
+    // The stranger's repairs stay within its share: one session rate, half the budget (plus
+    // bursts); without the share they fill the budget.
+    assert!(shared.stats.nak_sqns_source_limited > 0);
+    assert!(
+        rdata(&shared) as f64 * 1472.0 <= shared.allowed * 1.05 + 200_000.0,
+        "{} RDATA against {:.0} bytes allowed",
+        rdata(&shared),
+        shared.allowed
+    );
+    assert_eq!(open.stats.nak_sqns_source_limited, 0);
+    assert!(rdata(&open) as f64 * 1472.0 > open.allowed * 1.5);
+    assert!(per_nak_byte(&shared) < 0.6 * per_nak_byte(&open));
 }
 
 #[test]

@@ -166,6 +166,7 @@ impl Agent for PgmSenderAgent {
                 rdata_packets: st.rdata_packets,
                 parity_packets: st.parity_packets,
                 naks_received: st.naks_received,
+                nak_sqns_source_limited: st.nak_sqns_source_limited,
                 acks: cc.acks,
                 acker_switches: cc.acker_switches,
                 loss_events: cc.loss_events,

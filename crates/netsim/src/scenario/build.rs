@@ -547,6 +547,9 @@ fn build_pgm(
     if let Some(b) = validate::repair_budget(fl, cx)? {
         cfg.repair_budget = b;
     }
+    if let Some(s) = validate::nak_source_share(fl, cx)? {
+        cfg.nak_source_share = s;
+    }
     if let Some(h) = fl.repair_holdoff {
         cfg.repair_holdoff = h;
     }

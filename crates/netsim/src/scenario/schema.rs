@@ -110,6 +110,7 @@ pub(super) struct FlowSpec {
     pub(super) limited_transmit: Option<bool>,
     pub(super) repairs: Option<bool>,
     pub(super) repair_budget: Option<Spanned<f64>>,
+    pub(super) nak_source_share: Option<Spanned<f64>>,
     pub(super) repair_holdoff: Option<bool>,
     pub(super) fec: Option<Spanned<u32>>,
     pub(super) realign_tokens: Option<bool>,

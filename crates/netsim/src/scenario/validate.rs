@@ -278,6 +278,26 @@ pub(super) fn repair_budget(
     Ok(Some(v.is_finite().then_some(v)))
 }
 
+/// `flow.nak_source_share`: a positive multiple of the session rate, `inf` for no per-source
+/// limit.
+pub(super) fn nak_source_share(
+    fl: &FlowSpec,
+    cx: &Ctx<'_>,
+) -> Result<Option<Option<f64>>, ScenarioError> {
+    let Some(b) = &fl.nak_source_share else {
+        return Ok(None);
+    };
+    let v = *b.get_ref();
+    if v.is_nan() || v <= 0.0 {
+        return cx.err(
+            b.span(),
+            "flow.nak_source_share",
+            "must be a positive multiple of the session rate (1.0 by default), or inf for no per-source limit",
+        );
+    }
+    Ok(Some(v.is_finite().then_some(v)))
+}
+
 /// `flow.fec`: on-demand parity over groups of this many packets, `0` for none.
 pub(super) fn fec(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<Option<u32>>, ScenarioError> {
     let Some(k) = &fl.fec else {
@@ -353,6 +373,7 @@ pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
         ("repairs", fl.repairs.is_some()),
         ("repair_budget", fl.repair_budget.is_some()),
+        ("nak_source_share", fl.nak_source_share.is_some()),
         ("repair_holdoff", fl.repair_holdoff.is_some()),
         ("fec", fl.fec.is_some()),
         ("cc", fl.cc.is_some()),

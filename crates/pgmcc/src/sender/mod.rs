@@ -92,6 +92,23 @@ const GRTT_ENTRIES: usize = 64;
 /// or stale timestamp echo cannot make receivers wait longer than this.
 pub const MAX_GRTT: Duration = Duration::from_secs(10);
 
+/// The per-source NAK limit's bucket for `from` (an FNV-1a hash of the address, keyed by the
+/// session's TSI so that sessions spread the same addresses differently).
+fn nak_source_bucket(from: IpAddr, tsi: &Tsi) -> usize {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |b: u8| {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    };
+    tsi.gsi.0.iter().for_each(|b| eat(*b));
+    tsi.sport.to_be_bytes().iter().for_each(|b| eat(*b));
+    match from {
+        IpAddr::V4(a) => a.octets().iter().for_each(|b| eat(*b)),
+        IpAddr::V6(a) => a.octets().iter().for_each(|b| eat(*b)),
+    }
+    (h % NAK_SOURCE_BUCKETS as u64) as usize
+}
+
 /// Most receivers the group size estimate tracks at once.
 pub const MAX_GROUP_TRACKED: usize = 1 << 16;
 
@@ -101,6 +118,14 @@ pub const MAX_NCF_QUEUE: usize = 256;
 
 /// The RTT the repair budget assumes for a window-based controller before any is measured.
 const BUDGET_RTT_DEFAULT: Duration = Duration::from_secs(1);
+
+/// Buckets of the per-source NAK limit ([`SenderConfig::nak_source_share`]): NAK sources hash
+/// into these, so its memory is bounded whatever the number of addresses.
+pub const NAK_SOURCE_BUCKETS: usize = 256;
+
+/// The per-source NAK limit's burst, at least: one full NAK list and its first sequence
+/// number, so one receiver's burst loss is asked for at once.
+const NAK_SOURCE_MIN_BURST: f64 = 64.0;
 
 /// A rate ceiling for the whole session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -206,6 +231,18 @@ pub struct SenderConfig {
     /// pgmcc paper, §3.8, leaves repairs unregulated). Default `Some(2.0)`: 1000 receivers
     /// behind independent 1% loss need about 1.2 RDATA per ODATA plus their NCFs.
     pub repair_budget: Option<f64>,
+    /// Per-source NAK limit (ours; `docs/core.md`, "Repair budget"): the repairs one source
+    /// address's NAKs may queue (new ones: sequence numbers not yet waiting for a repair,
+    /// each counted as one `max_tpdu` packet; parity counted per packet asked for) are at
+    /// most this fraction of the same session rate the repair budget uses, with a burst of
+    /// one group RTT's worth (at least 64 packets). Requests beyond are dropped without an
+    /// NCF ([`SenderStats::nak_sqns_source_limited`]), so that receiver NAKs again later.
+    /// Applies where the repair budget does. Default `Some(1.0)`: with the default budget of
+    /// 2.0, one NAKer can take at most half of it, and an honest receiver, which asks for
+    /// what it lost, never comes near it. Sources share [`NAK_SOURCE_BUCKETS`] buckets by a
+    /// hash of their address; one that spoofs others' addresses is bounded by the budget
+    /// alone.
+    pub nak_source_share: Option<f64>,
     /// On-demand FEC parity (RFC 3208 Appendix A; `docs/core.md`, "FEC parity") over
     /// transmission groups of this many packets (a power of two, 2 to 128): the source
     /// advertises it in OPT_FEC on its SPMs, and our receivers then ask for parity packets
@@ -274,6 +311,7 @@ impl SenderConfig {
             advertise_grtt: true,
             grtt_expiry: Duration::from_secs(30),
             repair_budget: Some(2.0),
+            nak_source_share: Some(1.0),
             fec: Some(64),
             ack_proof: None,
             signer: None,
@@ -354,6 +392,9 @@ pub struct SenderStats {
     pub ncfs_dropped: u64,
     /// Times a repair or NCF waited for the repair budget ([`SenderConfig::repair_budget`]).
     pub repairs_budget_limited: u64,
+    /// Sequence numbers (or parity packets) whose repair a NAK asked for beyond its source's
+    /// share ([`SenderConfig::nak_source_share`]): dropped, no NCF.
+    pub nak_sqns_source_limited: u64,
     /// NAKed sequence numbers within the repair hold-off of their latest RDATA
     /// ([`SenderConfig::repair_holdoff`]): no NCF, no second repair.
     pub naks_held_off: u64,
@@ -416,6 +457,10 @@ pub struct Sender {
     proven_ackers: Vec<IpAddr>,
     /// The last repair or NCF waited for `budget` (counts each wait once).
     budget_blocked: bool,
+    /// The per-source NAK limit's buckets ([`NAK_SOURCE_BUCKETS`], made on first use), and
+    /// their rate and burst in bytes, set with the repair budget's.
+    nak_sources: Vec<Option<RateLimiter>>,
+    nak_source_rate: Option<(u64, u64)>,
     /// ODATA bytes sent since the instant: the measured data rate's current interval.
     odata_meter: (Instant, u64),
     /// ODATA bytes per second over the last full interval (one group RTT, at least 100 ms).
@@ -501,6 +546,8 @@ impl Sender {
             budget: None,
             proven_ackers: Vec::new(),
             budget_blocked: false,
+            nak_sources: Vec::new(),
+            nak_source_rate: None,
             odata_meter: (now, 0),
             odata_rate: 0.0,
             repairs: VecDeque::new(),
@@ -799,7 +846,7 @@ impl Sender {
                     self.note_receiver(now, from, rtt);
                 }
                 if self.config.repairs {
-                    self.on_nak(now, &repr, &nak, rtt);
+                    self.on_nak(now, from, &repr, &nak, rtt);
                 } else {
                     self.stats.naks_received += 1;
                 }
@@ -943,6 +990,7 @@ impl Sender {
 
     /// Sets the repair budget's rate from the controller's current rate and the group RTT.
     fn refresh_budget(&mut self, now: Instant) {
+        self.nak_source_rate = None;
         let (Some(share), Some(cc)) = (self.config.repair_budget, self.cc.as_ref()) else {
             self.budget = None;
             return;
@@ -973,10 +1021,41 @@ impl Sender {
         let session = (pps * tpdu).max(self.odata_rate);
         let rate = (share.max(0.0) * session).clamp(1.0, 1e12);
         let burst = (rate * rtt).max(4.0 * tpdu).min(1e12) as u64;
+        self.nak_source_rate = self.config.nak_source_share.map(|f| {
+            let r = (f.max(0.0) * session).clamp(1.0, 1e12);
+            (
+                r as u64,
+                (r * rtt).max(NAK_SOURCE_MIN_BURST * tpdu).min(1e12) as u64,
+            )
+        });
         match &mut self.budget {
             Some(b) => b.set_rate(now, rate as u64, burst),
             None => self.budget = Some(RateLimiter::new(rate as u64, burst, now)),
         }
+    }
+
+    /// True when `from`'s share ([`SenderConfig::nak_source_share`]) lets it queue `packets`
+    /// more repairs; charges them if so.
+    fn source_allows(&mut self, now: Instant, from: IpAddr, packets: usize) -> bool {
+        let Some((rate, burst)) = self.nak_source_rate else {
+            return true;
+        };
+        if self.nak_sources.is_empty() {
+            self.nak_sources = vec![None; NAK_SOURCE_BUCKETS];
+        }
+        let bytes = packets.saturating_mul(self.config.max_tpdu);
+        let i = nak_source_bucket(from, &self.config.tsi);
+        let Some(slot) = self.nak_sources.get_mut(i) else {
+            return true;
+        };
+        let b = slot.get_or_insert_with(|| RateLimiter::new(rate, burst, now));
+        b.set_rate(now, rate, burst);
+        if !b.allows(now, bytes) {
+            self.stats.nak_sqns_source_limited += packets as u64;
+            return false;
+        }
+        b.charge(now, bytes);
+        true
     }
 
     /// True when the repair budget lets `len` bytes of NCF or RDATA go now.
@@ -1064,7 +1143,14 @@ impl Sender {
         })
     }
 
-    fn on_nak(&mut self, now: Instant, repr: &Repr<'_>, nak: &NakRepr, rtt: Option<RttSample>) {
+    fn on_nak(
+        &mut self,
+        now: Instant,
+        from: IpAddr,
+        repr: &Repr<'_>,
+        nak: &NakRepr,
+        rtt: Option<RttSample>,
+    ) {
         if !self.is_ours(repr, nak) {
             self.stats.naks_foreign += 1;
             return;
@@ -1088,7 +1174,7 @@ impl Sender {
         let list = repr.options.nak_list.unwrap_or_default();
         if repr.header_flags & OPT_PARITY != 0 {
             let sqns = core::iter::once(&nak.sqn).chain(list.as_slice()).copied();
-            self.on_parity_nak(now, sqns, holdoff, ncf_holdoff);
+            self.on_parity_nak(now, from, sqns, holdoff, ncf_holdoff);
             return;
         }
         let mut ncf = SqnList::new();
@@ -1109,6 +1195,11 @@ impl Sender {
                     self.stats.naks_held_off += 1;
                     continue;
                 }
+            }
+            // A new repair is charged to the NAK's source; beyond its share, no NCF either:
+            // it NAKs again.
+            if !self.repair_set.contains(&sqn) && !self.source_allows(now, from, 1) {
+                continue;
             }
             let fresh = self.repair_set.insert(sqn);
             if fresh {
@@ -1137,6 +1228,7 @@ impl Sender {
     fn on_parity_nak(
         &mut self,
         now: Instant,
+        from: IpAddr,
         sqns: impl Iterator<Item = u32>,
         holdoff: Option<Duration>,
         ncf_holdoff: Option<Duration>,
@@ -1144,11 +1236,19 @@ impl Sender {
         let mut ncf = SqnList::new();
         for s in sqns {
             self.stats.parity_naks_received += 1;
-            let Some(parity) = self.parity.as_mut() else {
+            let Some(k) = self.parity.as_ref().map(|p| p.tg_size()) else {
                 self.stats.parity_naks_refused += 1;
                 continue;
             };
-            let k = parity.tg_size();
+            // Charged to the source by the count it asks for (`TG_SQN | (count - 1)`),
+            // repeats included: an honest receiver asks for about its losses per group.
+            let asked = (s & k.saturating_sub(1)) as usize + 1;
+            if !self.source_allows(now, from, asked) {
+                continue;
+            }
+            let Some(parity) = self.parity.as_mut() else {
+                continue;
+            };
             let tg = crate::fec::tg_sqn(s, k);
             let (verdict, naks) = parity.on_nak(now, s, &self.txw, holdoff);
             match naks {
