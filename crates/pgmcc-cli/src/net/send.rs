@@ -464,7 +464,19 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             opts.manifest = Some(pass_manifest.clone());
             let ctx = PassCtx { args, group, len, cc_on, zeromq, keyed: &keyed, pass, passes, first_sha };
             match one_pass(&ctx, opts, this, pass_manifest, &mut stop).await? {
-                PassEnd::Stopped(report, code) => break (report, code),
+                PassEnd::Stopped(report, code) => {
+                    // A later pass that stopped (nobody answered it, or Ctrl-C) does not undo
+                    // the earlier ones: say who has the stream so far.
+                    if pass > 1 {
+                        let sha = first_sha.as_ref().map(|s| hex_string(s)).unwrap_or_default();
+                        let (lines, _) = report_table(&reports, &heard, &sha, args.expect.as_ref());
+                        eprintln!("pgmcc send: after {} of {passes} passes, {} delivery report{}:", pass - 1, reports.len(), if reports.len() == 1 { "" } else { "s" });
+                        for l in &lines {
+                            eprintln!("{l}");
+                        }
+                    }
+                    break (report, code);
+                }
                 PassEnd::Sent(report, digest) => {
                     for r in &report.status.reports {
                         match reports.iter_mut().find(|x| x.receiver == r.receiver) {
