@@ -264,18 +264,12 @@ pub(super) fn repair_budget(
     fl: &FlowSpec,
     cx: &Ctx<'_>,
 ) -> Result<Option<Option<f64>>, ScenarioError> {
-    let Some(b) = &fl.repair_budget else {
-        return Ok(None);
-    };
-    let v = *b.get_ref();
-    if v.is_nan() || v <= 0.0 {
-        return cx.err(
-            b.span(),
-            "flow.repair_budget",
-            "must be a positive multiple of the controller's rate (2.0 by default), or inf for no budget",
-        );
-    }
-    Ok(Some(v.is_finite().then_some(v)))
+    positive_or_inf(
+        fl.repair_budget.as_ref(),
+        "flow.repair_budget",
+        "must be a positive multiple of the controller's rate (2.0 by default), or inf for no budget",
+        cx,
+    )
 }
 
 /// `flow.nak_source_share`: a positive multiple of the session rate, `inf` for no per-source
@@ -284,18 +278,29 @@ pub(super) fn nak_source_share(
     fl: &FlowSpec,
     cx: &Ctx<'_>,
 ) -> Result<Option<Option<f64>>, ScenarioError> {
-    let Some(b) = &fl.nak_source_share else {
+    positive_or_inf(
+        fl.nak_source_share.as_ref(),
+        "flow.nak_source_share",
+        "must be a positive multiple of the session rate (1.0 by default), or inf for no per-source limit",
+        cx,
+    )
+}
+
+/// A key that takes a positive number, or `inf` for none (`Some(None)`); `None` when absent.
+fn positive_or_inf(
+    v: Option<&Spanned<f64>>,
+    key: &'static str,
+    what: &str,
+    cx: &Ctx<'_>,
+) -> Result<Option<Option<f64>>, ScenarioError> {
+    let Some(b) = v else {
         return Ok(None);
     };
-    let v = *b.get_ref();
-    if v.is_nan() || v <= 0.0 {
-        return cx.err(
-            b.span(),
-            "flow.nak_source_share",
-            "must be a positive multiple of the session rate (1.0 by default), or inf for no per-source limit",
-        );
+    let x = *b.get_ref();
+    if x.is_nan() || x <= 0.0 {
+        return cx.err(b.span(), key, what);
     }
-    Ok(Some(v.is_finite().then_some(v)))
+    Ok(Some(x.is_finite().then_some(x)))
 }
 
 /// `flow.fec`: on-demand parity over groups of this many packets, `0` for none.
