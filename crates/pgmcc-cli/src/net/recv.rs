@@ -547,10 +547,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                         if let (Some(h), false) = (&held, matched) {
                             if !h.same_stream(&m) {
                                 if !args.daemon {
-                                    failure = Some(format!(
-                                        "session {tsi} carries {:?} ({} bytes), not the stream this receiver holds part of from the source's earlier pass ({:?}, {} bytes)",
-                                        m.name, m.size.unwrap_or(0), h.manifest.name, h.size()
-                                    ));
+                                    failure = Some(format!("session {tsi} {}", h.other_stream(&m)));
                                     break;
                                 }
                                 // The daemon moves on: what it held is dropped.
@@ -874,9 +871,16 @@ struct Held {
 }
 
 impl Held {
-    /// The stream's size.
-    fn size(&self) -> u64 {
-        self.manifest.size.unwrap_or(0)
+    /// "carries NAME (SIZE bytes), not the stream ...": why a session announcing `m` is not
+    /// the one held.
+    fn other_stream(&self, m: &pgm_wire::Manifest) -> String {
+        format!(
+            "carries {:?} ({} bytes), not the stream this receiver holds part of from the source's earlier pass ({:?}, {} bytes)",
+            m.name,
+            m.size.unwrap_or(0),
+            self.manifest.name,
+            self.manifest.size.unwrap_or(0)
+        )
     }
 
     /// Whether a session announcing `m` carries the same stream: name, kind and size, and
@@ -925,10 +929,8 @@ fn assemble(
     };
     if let Some(h) = held.filter(|h| !h.same_stream(m)) {
         return Ok(Assembled::Refused(format!(
-            "the session carries {:?} ({size} bytes), not the stream held from the source's earlier pass ({:?}, {} bytes)",
-            m.name,
-            h.manifest.name,
-            h.size()
+            "the session {}",
+            h.other_stream(m)
         )));
     }
     if let Some(sp) = spool {

@@ -143,6 +143,25 @@ impl Input {
         Ok(Input::Tree(first.clone(), tree))
     }
 
+    /// Bytes it holds: a file's length (`meta`, its metadata), a tree's archive size;
+    /// unknown for standard input.
+    fn size(&self, meta: Option<&std::fs::Metadata>) -> Option<u64> {
+        match self {
+            Input::Tree(_, t) => Some(t.size()),
+            _ => meta.map(std::fs::Metadata::len),
+        }
+    }
+
+    /// Its metadata (none for standard input).
+    fn metadata(&self) -> Result<Option<std::fs::Metadata>> {
+        match self {
+            Input::Stdin => Ok(None),
+            Input::File(p) | Input::Tree(p, _) => std::fs::metadata(p)
+                .map(Some)
+                .with_context(|| format!("reading {}", p.display())),
+        }
+    }
+
     /// The manifest's name: the file's or directory's, a description of a file set, or
     /// nothing for standard input.
     fn name(&self, inputs: usize) -> String {
@@ -379,16 +398,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     }
     let cc_on = args.cc() != Controller::None;
     let input = Input::open(&args.inputs)?;
-    let meta = match &input {
-        Input::Stdin => None,
-        Input::File(p) | Input::Tree(p, _) => {
-            Some(std::fs::metadata(p).with_context(|| format!("reading {}", p.display()))?)
-        }
-    };
-    let len = match &input {
-        Input::Tree(_, t) => Some(t.size()),
-        _ => meta.as_ref().map(std::fs::Metadata::len),
-    };
+    let meta = input.metadata()?;
+    let len = input.size(meta.as_ref());
     // What the session carries, on every SPM; the SHA-256 is added at the end.
     let manifest = pgm_wire::Manifest {
         size: len,
@@ -435,11 +446,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                 None => {
                     // Read again for the next pass: it must be the same stream.
                     let i = Input::open(&args.inputs)?;
-                    let l = match &i {
-                        Input::Tree(_, t) => Some(t.size()),
-                        Input::File(p) => Some(std::fs::metadata(p).with_context(|| format!("reading {}", p.display()))?.len()),
-                        Input::Stdin => None,
-                    };
+                    let l = i.size(i.metadata()?.as_ref());
                     if l != len {
                         bail!("the input changed after pass 1 ({} bytes then, {} now): receivers could not combine the passes; nothing more sent", len.unwrap_or(0), l.unwrap_or(0));
                     }
@@ -470,10 +477,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     if pass > 1 {
                         let sha = first_sha.as_ref().map(|s| hex_string(s)).unwrap_or_default();
                         let (lines, _) = report_table(&reports, &heard, &sha, args.expect.as_ref());
-                        eprintln!("pgmcc send: after {} of {passes} passes, {} delivery report{}:", pass - 1, reports.len(), if reports.len() == 1 { "" } else { "s" });
-                        for l in &lines {
-                            eprintln!("{l}");
-                        }
+                        print_reports(&format!("after {} of {passes} passes, ", pass - 1), reports.len(), &lines);
                     }
                     break (report, code);
                 }
@@ -509,12 +513,8 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     if pass < passes {
                         eprintln!("pgmcc send: no receiver waits for another pass after pass {pass} of {passes}{}: no more passes", if args.expect.is_some() { ", and every --expect receiver confirmed" } else { "" });
                     }
-                    let n = reports.len();
-                    if n > 0 || args.expect.is_some() || !lines.is_empty() {
-                        eprintln!("pgmcc send: {n} delivery report{}:", if n == 1 { "" } else { "s" });
-                        for l in &lines {
-                            eprintln!("{l}");
-                        }
+                    if !reports.is_empty() || args.expect.is_some() || !lines.is_empty() {
+                        print_reports("", reports.len(), &lines);
                     }
                     let code = match (&args.expect, ok) {
                         (Some(e), false) => {
@@ -549,6 +549,17 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         }
         Ok(code)
     })
+}
+
+/// "pgmcc send: {prefix}N delivery reports:" and the table's lines.
+fn print_reports(prefix: &str, n: usize, lines: &[String]) {
+    eprintln!(
+        "pgmcc send: {prefix}{n} delivery report{}:",
+        if n == 1 { "" } else { "s" }
+    );
+    for l in lines {
+        eprintln!("{l}");
+    }
 }
 
 /// What one pass needs besides its options and input.
@@ -721,29 +732,20 @@ async fn one_pass(
                     Err(_) => {
                         let st = tx.status();
                         warn_if_no_acker(&st, cc_on, &mut warned, &pb);
-                        pb.set_message(sender_message(&st));
-                        let left = st.stats.odata_bytes.min(total);
-                        pb.set_position(left);
-                        lines.tick(left, len);
+                        show_progress(&st, total, len, &pb, &mut lines);
                     }
                 }
             }
         }
         total += n as u64;
-        // What has left as ODATA, not what was read: the source queues what it is given.
         let st = tx.status();
-        let left = st.stats.odata_bytes.min(total);
-        pb.set_position(left);
-        lines.tick(left, len);
+        show_progress(&st, total, len, &pb, &mut lines);
         warn_if_no_acker(&st, cc_on, &mut warned, &pb);
-        pb.set_message(sender_message(&st));
     }
     let sending_secs = started.elapsed().as_secs_f64();
 
     let (tsi, source) = (tx.tsi(), tx.local_addr());
-    let digest = hash.finalize();
-    let mut sha256 = [0u8; 32];
-    sha256.copy_from_slice(&digest);
+    let sha256: [u8; 32] = hash.finalize().into();
     if input_error.is_none() && first_sha.is_some_and(|s| s != sha256) {
         input_error = Some(format!(
             "the input changed after pass 1 (its sha256 is now {}): receivers could not combine the passes",
@@ -776,12 +778,10 @@ async fn one_pass(
             }
             _ = tick.tick() => {
                 let st = watch.get();
-                let left = st.stats.odata_bytes.min(total);
-                pb.set_position(left);
                 if st.data_sent_secs.is_none() {
-                    pb.set_message(sender_message(&st));
-                    lines.tick(left, len);
+                    show_progress(&st, total, len, &pb, &mut lines);
                 } else {
+                    pb.set_position(st.stats.odata_bytes.min(total));
                     pb.set_message("all data sent; serving repairs until receivers are quiet (--linger)");
                 }
             }
@@ -809,7 +809,7 @@ async fn one_pass(
         }
         Ok(status) => {
             pb.finish_and_clear();
-            let sha = hex_string(&digest);
+            let sha = hex_string(&sha256);
             let secs = status.elapsed_secs;
             // Until the last byte left as ODATA (the core queues what `write` hands it).
             let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
@@ -866,6 +866,21 @@ fn cc_config(args: &SendArgs, max_tpdu: usize) -> Result<CcConfig> {
         lw.ceiling = ceiling;
     }
     Ok(cc)
+}
+
+/// The bar and the progress line: what has left as ODATA (of `total` read so far, of `len`
+/// if known), not what was read, since the source queues what it is given; and the status.
+fn show_progress(
+    st: &pgmcc_net::SenderStatus,
+    total: u64,
+    len: Option<u64>,
+    pb: &ProgressBar,
+    lines: &mut LineProgress,
+) {
+    let left = st.stats.odata_bytes.min(total);
+    pb.set_position(left);
+    lines.tick(left, len);
+    pb.set_message(sender_message(st));
 }
 
 /// pgmcc needs a receiver that answers its election with ACKs; OpenPGM receivers never do
