@@ -389,3 +389,57 @@ fn a_receiver_without_reports_bounds_the_window_at_tcps() {
     // 19,127-19,467 (seeds 1-3; about 23,700 before the per-source NAK limit).
     assert!(lost > 17_000, "{lost}");
 }
+
+/// `scenarios/acker-hijack.toml` with `acker_reports = KNOB` on the pgmcc flow: pgmcc's and
+/// TCP's rates over 40-90 s (kbit/s), the fraction of what reached PR's 2 Mbit/s link that
+/// was dropped, and how many times the source discredited its acker's reports.
+fn hijack_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
+    let s = run_with_knob(
+        "acker-hijack",
+        "kind = \"pgmcc\"\n",
+        &format!("acker_reports = \"{knob}\""),
+        seed,
+    );
+    let rate = |name: &str| {
+        let f = s.flows.iter().find(|f| f.name == name).unwrap();
+        netsim::run::mean_between(&s, &f.series_kbps, 40.0, 90.0)
+    };
+    let link = s
+        .links
+        .iter()
+        .find(|l| l.from == "R" && l.to == "B")
+        .unwrap();
+    let dropped = link.queue_drops as f64 / (link.queue_drops + link.packets) as f64;
+    let flow = s.flows.iter().find(|f| f.name == "pgmcc").unwrap();
+    let netsim::AgentReport::PgmSender(Some(tx)) = &flow.report else {
+        panic!("not a PGM sender report");
+    };
+    (rate("pgmcc"), rate("tcp"), dropped, tx.reports_discredited)
+}
+
+/// Issue 21: "a false loss report wins the acker election". A receiver on a 10 Mbit/s path
+/// claims 50% loss and wins; with the paper's trust its ACKs clock the source past the
+/// honest receiver's 2 Mbit/s link, where TCP starves. The recommended controller checks the
+/// acker's reports against its ACKs (`acker_reports = "check"`, docs/pgmcc.md difference
+/// 17): the liar is found within its first few hundred packets and the honest receiver
+/// clocks the session.
+#[test]
+fn a_receiver_lying_about_its_loss_cannot_clock_the_source() {
+    // Measured (seeds 1-3): pgmcc 860-928 kbit/s, TCP 996-1,066, 2.6-3.0% dropped, one
+    // discredit each.
+    for seed in [1, 2] {
+        let (pgm, tcp, dropped, discredited) = hijack_run("check", seed);
+        eprintln!("check, seed {seed}: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
+        assert!((800.0..1000.0).contains(&pgm), "seed {seed}: pgmcc {pgm}");
+        assert!((950.0..1150.0).contains(&tcp), "seed {seed}: TCP {tcp}");
+        assert!(dropped < 0.04, "seed {seed}: {dropped}");
+        assert_eq!(discredited, 1, "seed {seed}");
+    }
+    // Trusted (seeds 1-3): pgmcc 2,012-2,427 kbit/s, TCP 1-23, 50-58% dropped.
+    let (pgm, tcp, dropped, discredited) = hijack_run("trust", 1);
+    eprintln!("trust: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
+    assert!(pgm > 1900.0, "{pgm}");
+    assert!(tcp < 50.0, "{tcp}");
+    assert!(dropped > 0.3, "{dropped}");
+    assert_eq!(discredited, 0);
+}

@@ -221,6 +221,22 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
         e.contains("flow.election") && e.contains("like-with-like"),
         "{e}"
     );
+    let e = error_of(&with("acker_reports = \"maybe\""));
+    assert!(
+        e.contains("flow.acker_reports") && e.contains("check"),
+        "{e}"
+    );
+    let e = error_of(&with("cc = \"tfmcc\"\nacker_reports = \"check\""));
+    assert!(
+        e.contains("flow.acker_reports") && e.contains("tfmcc"),
+        "{e}"
+    );
+    let liar = TWO_PATHS.replacen("node = \"A\"", "node = \"A\"\nclaim_loss = 1.5", 1);
+    let e = error_of(&liar);
+    assert!(
+        e.contains("flow.receiver.claim_loss") && e.contains("0 to 1"),
+        "{e}"
+    );
     let e = error_of(&with("repair_budget = 0.0"));
     assert!(e.contains("flow.repair_budget") && e.contains("inf"), "{e}");
     let e = error_of(&with("repair_budget = nan"));

@@ -711,6 +711,81 @@ fn a_receiver_advertising_absurd_loss_cannot_stall_the_session_forever() {
     );
 }
 
+#[test]
+fn an_acker_claiming_loss_its_acks_do_not_show_is_discredited_for_good() {
+    // Issue 21: a receiver on a fast path claims 50% loss, wins the election and ACKs every
+    // packet it gets (it gets them all). With the recommended controller the source checks
+    // its reports against its ACKs: it is found after ~150 packets (what its filter could
+    // still owe, 0.5 x 65536/500 = 65.5 losses, plus the slack), its loss counts as the 0%
+    // its ACKs showed, the window goes back to what it was when it became acker, the honest
+    // receiver's next report wins, and the liar's later claims never win again.
+    let mut cc = Pgmcc::new(PgmccConfig::recommended(), ms(0));
+    let (liar, honest) = (rx_addr(66), rx_addr(1));
+    let report = |rx: IpAddr, t: u32, loss: u16| PgmccFeedback {
+        tstamp: t,
+        loss_rate: loss,
+        rx,
+    };
+    let all = AckRepr {
+        rx_max: 0,
+        bitmap: !0,
+    };
+    drive::send(&mut cc, ms(0), 0);
+    drive::ack_fb(&mut cc, ms(1), liar, &all, Some(&report(liar, 0, 32768)));
+    assert_eq!(cc.metrics().acker, Some(liar));
+    let mut found = None;
+    let mut window_when_found = 0.0;
+    for s in 1..2000u32 {
+        let t = u64::from(s);
+        drive::send(&mut cc, ms(t), s);
+        let a = AckRepr { rx_max: s, ..all };
+        drive::ack_fb(&mut cc, ms(t), liar, &a, Some(&report(liar, s, 32768)));
+        if found.is_none() && cc.metrics().stats.reports_discredited > 0 {
+            found = Some(s);
+            window_when_found = cc.window();
+        }
+        if s % 50 == 0 {
+            // The honest receiver: 2% loss, the same RTT.
+            drive::nak(&mut cc, ms(t), &[s - 1], Some(&report(honest, s - 1, 1311)));
+        }
+    }
+    let found = found.expect("the liar was discredited");
+    assert!((140..=160).contains(&found), "found after {found} packets");
+    assert!(window_when_found <= 2.0, "window {window_when_found}");
+    // The honest receiver's first NAK after that took over; the liar's claims come on
+    // every ACK and NAK since and change nothing.
+    assert_eq!(cc.metrics().acker, Some(honest));
+    drive::nak(
+        &mut cc,
+        ms(2000),
+        &[1999],
+        Some(&report(liar, 1999, u16::MAX)),
+    );
+    assert_eq!(cc.metrics().acker, Some(honest));
+    assert_eq!(cc.metrics().stats.reports_discredited, 1);
+
+    // The paper's controller believes it for ever.
+    let mut paper = Pgmcc::new(PgmccConfig::default(), ms(0));
+    drive::send(&mut paper, ms(0), 0);
+    drive::ack_fb(&mut paper, ms(1), liar, &all, Some(&report(liar, 0, 32768)));
+    for s in 1..2000u32 {
+        let t = u64::from(s);
+        drive::send(&mut paper, ms(t), s);
+        let a = AckRepr { rx_max: s, ..all };
+        drive::ack_fb(&mut paper, ms(t), liar, &a, Some(&report(liar, s, 32768)));
+        if s % 50 == 0 {
+            drive::nak(
+                &mut paper,
+                ms(t),
+                &[s - 1],
+                Some(&report(honest, s - 1, 1311)),
+            );
+        }
+    }
+    assert_eq!(paper.metrics().acker, Some(liar));
+    assert!(paper.window() > 50.0, "{}", paper.window());
+}
+
 // --- resource bounds -------------------------------------------------------------------------
 
 #[test]

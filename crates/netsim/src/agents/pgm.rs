@@ -171,6 +171,7 @@ impl Agent for PgmSenderAgent {
                 acker_switches: cc.acker_switches,
                 loss_events: cc.loss_events,
                 stalls: cc.stalls,
+                reports_discredited: cc.reports_discredited,
                 window: s
                     .cc_metrics()
                     .and_then(|m| m.packets_per_rtt())
@@ -195,6 +196,17 @@ pub struct PgmReceiverAgent {
     pub unrecoverable: u64,
     /// The session ended (FIN seen and everything accounted for).
     pub ended: bool,
+    /// A misbehaving receiver (issue 21's attacker): every report it sends claims this loss
+    /// rate (the draft's 16-bit scale) instead of what it measured.
+    claim_loss: Option<u16>,
+}
+
+/// `buf` with its OPT_PGMCC_FEEDBACK's loss rate replaced by `loss`, re-encoded with a valid
+/// checksum; `None` if it carries no report.
+fn with_claimed_loss(buf: &[u8], loss: u16) -> Option<Vec<u8>> {
+    let mut r = pgm_wire::Repr::parse(buf).ok()?;
+    r.options.pgmcc_feedback.as_mut()?.loss_rate = loss;
+    r.to_vec().ok()
 }
 
 impl PgmReceiverAgent {
@@ -209,7 +221,14 @@ impl PgmReceiverAgent {
             delivered: 0,
             unrecoverable: 0,
             ended: false,
+            claim_loss: None,
         }
+    }
+
+    /// This receiver lies: every report it sends claims loss rate `loss` (0-1).
+    pub fn claiming_loss(mut self, loss: f64) -> PgmReceiverAgent {
+        self.claim_loss = Some((loss.clamp(0.0, 1.0) * 65535.0).round() as u16);
+        self
     }
 
     /// The core's receiver.
@@ -222,13 +241,14 @@ impl PgmReceiverAgent {
             return;
         };
         while let Some(t) = r.poll_transmit(now, &mut self.buf) {
-            ctx.send(pgm_packet(
-                ctx.addr,
-                t,
-                &self.buf,
-                self.config.group,
-                self.flow,
-            ));
+            let forged = self
+                .claim_loss
+                .and_then(|loss| with_claimed_loss(&self.buf[..t.len], loss));
+            let (t, buf) = match &forged {
+                Some(f) => (Transmit { len: f.len(), ..t }, &f[..]),
+                None => (t, &self.buf[..]),
+            };
+            ctx.send(pgm_packet(ctx.addr, t, buf, self.config.group, self.flow));
         }
         while let Some(ev) = r.poll_event() {
             match ev {

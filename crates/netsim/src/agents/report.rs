@@ -46,6 +46,8 @@ pub struct PgmSenderReport {
     pub loss_events: u64,
     /// Stall timeouts.
     pub stalls: u64,
+    /// Ackers whose loss reports claimed far more loss than their ACKs showed.
+    pub reports_discredited: u64,
     /// The controller's window (0 without a controller).
     pub window: f64,
     /// The current acker, if any.
@@ -135,6 +137,7 @@ impl AgentReport {
                 ("acker_switches", r.acker_switches as f64),
                 ("loss_events", r.loss_events as f64),
                 ("stalls", r.stalls as f64),
+                ("reports_discredited", r.reports_discredited as f64),
                 ("window", r.window),
             ],
             AgentReport::PgmReceiver(Some(r)) => vec![

@@ -182,6 +182,7 @@ pub fn load_with_pgmcc(
             "loss_report",
             "election",
             "silent_receivers",
+            "acker_reports",
             "fec",
         ],
     );
@@ -583,7 +584,20 @@ fn build_pgm(
         if r.reports == Some(false) {
             rcfg.pgmcc = false;
         }
-        let a = sim.add_agent(n, Box::new(PgmReceiverAgent::new(id, rcfg)), join, leave);
+        let mut agent = PgmReceiverAgent::new(id, rcfg);
+        // `claim_loss = P`: a misbehaving receiver whose every report claims loss rate P
+        // (issue 21's attacker on a fast path).
+        if let Some(p) = &r.claim_loss {
+            if !(0.0..=1.0).contains(p.get_ref()) {
+                return cx.err(
+                    p.span(),
+                    "flow.receiver.claim_loss",
+                    format!("{} is not a loss rate: use 0 to 1", p.get_ref()),
+                );
+            }
+            agent = agent.claiming_loss(*p.get_ref());
+        }
+        let a = sim.add_agent(n, Box::new(agent), join, leave);
         sim.join(n, group, join, leave);
         receivers.push((a, r.node.get_ref().clone(), join, leave));
     }

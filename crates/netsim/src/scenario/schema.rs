@@ -81,6 +81,7 @@ pub(super) struct ReceiverSpec {
     pub(super) join: Option<Spanned<String>>,
     pub(super) leave: Option<Spanned<String>>,
     pub(super) reports: Option<bool>,
+    pub(super) claim_loss: Option<Spanned<f64>>,
 }
 
 /// `[[flow]]`: every key of every kind and controller; `validate` refuses the ones that do
@@ -121,6 +122,7 @@ pub(super) struct FlowSpec {
     pub(super) loss_report: Option<Spanned<String>>,
     pub(super) election: Option<Spanned<String>>,
     pub(super) silent_receivers: Option<Spanned<String>>,
+    pub(super) acker_reports: Option<Spanned<String>>,
     pub(super) cc: Option<Spanned<String>>,
     /// Pseudofed knobs (`cc = "pseudofed"`, docs/pseudofed.md).
     pub(super) representatives: Option<Spanned<u32>>,

@@ -40,6 +40,9 @@ pub struct CcStats {
     /// Times the window was cut to the bound a receiver without reports sets
     /// ([`super::pgmcc::PgmccConfig::cap_for_silent`]).
     pub silent_caps: u64,
+    /// Ackers whose loss reports claimed far more loss than their ACKs showed
+    /// ([`super::pgmcc::PgmccConfig::check_reports`]).
+    pub reports_discredited: u64,
 }
 
 /// A rate-based controller's sending rate.

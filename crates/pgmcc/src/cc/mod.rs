@@ -12,6 +12,7 @@
 //! * [`lowweight`]: the low-weight multi-sender controller (Scholl and Parnes) and an
 //!   ACK-less pgmcc variant, both driven by the worst receiver's quick NAKs
 //!   (`docs/lowweight.md`).
+//! * [`report_check`]: the acker's loss reports checked against its own ACKs (ours).
 //! * [`pgmcc`]: acker election and tracking, RTT measurement, stalls, tying it together
 //!   (§3.4-3.6).
 //!
@@ -33,6 +34,7 @@ pub mod lowweight;
 pub mod pgmcc;
 pub mod pseudofed;
 pub mod registry;
+pub mod report_check;
 pub mod rtt;
 pub mod silent;
 pub mod tfmcc;

@@ -19,6 +19,7 @@ use pgm_wire::{Options, PgmccData, PgmccFeedback, ReportBar};
 use serde::Serialize;
 
 use super::ack_tracker::AckTracker;
+use super::report_check::{ReportCheck, Verdict};
 use super::rtt::MAX_RTT_MS;
 use super::silent::SilentReceivers;
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
@@ -115,6 +116,14 @@ pub struct PgmccConfig {
     /// and ours with `--no-pgmcc` never take part in the election, so their loss, read from
     /// their NAKs, bounds the window at TCP's for that loss ([`super::silent`]).
     pub cap_for_silent: bool,
+    /// The acker's loss reports checked against its own ACKs (ours; paper: false,
+    /// recommended: true; [`super::report_check`]): once its reports claim far more loss
+    /// than its ACKs show, its loss counts as what they show, in this and every later
+    /// election, and the window goes back to what it was when it became acker. A receiver
+    /// on a fast path can no longer win the election with a false loss rate and then clock
+    /// the source past the slowest receiver. Applies to the filter's reports
+    /// ([`LossReport::Filter`]) only.
+    pub check_reports: bool,
 }
 
 impl Default for PgmccConfig {
@@ -136,6 +145,7 @@ impl Default for PgmccConfig {
             advertise_report_bar: false,
             unproven_window: 64,
             cap_for_silent: false,
+            check_reports: false,
         }
     }
 }
@@ -256,6 +266,7 @@ impl PgmccConfig {
             slow_start: SlowStart::Adaptive,
             election: Election::LikeWithLike,
             cap_for_silent: true,
+            check_reports: true,
             ..PgmccConfig::default()
         }
     }
@@ -355,7 +366,17 @@ pub struct Pgmcc {
     /// Packets the acker's ACKs declared lost, latest [`ACKER_LOSSES`]: a silent receiver's
     /// loss the acker shared is already in the acker's reports.
     acker_lost: VecDeque<u32>,
+    /// The current acker's reports against its ACKs ([`PgmccConfig::check_reports`]), and
+    /// the window when it became acker.
+    check: Option<ReportCheck>,
+    window_at_switch: f64,
+    /// Receivers whose reports were discredited, with the loss rate their ACKs showed: what
+    /// their reports count as from then on (latest [`DISCREDITED`]).
+    discredited: VecDeque<(IpAddr, u16)>,
 }
+
+/// Discredited receivers remembered ([`Pgmcc::discredited`]).
+const DISCREDITED: usize = 16;
 
 /// Acker losses remembered ([`Pgmcc::acker_lost`]).
 const ACKER_LOSSES: usize = 512;
@@ -407,6 +428,9 @@ impl Pgmcc {
             stats: CcStats::default(),
             silent: SilentReceivers::default(),
             acker_lost: VecDeque::new(),
+            check: None,
+            window_at_switch: 1.0,
+            discredited: VecDeque::new(),
             cfg,
         }
     }
@@ -425,6 +449,7 @@ impl Pgmcc {
             + usize::from(self.acker.is_some())
             + self.events.len()
             + self.silent.len()
+            + self.discredited.len()
     }
 
     fn push_event(&mut self, ev: CcEvent) {
@@ -497,6 +522,9 @@ impl Pgmcc {
             self.stats.acker_switches += 1;
         }
         self.tracker.reset(first);
+        self.check = (self.cfg.check_reports && self.cfg.loss_report == LossReport::Filter)
+            .then(|| ReportCheck::new(first));
+        self.window_at_switch = self.window.window();
         self.acker = Some(AckerState {
             addr,
             op,
@@ -521,6 +549,11 @@ impl Pgmcc {
 
     /// One receiver report: elect, update the acker, or switch (§3.5).
     fn on_operating_point(&mut self, now: Instant, rx: IpAddr, rtt: u32, loss: u16) {
+        // A discredited receiver's loss is what its ACKs showed, whatever it reports now.
+        let loss = match self.discredited.iter().find(|d| d.0 == rx) {
+            Some(&(_, shown)) => loss.min(shown),
+            None => loss,
+        };
         let op = Operating {
             rtt,
             loss: u32::from(loss),
@@ -675,6 +708,35 @@ impl Pgmcc {
         }
     }
 
+    /// The acker's reports claimed far more loss than its ACKs showed
+    /// ([`PgmccConfig::check_reports`]): from now on its loss is what they showed, and what
+    /// the window gained while it was acker is taken back.
+    fn discredit(&mut self, now: Instant, addr: IpAddr, shown: u16) {
+        self.stats.reports_discredited += 1;
+        tracing::warn!(
+            t_ns = now.as_nanos(),
+            acker = %addr,
+            shown_loss = f64::from(shown) / 65535.0,
+            "the acker's loss reports claim far more loss than its ACKs show: they count as \
+             what its ACKs show from now on"
+        );
+        match self.discredited.iter_mut().find(|d| d.0 == addr) {
+            Some(d) => d.1 = shown,
+            None => {
+                self.discredited.push_back((addr, shown));
+                if self.discredited.len() > DISCREDITED {
+                    self.discredited.pop_front();
+                }
+            }
+        }
+        if let Some(a) = self.acker.as_mut() {
+            a.op.loss = u32::from(shown);
+            a.reported = u32::from(shown);
+        }
+        self.check = None;
+        self.window.cap(self.window_at_switch.max(1.0) as u32);
+    }
+
     /// Former ackers' packets whose time is up no longer count in flight.
     fn expire_former(&mut self, now: Instant) {
         for p in self.previous.iter_mut() {
@@ -753,6 +815,13 @@ impl CongestionControl for Pgmcc {
         }
         self.stats.acks += 1;
         let out = self.tracker.on_ack(ack.rx_max, ack.bitmap);
+        if let (Some(check), Some((fb, _))) = (self.check.as_mut(), fb.filter(|f| f.0.rx == from)) {
+            if let Verdict::Discredited { shown } =
+                check.on_ack(ack.rx_max, ack.bitmap, fb.loss_rate)
+            {
+                self.discredit(now, from, shown);
+            }
+        }
         if let Some((_, sample)) = fb {
             let r = Duration::from_millis(u64::from(sample.raw_millis().min(MAX_RTT_MS)));
             self.rto.sample(r);

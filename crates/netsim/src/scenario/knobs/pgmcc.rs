@@ -1,4 +1,4 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`), for
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`), for
 //! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
 use pgmcc::cc::pgmcc::{
@@ -12,7 +12,7 @@ use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`) on the
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
@@ -128,6 +128,16 @@ pub(super) fn apply(
             cx,
         )?;
     }
+    if let Some(v) = &fl.acker_reports {
+        pc.check_reports = choice(
+            v,
+            "flow.acker_reports",
+            &[("trust", false), ("check", true)],
+            "use trust (the paper's: the election believes every report) or check (ours: the \
+             acker's reports are checked against its own ACKs)",
+            cx,
+        )?;
+    }
     Ok(())
 }
 
@@ -167,6 +177,7 @@ pub(super) fn refuse(
         ("loss_report", fl.loss_report.is_some()),
         ("election", fl.election.is_some()),
         ("silent_receivers", fl.silent_receivers.is_some()),
+        ("acker_reports", fl.acker_reports.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {
