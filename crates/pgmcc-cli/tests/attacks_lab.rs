@@ -419,6 +419,51 @@ fn lab_spm_window_and_sequence_jumps_from_a_stranger_do_not_end_the_transfer() {
     assert!(r.stat("wrong_source") >= 12, "{}", r.stats);
 }
 
+/// The same jumps, those no source could send (trail beyond the lead, a lead a million
+/// ahead, an SPM sequence number 2^31 ahead), from the source's own address (raw socket,
+/// IP_HDRINCL): source binding cannot refuse them, the plausibility check must.
+#[test]
+fn lab_implausible_spm_jumps_from_the_sources_own_address_are_dropped() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ad", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    let evil = Evil::start(
+        &lab,
+        "r2",
+        dir.path(),
+        json!({"mode": "jumps", "spoof": true}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let (code, err, _s) = sender_done(send(&lab, &input, &stats, &["--drop-every", "20"]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let k = &a["kinds"];
+    eprintln!(
+        "spoofed SPM jumps: attacker sent {} SPMs from {} (trail beyond lead {}, lead +1e6 {}, SPM sqn +2^31 {}); recv exit {:?}, {} dropped as implausible, {} as wrong_source, {} unrecoverable",
+        n(&a, "sent"),
+        SOURCE,
+        n(k, "trail_beyond_lead"),
+        n(k, "lead_jump"),
+        n(k, "sqn_jump"),
+        r.code,
+        r.stat("implausible_spms"),
+        r.stat("wrong_source"),
+        r.stat("unrecoverable_sqns"),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for kind in ["trail_beyond_lead", "lead_jump", "sqn_jump"] {
+        assert!(n(k, kind) >= 3, "attack too small: {a}");
+    }
+    r.assert_complete(&want, "receiver");
+    assert_eq!(r.stat("unrecoverable_sqns"), 0);
+    // They passed source binding and were dropped for what they said.
+    assert_eq!(r.stat("wrong_source"), 0);
+    assert!(r.stat("implausible_spms") >= 9, "{}", r.stats);
+}
+
 /// Issue 21: "2 fake sessions of 60 KB datagrams held 884 MB of memory in each receiver".
 /// During a real transfer a stranger starts fake sessions (distinct TSIs, first packet with
 /// OPT_SYN so each is admitted) whose sequence number 1 never comes, so nothing after it can
@@ -488,10 +533,12 @@ fn lab_fake_sessions_of_large_datagrams_keep_recv_memory_bounded() {
     // sessions' budgets and then were refused too.
     assert!(r.stat("oversized") >= 190, "{}", r.stats);
     assert!(r.stat("over_budget") >= 200, "{}", r.stats);
-    // The bound: two fake sessions may each hold `session_bytes` (32 MiB), counted as window
-    // span x largest payload, so at most 64 MiB of attacker data; the real session's window
-    // is a few packets. Allow the process's own footprint as measured before the attack, and
-    // 32 MiB for the allocator and the receive buffers on top.
+    // The bound (docs/robustness.md, "Resource bounds"): each session may hold
+    // `session_bytes` (32 MiB), counted as window span x largest payload, and all together
+    // `total_bytes` (256 MiB), so S fake sessions hold at most min(S x 32, 256) MiB: 64 MiB
+    // here (no parity: the fake sessions announce no FEC). The real session's window is a few
+    // packets. Allow the process's own footprint as measured before the attack, and 32 MiB for
+    // the allocator and the socket's buffers on top.
     let bound = before as f64 / 1024.0 + 64.0 + 32.0;
     assert!(
         (r.peak_kib as f64 / 1024.0) < bound,
@@ -1049,7 +1096,8 @@ impl Attacker {
         tx.set_send_buffer_size(4 << 20).unwrap();
         let upstream = UdpSocket::bind((me, UCAST_PORT)).unwrap();
         upstream.set_nonblocking(true).unwrap();
-        let raw = (spec["mode"] == "spoof").then(|| {
+        let spoofing = spec["mode"] == "spoof" || spec["spoof"] == true;
+        let raw = spoofing.then(|| {
             // IPPROTO_RAW: the packet's IP header is ours (IP_HDRINCL).
             let s = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::from(255))).unwrap();
             s.set_multicast_loop_v4(false).unwrap();
@@ -1405,9 +1453,15 @@ fn attack_redirect(a: &mut Attacker) {
 }
 
 /// Window-edge and SPM-sequence jumps (attack 3), every 10 of the source's packets, in turn.
+/// Spoofing the source's address, only the three no source could send (moving the trail up
+/// to the lead is something a source may do, and then it works: docs/security.md).
 fn attack_jumps(a: &mut Attacker) {
     let mut next = 10;
     let mut round = 0u32;
+    let (nla, kinds) = match a.raw {
+        Some(_) => (SOURCE, 3),
+        None => (a.me, 4),
+    };
     while !a.done() {
         a.poll();
         let (Some(t), Some(lead)) = (a.tsi, a.lead) else {
@@ -1419,20 +1473,20 @@ fn attack_jumps(a: &mut Attacker) {
             continue;
         }
         next = a.odata + 10;
-        let (kind, p) = match round % 4 {
+        let (kind, p) = match round % kinds {
             0 => (
                 "trail_beyond_lead",
-                spm(t, a.spm_sqn + 1, lead + 1000, lead, a.me),
+                spm(t, a.spm_sqn + 1, lead + 1000, lead, nla),
             ),
             1 => (
                 "lead_jump",
-                spm(t, a.spm_sqn + 1, a.trail, lead + 1_000_000, a.me),
+                spm(t, a.spm_sqn + 1, a.trail, lead + 1_000_000, nla),
             ),
             2 => (
                 "sqn_jump",
-                spm(t, a.spm_sqn.wrapping_add(1 << 31), a.trail, lead, a.me),
+                spm(t, a.spm_sqn.wrapping_add(1 << 31), a.trail, lead, nla),
             ),
-            _ => ("trail_to_lead", spm(t, a.spm_sqn + 1, lead, lead, a.me)),
+            _ => ("trail_to_lead", spm(t, a.spm_sqn + 1, lead, lead, nla)),
         };
         round += 1;
         a.multicast(kind, &p.to_vec().unwrap());
