@@ -12,9 +12,9 @@
 //! namespace lab") has the table of what they measured.
 //!
 //! Needs root (each test says it was skipped and passes without it). Nothing is sent outside
-//! the namespaces the test creates: the attacker refuses to run in the host's network
-//! namespace or from an address outside the lab, and every attack is bounded in packets
-//! ([`MAX_PACKETS`]) and seconds ([`MAX_SECS`]).
+//! the namespaces the test creates: the attacker refuses to run in the test's own network
+//! namespace or from an address that is not a lab receiver's, and every attack is bounded in
+//! datagrams ([`MAX_PACKETS`]) and seconds ([`MAX_SECS`]).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -236,6 +236,11 @@ struct Evil {
 impl Evil {
     /// Starts attack `spec` (a JSON object with at least `mode`) from `node`; files in `dir`.
     fn start(lab: &Lab, node: &str, dir: &Path, mut spec: Value) -> Evil {
+        assert_eq!(
+            GROUP,
+            format!("{GROUP_ADDR}:{DPORT}"),
+            "the lab's group moved"
+        );
         let stop = dir.join("attacker.stop");
         let report = dir.join("attacker.json");
         spec["me"] = json!(node_addr(node).to_string());
@@ -984,7 +989,7 @@ fn lab_sender_gives_up_when_every_receiver_is_gone() {
 
 /// The attacker's entry point: with `PGMCC_ATTACKER` set (by [`Evil::start`], in a lab
 /// node), runs the attack it describes. Without it, checks the guard that keeps the attacker
-/// out of the host's network: it must refuse to run here.
+/// out of the test's own network (the host's): it must refuse to run here.
 #[test]
 fn attacker_process() {
     match std::env::var(ATTACKER_ENV) {
