@@ -1,0 +1,1736 @@
+//! Issue 21's attacks against the real `pgmcc send` / `pgmcc recv` in the namespace lab
+//! (`scripts/netns-lab`: the sender in `s` at 10.77.0.1, receivers behind a 40 Mbit/s tbf
+//! bottleneck). The attacker is a lab node of its own (the last receiver namespace, so it has
+//! its own address on the receivers' segment): this test binary, run again there with
+//! `PGMCC_ATTACKER` set (see [`attacker_process`]). It reads the session off the wire as a
+//! host on the segment would and forges packets with valid checksums.
+//!
+//! Each test is one attack and asserts what it measured: the sha256 of every output against
+//! the input, the exit statuses, the receiver's peak resident memory (VmHWM of the `pgmcc
+//! recv` process, sampled from /proc while it runs), and the bytes the source put on the wire
+//! per byte of the attacker's NAKs. `docs/robustness.md` ("Attacks on the real binaries in the
+//! namespace lab") has the table of what they measured.
+//!
+//! Needs root (each test says it was skipped and passes without it). Nothing is sent outside
+//! the namespaces the test creates: the attacker refuses to run in the test's own network
+//! namespace or from an address that is not a lab receiver's, and every attack is bounded in
+//! datagrams ([`MAX_PACKETS`]) and seconds ([`MAX_SECS`]).
+
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+use std::collections::{BTreeMap, VecDeque};
+use std::io::ErrorKind;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use pgm_wire::{Body, DataRepr, Gsi, NakRepr, Options, Repr, SpmRepr, Tsi};
+use serde_json::{json, Value};
+use socket2::{Domain, Protocol, Socket, Type};
+
+mod common;
+use common::*;
+
+/// The lab's source (`scripts/netns-lab addr s`).
+const SOURCE: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
+/// [`common::GROUP`]'s address and PGM data-destination port.
+const GROUP_ADDR: Ipv4Addr = Ipv4Addr::new(239, 192, 0, 1);
+const DPORT: u16 = 7500;
+/// `--udp-ports`' defaults: NAKs and ACKs to the source on the first, data to the group on
+/// the second.
+const UCAST_PORT: u16 = 3055;
+const MCAST_PORT: u16 = 3056;
+/// Set (to the attack's JSON description) when this binary runs as the attacker.
+const ATTACKER_ENV: &str = "PGMCC_ATTACKER";
+/// Every attack stops after this many datagrams...
+const MAX_PACKETS: u64 = 20_000;
+/// ...or this many seconds, whichever comes first.
+const MAX_SECS: f64 = 20.0;
+/// Payload of every forged data packet, so the attacker never mistakes its own for the source's.
+const FORGED: &[u8] = b"FORGED by the attacker node";
+
+// ---------------------------------------------------------------------------------------------
+// The test side: receivers, the sender, the attacker process, measurements.
+
+/// A lab node's address (`scripts/netns-lab addr`).
+fn node_addr(node: &str) -> Ipv4Addr {
+    if node == "s" {
+        return SOURCE;
+    }
+    let i: u8 = node.trim_start_matches('r').parse().unwrap();
+    Ipv4Addr::new(10, 77, 0, 10 + i)
+}
+
+/// A `pgmcc recv` running in a lab node, its peak resident set sampled as it runs.
+struct Rx {
+    child: Child,
+    out: PathBuf,
+    stats: PathBuf,
+    sampler: std::thread::JoinHandle<Vec<(f64, u64)>>,
+}
+
+/// How a `pgmcc recv` ended.
+struct RxEnd {
+    code: Option<i32>,
+    stderr: String,
+    /// The output's sha256, if it wrote one.
+    sha: Option<String>,
+    stats: Value,
+    /// The process's peak resident set (VmHWM), KiB, last sampled before it exited.
+    peak_kib: u64,
+    /// VmHWM samples: (Unix time, seconds; KiB).
+    samples: Vec<(f64, u64)>,
+}
+
+fn unix_now() -> f64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+}
+
+/// `pgmcc recv` in `node`, writing `node.bin` and `node.json` (its `--stats`) in `dir`.
+fn recv(lab: &Lab, node: &str, dir: &Path, extra: &[&str]) -> Rx {
+    let out = dir.join(format!("{node}.bin"));
+    let stats = dir.join(format!("{node}.json"));
+    let child = lab
+        .cmd(node)
+        .arg(pgmcc())
+        .args(["recv", "--group", GROUP, "-q", "--idle-timeout", "6s"])
+        .args(["--join-timeout", "30s", "--stats"])
+        .arg(&stats)
+        .arg("--out")
+        .arg(&out)
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sampler = sample_hwm(child.id());
+    Rx {
+        child,
+        out,
+        stats,
+        sampler,
+    }
+}
+
+/// The peak resident set of process `pid` (VmHWM in /proc/PID/status), KiB.
+fn vm_hwm_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Samples process `pid`'s VmHWM every 20 ms until it exits. `ip netns exec` execs the
+/// command, so the spawned child's pid is `pgmcc recv`'s own: samples are taken only while
+/// /proc/PID/exe is the pgmcc binary (after the exec; a zombie has no exe and no VmHWM).
+fn sample_hwm(pid: u32) -> std::thread::JoinHandle<Vec<(f64, u64)>> {
+    let exe = std::fs::canonicalize(pgmcc()).unwrap();
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut samples = Vec::new();
+        loop {
+            let is_pgmcc = std::fs::read_link(format!("/proc/{pid}/exe")).ok() == Some(exe.clone());
+            match vm_hwm_kib(pid).filter(|_| is_pgmcc) {
+                Some(kib) => samples.push((unix_now(), kib)),
+                None if !samples.is_empty() => break,
+                None if started.elapsed() > Duration::from_secs(5) => break,
+                None => {}
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        samples
+    })
+}
+
+impl Rx {
+    /// Waits (at most `limit`) for the receiver to exit.
+    fn wait(self, limit: Duration) -> RxEnd {
+        let out = finish(self.child, limit);
+        let samples = self.sampler.join().unwrap();
+        assert!(
+            !samples.is_empty(),
+            "never saw pgmcc recv's own /proc entry (did `ip netns exec` fork?)"
+        );
+        let stats = std::fs::read_to_string(&self.stats)
+            .ok()
+            .and_then(|s| serde_json::from_str(&s).ok())
+            .unwrap_or(Value::Null);
+        RxEnd {
+            code: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+            sha: self.out.exists().then(|| sha_of(&self.out)),
+            stats,
+            peak_kib: samples.iter().map(|s| s.1).max().unwrap_or(0),
+            samples,
+        }
+    }
+
+    /// Kills the receiver (SIGKILL).
+    fn kill(mut self) {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.sampler.join().unwrap();
+    }
+}
+
+impl RxEnd {
+    /// A receiver counter (`--stats` `status.stats.NAME`), 0 if absent.
+    fn stat(&self, name: &str) -> u64 {
+        self.stats["status"]["stats"][name].as_u64().unwrap_or(0)
+    }
+
+    /// Exit 0, "complete", and the output is the input: the honest outcome.
+    fn assert_complete(&self, want: &str, who: &str) {
+        assert_eq!(self.code, Some(0), "{who}: {}", self.stderr);
+        assert_eq!(self.stats["outcome"], "complete", "{who}: {}", self.stderr);
+        assert_eq!(
+            self.sha.as_deref(),
+            Some(want),
+            "{who}: the output is not the input: {}",
+            self.stderr
+        );
+    }
+}
+
+/// `pgmcc send` in the source's namespace, with a short linger and a duration cap.
+fn send(lab: &Lab, input: &Path, stats: &Path, extra: &[&str]) -> Child {
+    lab.cmd("s")
+        .arg(pgmcc())
+        .args(["send", "--group", GROUP, "-q", "--linger", "500ms"])
+        .args(["--max-duration", "40s", "--stats"])
+        .arg(stats)
+        .args(extra)
+        .arg(input)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A sender counter (`--stats` `status.stats.NAME`).
+fn sstat(s: &Value, name: &str) -> u64 {
+    s["status"]["stats"][name].as_u64().unwrap()
+}
+
+/// A network interface's byte counter in a lab node (`tx_bytes`, `rx_bytes`).
+fn iface_bytes(lab: &Lab, node: &str, counter: &str) -> u64 {
+    let out = lab
+        .cmd(node)
+        .arg("cat")
+        .arg(format!("/sys/class/net/eth0/statistics/{counter}"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// The attacker: this test binary run as [`attacker_process`] in a lab node.
+struct Evil {
+    child: Child,
+    stop: PathBuf,
+    report: PathBuf,
+}
+
+impl Evil {
+    /// Starts attack `spec` (a JSON object with at least `mode`) from `node`; files in `dir`.
+    fn start(lab: &Lab, node: &str, dir: &Path, mut spec: Value) -> Evil {
+        assert_eq!(
+            GROUP,
+            format!("{GROUP_ADDR}:{DPORT}"),
+            "the lab's group moved"
+        );
+        let stop = dir.join("attacker.stop");
+        let report = dir.join("attacker.json");
+        spec["me"] = json!(node_addr(node).to_string());
+        spec["host_netns"] = json!(netns().unwrap());
+        spec["stop"] = json!(stop);
+        spec["report"] = json!(report);
+        let child = lab
+            .cmd(node)
+            .arg(std::env::current_exe().unwrap())
+            .args(["attacker_process", "--exact", "--nocapture"])
+            .args(["--test-threads", "1"])
+            .env(ATTACKER_ENV, spec.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        Evil {
+            child,
+            stop,
+            report,
+        }
+    }
+
+    /// Tells the attacker to stop, waits for it and returns its report.
+    fn finish(self) -> Value {
+        std::fs::write(&self.stop, b"").unwrap();
+        let out = finish(self.child, Duration::from_secs_f64(MAX_SECS + 10.0));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "the attacker failed: {err}");
+        serde_json::from_str(&std::fs::read_to_string(&self.report).unwrap())
+            .unwrap_or_else(|e| panic!("attacker report: {e}: {err}"))
+    }
+}
+
+/// A report counter.
+fn n(v: &Value, name: &str) -> u64 {
+    v[name].as_u64().unwrap_or(0)
+}
+
+/// Waits for the sender; returns its exit code, standard error and `--stats`.
+fn sender_done(tx: Child, stats: &Path) -> (Option<i32>, String, Value) {
+    let out = finish(tx, Duration::from_secs(60));
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let s = std::fs::read_to_string(stats)
+        .ok()
+        .and_then(|s| serde_json::from_str(&s).ok())
+        .unwrap_or(Value::Null);
+    (out.status.code(), err, s)
+}
+
+fn lock() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+// ---------------------------------------------------------------------------------------------
+// The attacks, one test each.
+
+/// Issue 21: "one spoofed SPM with OPT_FIN from any address makes receivers commit an 11 MB
+/// prefix of a 20 MB file, exit 0". A stranger reads the session off the wire and, every 20
+/// of the source's packets, sends an SPM with OPT_FIN at the current lead (with a forged
+/// manifest) and three ODATA past the lead.
+#[test]
+fn lab_spoofed_end_of_session_from_a_stranger_is_refused() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a1", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "fin"}));
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    eprintln!(
+        "spoofed FIN: attacker sent {} packets ({} FIN SPMs, {} ODATA past the lead); recv exit {:?}, {} packets dropped as wrong_source, sha256 {}; send exit {code:?}",
+        n(&a, "sent"),
+        n(&a["kinds"], "fin_spm"),
+        n(&a["kinds"], "odata_past_lead"),
+        r.code,
+        r.stat("wrong_source"),
+        if r.sha.as_deref() == Some(want.as_str()) { "= input" } else { "WRONG" },
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(n(&a["kinds"], "fin_spm") >= 5, "attack too small: {a}");
+    r.assert_complete(&want, "receiver");
+    // The forgeries reached the receiver and were refused for their address.
+    assert!(r.stat("wrong_source") >= 5, "{}", r.stats);
+    assert!(r
+        .stderr
+        .contains("not from the address each session started from"));
+    assert_eq!(sstat(&s, "odata_bytes"), 3_000_000);
+}
+
+/// Issue 21: "spoofed SPMs redirect NAKs; spoofed NCFs suppress them". With every 20th data
+/// packet withheld by the source (so receivers must NAK; selective repairs, `--fec 0`, so the
+/// NCFs match the NAKs exactly), a stranger sends SPMs naming itself as the path for NAKs,
+/// and NCFs for every sequence number it saw missing and the next 62 ahead.
+#[test]
+fn lab_spoofed_spms_and_ncfs_from_a_stranger_neither_redirect_nor_suppress_naks() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a2", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "redirect"}));
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let extra = ["--drop-every", "20", "--fec", "0"];
+    let (code, err, s) = sender_done(send(&lab, &input, &stats, &extra), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    eprintln!(
+        "NAK redirection + NCF suppression: attacker sent {} SPMs naming itself and {} NCFs ({} sqns); NAKs that reached the attacker: {}; recv sent {} NAKs, got {} repairs, {} dropped as wrong_source, exit {:?}; source withheld {}, sent {} RDATA",
+        n(&a["kinds"], "redirect_spm"),
+        n(&a["kinds"], "ncf"),
+        n(&a, "ncf_sqns"),
+        n(&a, "upstream_heard"),
+        r.stat("naks_sent"),
+        r.stat("rdata_packets"),
+        r.stat("wrong_source"),
+        r.code,
+        s["status"]["injected_drops"],
+        sstat(&s, "rdata_packets"),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        n(&a["kinds"], "redirect_spm") >= 10,
+        "attack too small: {a}"
+    );
+    assert!(n(&a, "ncf_sqns") >= 100, "attack too small: {a}");
+    r.assert_complete(&want, "receiver");
+    // The losses were real and were repaired through the source, not the attacker.
+    assert!(s["status"]["injected_drops"].as_u64().unwrap() >= 50);
+    assert!(r.stat("naks_sent") > 0 && sstat(&s, "rdata_packets") >= 50);
+    assert_eq!(n(&a, "upstream_heard"), 0, "NAKs were redirected: {a}");
+    assert!(r.stat("wrong_source") >= 10, "{}", r.stats);
+}
+
+/// Issue 21: "SPM trail/lead/sqn jumps end the transfer". With every 20th data packet withheld
+/// (repairs needed), a stranger sends, in turn, SPMs with the trail beyond the lead, the lead
+/// a million ahead, the SPM sequence number 2^31 ahead, and the trail moved up to the lead
+/// (which would give up every packet still missing).
+#[test]
+fn lab_spm_window_and_sequence_jumps_from_a_stranger_do_not_end_the_transfer() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a3", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "jumps"}));
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let (code, err, _s) = sender_done(send(&lab, &input, &stats, &["--drop-every", "20"]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let k = &a["kinds"];
+    eprintln!(
+        "SPM jumps: attacker sent {} SPMs (trail beyond lead {}, lead +1e6 {}, SPM sqn +2^31 {}, trail up to lead {}); recv exit {:?}, {} dropped as wrong_source, {} as implausible, {} unrecoverable",
+        n(&a, "sent"),
+        n(k, "trail_beyond_lead"),
+        n(k, "lead_jump"),
+        n(k, "sqn_jump"),
+        n(k, "trail_to_lead"),
+        r.code,
+        r.stat("wrong_source"),
+        r.stat("implausible_spms"),
+        r.stat("unrecoverable_sqns"),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for kind in [
+        "trail_beyond_lead",
+        "lead_jump",
+        "sqn_jump",
+        "trail_to_lead",
+    ] {
+        assert!(n(k, kind) >= 3, "attack too small: {a}");
+    }
+    r.assert_complete(&want, "receiver");
+    assert_eq!(r.stat("unrecoverable_sqns"), 0);
+    assert!(r.stat("wrong_source") >= 12, "{}", r.stats);
+}
+
+/// The same jumps, those no source could send (trail beyond the lead, a lead a million
+/// ahead, an SPM sequence number 2^31 ahead), from the source's own address (raw socket,
+/// IP_HDRINCL): source binding cannot refuse them, the plausibility check must.
+#[test]
+fn lab_implausible_spm_jumps_from_the_sources_own_address_are_dropped() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ad", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    let evil = Evil::start(
+        &lab,
+        "r2",
+        dir.path(),
+        json!({"mode": "jumps", "spoof": true}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let (code, err, _s) = sender_done(send(&lab, &input, &stats, &["--drop-every", "20"]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let k = &a["kinds"];
+    eprintln!(
+        "spoofed SPM jumps: attacker sent {} SPMs from {} (trail beyond lead {}, lead +1e6 {}, SPM sqn +2^31 {}); recv exit {:?}, {} dropped as implausible, {} as wrong_source, {} unrecoverable",
+        n(&a, "sent"),
+        SOURCE,
+        n(k, "trail_beyond_lead"),
+        n(k, "lead_jump"),
+        n(k, "sqn_jump"),
+        r.code,
+        r.stat("implausible_spms"),
+        r.stat("wrong_source"),
+        r.stat("unrecoverable_sqns"),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for kind in ["trail_beyond_lead", "lead_jump", "sqn_jump"] {
+        assert!(n(k, kind) >= 3, "attack too small: {a}");
+    }
+    r.assert_complete(&want, "receiver");
+    assert_eq!(r.stat("unrecoverable_sqns"), 0);
+    // They passed source binding and were dropped for what they said.
+    assert_eq!(r.stat("wrong_source"), 0);
+    assert!(r.stat("implausible_spms") >= 9, "{}", r.stats);
+}
+
+/// Issue 21: "2 fake sessions of 60 KB datagrams held 884 MB of memory in each receiver".
+/// During a real transfer a stranger starts fake sessions (distinct TSIs, first packet with
+/// OPT_SYN so each is admitted) whose sequence number 1 never comes, so nothing after it can
+/// be delivered: first 2 sessions of 60,000-byte datagrams (the issue's attack), then 2 of
+/// 8,900-byte ones (the largest a receiver accepts, `max_tpdu` 9,000), 4,000 packets each,
+/// more than the per-session budget holds.
+#[test]
+fn lab_fake_sessions_of_large_datagrams_keep_recv_memory_bounded() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a4", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 5_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    let evil = Evil::start(
+        &lab,
+        "r2",
+        dir.path(),
+        json!({"mode": "memory", "huge_sessions": 2, "huge_packets": 100, "huge_len": 60_000,
+               "big_sessions": 2, "big_packets": 4_000, "big_len": 8_900, "per_ms": 4}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    // 5 MB at 10 Mbit/s: the transfer lasts about 4 s, the attack runs inside it.
+    let (code, err, _s) = sender_done(
+        send(&lab, &input, &stats, &["--rate-max", "10Mbit"]),
+        &stats,
+    );
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let started = a["first_send_secs"].as_f64().unwrap_or(0.0);
+    // The receiver's peak before the attack: its last sample before the attacker's first
+    // datagram (the real session already under way).
+    let first_unix = a["first_send_unix"].as_f64().unwrap();
+    let before = r
+        .samples
+        .iter()
+        .filter(|s| s.0 < first_unix)
+        .map(|s| s.1)
+        .max()
+        .unwrap();
+    let sessions = r.stats["status"]["sessions"].as_array().map_or(0, Vec::len);
+    eprintln!(
+        "memory: attacker sent {} datagrams ({:.1} MB, about {} IP fragments) in {:.1} s from {:.1} s after it started: {} of {} B, {} of {} B; recv peak RSS {:.1} MiB (before the attack {:.1} MiB), {} oversized, {} over_budget, {} sessions tracked at the end, exit {:?}",
+        n(&a, "sent"),
+        n(&a, "sent_bytes") as f64 / 1e6,
+        n(&a, "frames"),
+        a["last_send_secs"].as_f64().unwrap_or(0.0) - started,
+        started,
+        n(&a["kinds"], "huge_data"),
+        a["huge_len"],
+        n(&a["kinds"], "big_data"),
+        a["big_len"],
+        r.peak_kib as f64 / 1024.0,
+        before as f64 / 1024.0,
+        r.stat("oversized"),
+        r.stat("over_budget"),
+        sessions,
+        r.code,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    r.assert_complete(&want, "receiver");
+    // The attack happened during the transfer and reached the receiver.
+    assert!(n(&a, "source_odata_at_start") > 0, "{a}");
+    assert!(!a["source_fin_at_flood_end"].as_bool().unwrap(), "{a}");
+    assert!(n(&a["kinds"], "big_data") >= 8_000, "{a}");
+    // Every 60 KB datagram was refused on arrival (max_tpdu); the 8.9 KB ones filled their
+    // sessions' budgets and then were refused too.
+    assert!(r.stat("oversized") >= 190, "{}", r.stats);
+    assert!(r.stat("over_budget") >= 200, "{}", r.stats);
+    // The bound (docs/robustness.md, "Resource bounds"): each session may hold
+    // `session_bytes` (32 MiB), counted as window span x largest payload, and all together
+    // `total_bytes` (256 MiB), so S fake sessions hold at most min(S x 32, 256) MiB: 64 MiB
+    // here (no parity: the fake sessions announce no FEC). The real session's window is a few
+    // packets. Allow the process's own footprint as measured before the attack, and 32 MiB for
+    // the allocator and the socket's buffers on top.
+    let bound = before as f64 / 1024.0 + 64.0 + 32.0;
+    assert!(
+        (r.peak_kib as f64 / 1024.0) < bound,
+        "recv peaked at {:.1} MiB, bound {bound:.1} MiB",
+        r.peak_kib as f64 / 1024.0
+    );
+}
+
+/// Issue 21: "one fake SPM before the real source ... locks receivers out of the real one".
+/// One SPM of a fake session, sent once before the real source starts.
+#[test]
+fn lab_one_fake_spm_before_the_source_does_not_lock_recv_out() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a5", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 2_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    let evil = Evil::start(
+        &lab,
+        "r2",
+        dir.path(),
+        json!({"mode": "spm_sessions", "sessions": 1, "rounds": 1}),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    let stats = dir.path().join("send.json");
+    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    eprintln!(
+        "one fake SPM: attacker sent {} SPM ({} of the source's packets seen before it); recv followed {}, the source's {}, exit {:?}",
+        n(&a, "sent"),
+        n(&a, "source_odata_at_first_send"),
+        r.stats["tsi"],
+        s["tsi"],
+        r.code,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(n(&a, "sent"), 1, "{a}");
+    assert_eq!(
+        n(&a, "source_odata_at_first_send"),
+        0,
+        "not before the source"
+    );
+    r.assert_complete(&want, "receiver");
+    assert_eq!(r.stats["tsi"], s["tsi"], "followed another session");
+}
+
+/// Issue 21: "... or 70 fake sessions, lock receivers out of the real one". 70 fake sessions
+/// known only by their SPMs (more than the 64 a receiver tracks), started before the real
+/// source and kept alive with an SPM each every 200 ms through the transfer.
+#[test]
+fn lab_seventy_fake_spm_only_sessions_do_not_lock_recv_out() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a6", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 2_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    let evil = Evil::start(
+        &lab,
+        "r2",
+        dir.path(),
+        json!({"mode": "spm_sessions", "sessions": 70, "rounds": 100, "every_ms": 200}),
+    );
+    std::thread::sleep(Duration::from_millis(700));
+    let stats = dir.path().join("send.json");
+    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    eprintln!(
+        "70 fake SPM-only sessions: attacker sent {} SPMs ({} rounds before the source's first packet); recv followed {}, the source's {}, {} sessions rejected, {} evicted, exit {:?}",
+        n(&a, "sent"),
+        n(&a, "rounds_before_source"),
+        r.stats["tsi"],
+        s["tsi"],
+        r.stat("sessions_rejected"),
+        r.stat("sessions_evicted"),
+        r.code,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        n(&a, "rounds_before_source") >= 2,
+        "not before the source: {a}"
+    );
+    assert!(n(&a, "sent") >= 70 * 5, "{a}");
+    r.assert_complete(&want, "receiver");
+    assert_eq!(r.stats["tsi"], s["tsi"], "followed another session");
+}
+
+/// Issue 21: "a forged session started 1 s before the real one is followed by every
+/// receiver". A stranger runs a whole fake session (OPT_SYN data, SPMs, forged payload)
+/// from 1 s before the real source; the receiver is given the source's address (`--source`,
+/// the documented defence in plain mode: without it the first session heard is followed).
+#[test]
+fn lab_a_fake_session_started_first_is_refused_by_recv_source() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a7", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 2_000_000);
+    let source = SOURCE.to_string();
+    let rx = recv(&lab, "r1", dir.path(), &["--source", &source]);
+    std::thread::sleep(Duration::from_millis(300));
+    let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "fake_session"}));
+    std::thread::sleep(Duration::from_millis(1000));
+    let stats = dir.path().join("send.json");
+    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    eprintln!(
+        "fake session first: attacker sent {} packets of its own session ({} before the source's first), recv followed {}, the source's {}, {} dropped as wrong_source, exit {:?}",
+        n(&a, "sent"),
+        n(&a, "sent_before_source"),
+        r.stats["tsi"],
+        s["tsi"],
+        r.stat("wrong_source"),
+        r.code,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        n(&a, "sent_before_source") >= 20,
+        "not before the source: {a}"
+    );
+    r.assert_complete(&want, "receiver");
+    assert_eq!(r.stats["tsi"], s["tsi"], "followed another session");
+    assert!(r.stat("wrong_source") >= 20, "{}", r.stats);
+}
+
+/// Issue 21: "A NAK storm is amplified ~290x in bytes". The attacker, on its own address,
+/// NAKs 63 sequence numbers of the source's transmit window (learned from the wire: TSI,
+/// trail, lead; valid checksum) every millisecond while the data goes out. The same transfer
+/// without the attacker, in the same lab just before, is the baseline: what the source sent
+/// beyond it, per byte of NAKs, is the amplification.
+#[test]
+fn lab_a_nak_storm_buys_at_most_the_repair_budget() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a8", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 4_000_000);
+    // Baseline.
+    let base_dir = tempfile::tempdir().unwrap();
+    let rx = recv(&lab, "r1", base_dir.path(), &[]);
+    std::thread::sleep(Duration::from_millis(300));
+    let base_stats = dir.path().join("base.json");
+    let tx0 = iface_bytes(&lab, "s", "tx_bytes");
+    let (code, err, base) = sender_done(send(&lab, &input, &base_stats, &[]), &base_stats);
+    let base_wire = iface_bytes(&lab, "s", "tx_bytes") - tx0;
+    assert_eq!(code, Some(0), "{err}");
+    rx.wait(Duration::from_secs(30))
+        .assert_complete(&want, "baseline receiver");
+    // Attacked.
+    let rx = recv(&lab, "r1", dir.path(), &[]);
+    let evil = Evil::start(
+        &lab,
+        "r2",
+        dir.path(),
+        json!({"mode": "nak_storm", "every_us": 1000, "sqns": 63}),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = dir.path().join("send.json");
+    let tx1 = iface_bytes(&lab, "s", "tx_bytes");
+    let evil_tx = iface_bytes(&lab, "r2", "tx_bytes");
+    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
+    let wire = iface_bytes(&lab, "s", "tx_bytes") - tx1;
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let evil_wire = iface_bytes(&lab, "r2", "tx_bytes") - evil_tx;
+    let nak_bytes = n(&a, "sent_bytes");
+    let (sent, base_sent) = (sstat(&s, "bytes_sent"), sstat(&base, "bytes_sent"));
+    let extra = sent.saturating_sub(base_sent);
+    eprintln!(
+        "NAK storm: attacker sent {} NAKs ({} sqns, {} B of PGM, {} B on its interface) over {:.2} s; source: {} B sent (baseline {} B, so {} B more: {:.2}x the transfer's own, {:.2}x of it in all; the budget allows {:.0} B more), {} RDATA (baseline {}), {} NCFs, {} requests refused by the per-source share, {} by the budget; {:.2} B more per NAK byte ({:.2} per wire byte of the attacker); interface: {} B (baseline {} B); sending took {:.2} s (baseline {:.2} s), {:.2} s with the linger, window at the end {} packets (baseline {}), silent-receiver caps {}; recv exit {:?}",
+        n(&a, "sent"),
+        n(&a, "nak_sqns"),
+        nak_bytes,
+        evil_wire,
+        a["last_send_secs"].as_f64().unwrap_or(0.0) - a["first_send_secs"].as_f64().unwrap_or(0.0),
+        sent,
+        base_sent,
+        extra,
+        extra as f64 / base_sent as f64,
+        sent as f64 / base_sent as f64,
+        2.0 * base_sent as f64 / s["sending_seconds"].as_f64().unwrap() * s["seconds"].as_f64().unwrap(),
+        sstat(&s, "rdata_packets"),
+        sstat(&base, "rdata_packets"),
+        sstat(&s, "ncf_packets"),
+        sstat(&s, "nak_sqns_source_limited"),
+        sstat(&s, "repairs_budget_limited"),
+        extra as f64 / nak_bytes as f64,
+        wire.saturating_sub(base_wire) as f64 / evil_wire as f64,
+        wire,
+        base_wire,
+        s["sending_seconds"].as_f64().unwrap(),
+        base["sending_seconds"].as_f64().unwrap(),
+        s["seconds"].as_f64().unwrap(),
+        s["status"]["window"],
+        base["status"]["window"],
+        s["status"]["cc"]["silent_caps"],
+        r.code,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    r.assert_complete(&want, "receiver");
+    assert!(n(&a, "sent") >= 300, "attack too small: {a}");
+    // The storm was heard and it asked for more than one NAKer may have: the share bound.
+    assert!(sstat(&s, "naks_received") >= n(&a, "sent") / 2, "{s}");
+    assert!(sstat(&s, "nak_sqns_source_limited") > 0, "{s}");
+    // The documented bound (docs/core.md, "Repair budget"): repairs at most `repair_budget`
+    // (2.0) times the congestion-controlled rate on top of the data, three times the rate in
+    // all, whatever the NAKs ask for (without the budget each NAK of 63 sequence numbers
+    // bought 63 packets, ~300 bytes per NAK byte). The rate: the transfer's own bytes (the
+    // baseline's) over the time the attacked source took to send them; the budget accrues
+    // for the whole session, linger included.
+    let rate = base_sent as f64 / s["sending_seconds"].as_f64().unwrap();
+    let allowed = 2.0 * rate * s["seconds"].as_f64().unwrap();
+    assert!(
+        (extra as f64) <= allowed,
+        "the storm bought {extra} B ({:.1} B per NAK byte), the budget allows {allowed:.0} B",
+        extra as f64 / nak_bytes as f64
+    );
+}
+
+/// Issue 21 item 1: keyed mode. The attacker reads the TSI and the key's id from the
+/// envelopes' clear header and, every 10 of the source's datagrams, forges data (OPT_SYN on
+/// sequence number 0), RDATA, NCFs and an SPM with OPT_FIN, near the source's position: in
+/// plain PGM, sealed under a key of its own, and sealed under its own key but labelled with
+/// the group key's id.
+#[test]
+fn lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("a9", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("group.key");
+    let made = Command::new(pgmcc())
+        .arg("keygen")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let key = key.to_str().unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let rx = recv(&lab, "r1", dir.path(), &["--key", key]);
+    let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "keyed"}));
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let (code, err, s) = sender_done(send(&lab, &input, &stats, &["--key", key]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let k = &r.stats["status"]["keyed"];
+    let kinds = &a["kinds"];
+    eprintln!(
+        "keyed: attacker sent {} packets ({} plain, {} sealed under its own key, {} under its own key with the group key's id); recv: opened {}, refused not_sealed {}, other_key {}, forged {}; core malformed {}, exit {:?}",
+        n(&a, "sent"),
+        n(kinds, "plain"),
+        n(kinds, "own_key"),
+        n(kinds, "relabelled"),
+        k["opened"],
+        k["not_sealed"],
+        k["other_key"],
+        k["forged"],
+        r.stat("malformed"),
+        r.code,
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for kind in ["plain", "own_key", "relabelled"] {
+        assert!(n(kinds, kind) >= 50, "attack too small: {a}");
+    }
+    r.assert_complete(&want, "receiver");
+    // Each kind of forgery was refused at the envelope, none reached the core.
+    assert!(n(k, "not_sealed") >= 50, "{k}");
+    assert!(n(k, "other_key") >= 50, "{k}");
+    assert!(n(k, "forged") >= 50, "{k}");
+    assert_eq!(r.stat("malformed"), 0);
+    assert_eq!(r.stat("wrong_source"), 0, "forgeries reached the core");
+    assert!(s["status"]["keyed"].is_object());
+}
+
+/// What [`spoofed_transfer`] measured.
+struct Spoofed {
+    send_code: Option<i32>,
+    send_err: String,
+    r: RxEnd,
+    a: Value,
+    want: String,
+}
+
+/// A 3 MB transfer, signed when `signed`, while the attacker spoofs the source's own IP
+/// address (raw socket, IP_HDRINCL, so source binding cannot tell it apart) and forges, every
+/// 20 of the source's packets, data past the lead, RDATA for the last three sequence numbers
+/// and an SPM with OPT_FIN and another manifest.
+fn spoofed_transfer(name: &str, signed: bool) -> Option<Spoofed> {
+    let lab = Lab::up(name, 2)?;
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public) = signing_key(dir.path());
+    let (key, public) = (key.to_str().unwrap(), public.to_str().unwrap());
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let trust: &[&str] = if signed { &["--trust", public] } else { &[] };
+    let rx = recv(&lab, "r1", dir.path(), trust);
+    let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "spoof"}));
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    // A receiver fooled into leaving early leaves the source without feedback.
+    let mut extra = vec!["--feedback-timeout", "3s"];
+    if signed {
+        extra.extend(["--sign", key]);
+    }
+    let (send_code, send_err, _s) = sender_done(send(&lab, &input, &stats, &extra), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    Some(Spoofed {
+        send_code,
+        send_err,
+        r,
+        a,
+        want,
+    })
+}
+
+/// Issue 21 item 2: signed mode against the strongest stranger on the segment, one that
+/// spoofs the source's address.
+#[test]
+fn lab_signed_transfer_is_untouched_by_forgeries_from_the_sources_address() {
+    let _serial = lock();
+    let Some(Spoofed {
+        send_code,
+        send_err,
+        r,
+        a,
+        want,
+    }) = spoofed_transfer("aa", true)
+    else {
+        return;
+    };
+    let signed = &r.stats["status"]["stats"]["signed"];
+    eprintln!(
+        "signed, spoofed source address: attacker sent {} packets from {} ({} FIN SPMs, {} ODATA past the lead, {} RDATA); recv: forged {}, reasked {}, wrong_source {}, exit {:?}",
+        n(&a, "sent"),
+        SOURCE,
+        n(&a["kinds"], "fin_spm"),
+        n(&a["kinds"], "odata_past_lead"),
+        n(&a["kinds"], "rdata"),
+        signed["forged"],
+        signed["reasked"],
+        r.stat("wrong_source"),
+        r.code,
+    );
+    assert_eq!(send_code, Some(0), "{send_err}");
+    assert!(n(&a["kinds"], "fin_spm") >= 5, "attack too small: {a}");
+    r.assert_complete(&want, "receiver");
+    // The spoofed packets passed source binding (wrong_source 0) and reached the window,
+    // where their signed digests caught them.
+    assert_eq!(r.stat("wrong_source"), 0);
+    assert!(n(signed, "forged") + n(signed, "reasked") >= 20, "{signed}");
+    assert!(
+        r.stderr
+            .contains("sha256 matches the source's signed manifest"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// The control for the test above: the same spoofing attack on an unsigned transfer gets
+/// through plain mode's source binding (docs/security.md says so): the receiver does not
+/// deliver the source's file. It shows the attack works in the lab, so the signed result is
+/// the signatures' doing.
+#[test]
+fn lab_unsigned_control_the_same_spoofing_defeats_plain_mode() {
+    let _serial = lock();
+    let Some(Spoofed {
+        send_code,
+        r,
+        a,
+        want,
+        ..
+    }) = spoofed_transfer("ac", false)
+    else {
+        return;
+    };
+    let bytes = r.stats["bytes"].as_u64().unwrap_or(0);
+    eprintln!(
+        "unsigned control, spoofed source address: attacker sent {} packets; recv exit {:?}, outcome {}, {} bytes of 3000000, output {}, wrong_source {}; send exit {:?}; recv said: {}",
+        n(&a, "sent"),
+        r.code,
+        r.stats["outcome"],
+        bytes,
+        match r.sha.as_deref() {
+            None => "none",
+            Some(s) if s == want => "= input",
+            Some(_) => "WRONG",
+        },
+        r.stat("wrong_source"),
+        send_code,
+        r.stderr.trim(),
+    );
+    assert!(n(&a["kinds"], "fin_spm") >= 1, "attack too small: {a}");
+    assert_ne!(
+        r.sha.as_deref(),
+        Some(want.as_str()),
+        "the attack did nothing"
+    );
+    assert_eq!(r.stat("wrong_source"), 0);
+}
+
+/// Issue 21 item 5: "the sender never gives up". Every receiver is killed 1 s into a
+/// transfer paced to last about 4 s; the sender must exit 1 once `--feedback-timeout` (3 s)
+/// has passed without a word from any receiver.
+#[test]
+fn lab_sender_gives_up_when_every_receiver_is_gone() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ab", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, _) = random_file(dir.path(), 4_000_000);
+    let rxs = [
+        recv(&lab, "r1", dir.path(), &[]),
+        recv(&lab, "r2", dir.path(), &[]),
+    ];
+    std::thread::sleep(Duration::from_millis(400));
+    let stats = dir.path().join("send.json");
+    let extra = ["--rate-max", "8Mbit", "--feedback-timeout", "3s"];
+    let mut tx = send(&lab, &input, &stats, &extra);
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(tx.try_wait().unwrap().is_none(), "sent 4 MB in 1 s?");
+    for rx in rxs {
+        rx.kill();
+    }
+    let killed = Instant::now();
+    let (code, err, s) = sender_done(tx, &stats);
+    let after = killed.elapsed().as_secs_f64();
+    let odata = s["status"]["stats"]["odata_bytes"].as_u64().unwrap_or(0);
+    eprintln!(
+        "liveness: receivers killed 1 s in; send exited {code:?} {after:.2} s later, having sent {odata} of 4000000 bytes: {}",
+        err.trim()
+    );
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("--feedback-timeout"), "{err}");
+    // Not before the timeout (the last feedback came just before the kill), and within it
+    // plus 2 s of margin (a debug build on 2 cores).
+    assert!((2.7..5.0).contains(&after), "gave up {after:.2} s after");
+    assert!(odata < 4_000_000, "everything was sent anyway");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The attacker process.
+
+/// The attacker's entry point: with `PGMCC_ATTACKER` set (by [`Evil::start`], in a lab
+/// node), runs the attack it describes. Without it, checks the guard that keeps the attacker
+/// out of the test's own network (the host's): it must refuse to run here.
+#[test]
+fn attacker_process() {
+    match std::env::var(ATTACKER_ENV) {
+        Ok(spec) => run_attacker(&serde_json::from_str(&spec).unwrap()),
+        Err(_) => {
+            let here = lab_guard(Ipv4Addr::new(10, 77, 0, 12), &netns().unwrap());
+            assert!(
+                here.is_err(),
+                "the attacker would run in the test's own network namespace"
+            );
+        }
+    }
+}
+
+/// This process's network namespace, as /proc names it (`net:[inode]`).
+fn netns() -> Result<String, String> {
+    std::fs::read_link("/proc/self/ns/net")
+        .map(|p| p.to_string_lossy().into_owned())
+        .map_err(|e| format!("/proc/self/ns/net: {e}"))
+}
+
+/// Ok only inside a lab node whose address is `me`: a network namespace other than the
+/// test's own (`host`, as [`netns`] names it), with `me` (10.77.0.x, not the source)
+/// configured.
+fn lab_guard(me: Ipv4Addr, host: &str) -> Result<(), String> {
+    if netns()? == host {
+        return Err(format!("in the test's own network namespace {host}"));
+    }
+    let o = me.octets();
+    if o[..3] != [10, 77, 0] || me == SOURCE {
+        return Err(format!("{me} is not a lab receiver's address"));
+    }
+    UdpSocket::bind((me, 0)).map_err(|e| format!("{me} is not configured here: {e}"))?;
+    Ok(())
+}
+
+fn run_attacker(spec: &Value) {
+    let me: Ipv4Addr = spec["me"].as_str().unwrap().parse().unwrap();
+    lab_guard(me, spec["host_netns"].as_str().unwrap()).unwrap();
+    let mut a = Attacker::new(spec, me);
+    match spec["mode"].as_str().unwrap() {
+        "fin" => attack_fin(&mut a, false),
+        "spoof" => attack_fin(&mut a, true),
+        "redirect" => attack_redirect(&mut a),
+        "jumps" => attack_jumps(&mut a),
+        "memory" => attack_memory(&mut a),
+        "spm_sessions" => attack_spm_sessions(&mut a),
+        "fake_session" => attack_fake_session(&mut a),
+        "nak_storm" => attack_nak_storm(&mut a),
+        "keyed" => attack_keyed(&mut a),
+        m => panic!("unknown attack {m}"),
+    }
+    a.write_report();
+}
+
+/// What the attacker knows, its sockets and what it sent.
+struct Attacker {
+    spec: Value,
+    me: Ipv4Addr,
+    /// Hears the group, as any host on the segment can.
+    listen: UdpSocket,
+    /// Sends from the attacker's own address.
+    tx: UdpSocket,
+    /// Hears upstream packets (NAKs) sent to the attacker's address on the source's port.
+    upstream: UdpSocket,
+    /// Raw IPv4 (IP_HDRINCL), for packets with the source's address; only when spoofing.
+    raw: Option<Socket>,
+    started: Instant,
+    deadline: Instant,
+    stop: PathBuf,
+    next_stop_check: Instant,
+    stopped: bool,
+    // Learned from the source's packets.
+    tsi: Option<Tsi>,
+    source_port: u16,
+    lead: Option<u32>,
+    trail: u32,
+    spm_sqn: u32,
+    odata: u64,
+    fin: bool,
+    missing: VecDeque<u32>,
+    sealed: u64,
+    key_id: Option<[u8; 4]>,
+    // What it did.
+    sent: u64,
+    sent_bytes: u64,
+    frames: u64,
+    kinds: BTreeMap<String, u64>,
+    upstream_heard: u64,
+    first_send: Option<f64>,
+    first_send_unix: Option<f64>,
+    last_send: f64,
+    extra: serde_json::Map<String, Value>,
+}
+
+impl Attacker {
+    fn new(spec: &Value, me: Ipv4Addr) -> Attacker {
+        let listen = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+        listen.set_reuse_address(true).unwrap();
+        listen
+            .bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, MCAST_PORT).into())
+            .unwrap();
+        listen.join_multicast_v4(&GROUP_ADDR, &me).unwrap();
+        listen.set_recv_buffer_size(4 << 20).unwrap();
+        let listen: UdpSocket = listen.into();
+        listen.set_nonblocking(true).unwrap();
+        let tx = Socket::new(Domain::IPV4, Type::DGRAM, Some(Protocol::UDP)).unwrap();
+        tx.bind(&SocketAddrV4::new(me, 0).into()).unwrap();
+        tx.set_multicast_if_v4(&me).unwrap();
+        tx.set_multicast_ttl_v4(1).unwrap();
+        tx.set_multicast_loop_v4(false).unwrap();
+        tx.set_send_buffer_size(4 << 20).unwrap();
+        let upstream = UdpSocket::bind((me, UCAST_PORT)).unwrap();
+        upstream.set_nonblocking(true).unwrap();
+        let spoofing = spec["mode"] == "spoof" || spec["spoof"] == true;
+        let raw = spoofing.then(|| {
+            // IPPROTO_RAW: the packet's IP header is ours (IP_HDRINCL).
+            let s = Socket::new(Domain::IPV4, Type::RAW, Some(Protocol::from(255))).unwrap();
+            s.set_multicast_loop_v4(false).unwrap();
+            s
+        });
+        let started = Instant::now();
+        let max_secs = spec["max_secs"].as_f64().unwrap_or(MAX_SECS).min(MAX_SECS);
+        Attacker {
+            spec: spec.clone(),
+            me,
+            listen,
+            tx: tx.into(),
+            upstream,
+            raw,
+            started,
+            deadline: started + Duration::from_secs_f64(max_secs),
+            stop: PathBuf::from(spec["stop"].as_str().unwrap()),
+            next_stop_check: started,
+            stopped: false,
+            tsi: None,
+            source_port: 0,
+            lead: None,
+            trail: 0,
+            spm_sqn: 0,
+            odata: 0,
+            fin: false,
+            missing: VecDeque::new(),
+            sealed: 0,
+            key_id: None,
+            sent: 0,
+            sent_bytes: 0,
+            frames: 0,
+            kinds: BTreeMap::new(),
+            upstream_heard: 0,
+            first_send: None,
+            first_send_unix: None,
+            last_send: 0.0,
+            extra: serde_json::Map::new(),
+        }
+    }
+
+    fn secs(&self) -> f64 {
+        self.started.elapsed().as_secs_f64()
+    }
+
+    /// Out of packets or time, or told to stop.
+    fn done(&mut self) -> bool {
+        if self.stopped || self.sent >= MAX_PACKETS || Instant::now() >= self.deadline {
+            return true;
+        }
+        if Instant::now() >= self.next_stop_check {
+            self.next_stop_check = Instant::now() + Duration::from_millis(10);
+            self.stopped = self.stop.exists();
+        }
+        self.stopped
+    }
+
+    /// Reads everything waiting on the group and on the upstream port; learns the session
+    /// from the source's packets.
+    fn poll(&mut self) {
+        let mut buf = [0u8; 65536];
+        loop {
+            match self.listen.recv_from(&mut buf) {
+                Ok((len, from)) => self.learn(&buf[..len], from),
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("listening: {e}"),
+            }
+        }
+        while self.upstream.recv_from(&mut buf).is_ok() {
+            self.upstream_heard += 1;
+        }
+    }
+
+    fn learn(&mut self, d: &[u8], from: SocketAddr) {
+        if from.ip() != IpAddr::V4(SOURCE) {
+            return;
+        }
+        self.source_port = from.port();
+        if d.starts_with(&pgmcc_net::keyed::MAGIC) && d.len() > 42 {
+            self.sealed += 1;
+            self.key_id = Some(d[6..10].try_into().unwrap());
+            let mut gsi = [0u8; 6];
+            gsi.copy_from_slice(&d[10..16]);
+            self.tsi = Some(Tsi {
+                gsi: Gsi(gsi),
+                sport: u16::from_be_bytes([d[16], d[17]]),
+            });
+            return;
+        }
+        let Ok(p) = Repr::parse(d) else { return };
+        if p.payload.starts_with(FORGED) {
+            return;
+        }
+        match p.body {
+            Body::Odata(o) => {
+                self.tsi = Some(p.tsi());
+                self.odata += 1;
+                self.trail = o.trail;
+                if let Some(lead) = self.lead {
+                    for q in lead.wrapping_add(1)..o.sqn {
+                        self.missing.push_back(q);
+                        if self.missing.len() > 62 {
+                            self.missing.pop_front();
+                        }
+                    }
+                }
+                self.lead = Some(self.lead.map_or(o.sqn, |l| l.max(o.sqn)));
+            }
+            Body::Spm(s) => {
+                self.tsi = Some(p.tsi());
+                self.spm_sqn = self.spm_sqn.max(s.sqn);
+                self.fin |= p.options.fin;
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends `pgm` to `to` from the attacker's own address (or, when spoofing, the source's),
+    /// counting it under `kind`. False when the attack is over.
+    fn send(&mut self, kind: &str, pgm: &[u8], to: SocketAddrV4) -> bool {
+        if self.done() {
+            return false;
+        }
+        let r = match &self.raw {
+            Some(raw) => {
+                let from = SocketAddrV4::new(SOURCE, self.source_port);
+                raw.send_to(
+                    &ipv4_udp(from, to, pgm),
+                    &SocketAddrV4::new(*to.ip(), 0).into(),
+                )
+            }
+            None => self.tx.send_to(pgm, to),
+        };
+        match r {
+            Ok(_) => {}
+            // A full socket buffer: this packet is lost, as on a congested host.
+            Err(e) if e.raw_os_error() == Some(105) => return true, // ENOBUFS
+            Err(e) => panic!("sending {kind}: {e}"),
+        }
+        let t = self.secs();
+        self.first_send.get_or_insert(t);
+        self.first_send_unix.get_or_insert_with(unix_now);
+        self.last_send = t;
+        self.sent += 1;
+        self.sent_bytes += pgm.len() as u64;
+        // IPv4 fragments of 1,480 bytes of payload each (MTU 1,500), UDP header included.
+        self.frames += (pgm.len() as u64 + 8).div_ceil(1480);
+        *self.kinds.entry(kind.to_owned()).or_default() += 1;
+        true
+    }
+
+    fn multicast(&mut self, kind: &str, pgm: &[u8]) -> bool {
+        self.send(kind, pgm, SocketAddrV4::new(GROUP_ADDR, MCAST_PORT))
+    }
+
+    fn note(&mut self, name: &str, v: impl Into<Value>) {
+        self.extra.insert(name.to_owned(), v.into());
+    }
+
+    fn write_report(&mut self) {
+        let mut r = json!({
+            "sent": self.sent,
+            "sent_bytes": self.sent_bytes,
+            "frames": self.frames,
+            "kinds": self.kinds,
+            "upstream_heard": self.upstream_heard,
+            "first_send_secs": self.first_send,
+            "first_send_unix": self.first_send_unix,
+            "last_send_secs": self.last_send,
+            "source_odata_seen": self.odata,
+            "source_sealed_seen": self.sealed,
+            "source_fin_at_end": self.fin,
+            "tsi": self.tsi.map(|t| t.to_string()),
+            "me": self.me.to_string(),
+        });
+        for (k, v) in &self.extra {
+            r[k] = v.clone();
+        }
+        std::fs::write(self.spec["report"].as_str().unwrap(), r.to_string()).unwrap();
+    }
+
+    /// Polls, then sleeps a little if nothing is due.
+    fn idle(&mut self) {
+        self.poll();
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// An IPv4 + UDP datagram from `from` to `to` carrying `payload`, for a raw socket.
+fn ipv4_udp(from: SocketAddrV4, to: SocketAddrV4, payload: &[u8]) -> Vec<u8> {
+    let udp_len = 8 + payload.len();
+    let total = 20 + udp_len;
+    let mut p = Vec::with_capacity(total);
+    p.extend_from_slice(&[0x45, 0]);
+    p.extend_from_slice(&(total as u16).to_be_bytes());
+    // Identification 0 (the kernel fills it in), don't fragment, TTL 1, UDP, checksum later.
+    p.extend_from_slice(&[0, 0, 0x40, 0, 1, 17, 0, 0]);
+    p.extend_from_slice(&from.ip().octets());
+    p.extend_from_slice(&to.ip().octets());
+    let sum = inet_checksum(&[&p[..20]]);
+    p[10..12].copy_from_slice(&sum.to_be_bytes());
+    p.extend_from_slice(&from.port().to_be_bytes());
+    p.extend_from_slice(&to.port().to_be_bytes());
+    p.extend_from_slice(&(udp_len as u16).to_be_bytes());
+    p.extend_from_slice(&[0, 0]);
+    p.extend_from_slice(payload);
+    let mut pseudo = Vec::with_capacity(12);
+    pseudo.extend_from_slice(&from.ip().octets());
+    pseudo.extend_from_slice(&to.ip().octets());
+    pseudo.extend_from_slice(&[0, 17]);
+    pseudo.extend_from_slice(&(udp_len as u16).to_be_bytes());
+    let sum = match inet_checksum(&[&pseudo, &p[20..]]) {
+        0 => 0xffff,
+        s => s,
+    };
+    p[26..28].copy_from_slice(&sum.to_be_bytes());
+    p
+}
+
+/// The Internet checksum of the concatenation of `parts` (each of even length but the last).
+fn inet_checksum(parts: &[&[u8]]) -> u16 {
+    let mut sum = 0u32;
+    for part in parts {
+        for c in part.chunks(2) {
+            let w = u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]);
+            sum += u32::from(w);
+        }
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    !(sum as u16)
+}
+
+fn spm(tsi: Tsi, sqn: u32, trail: u32, lead: u32, nla: Ipv4Addr) -> Repr<'static> {
+    Repr::downstream(
+        tsi,
+        DPORT,
+        Body::Spm(SpmRepr {
+            sqn,
+            trail,
+            lead,
+            path_nla: IpAddr::V4(nla),
+        }),
+    )
+}
+
+fn odata(tsi: Tsi, sqn: u32, payload: &[u8]) -> Vec<u8> {
+    Repr::downstream(tsi, DPORT, Body::Odata(DataRepr { sqn, trail: 0 }))
+        .with_options(Options {
+            syn: sqn == 0,
+            ..Options::default()
+        })
+        .with_payload(payload)
+        .to_vec()
+        .unwrap()
+}
+
+/// An NCF (downstream) or a NAK (upstream) for `sqns` (at most 63).
+fn nak_like(tsi: Tsi, sqns: &[u32], ncf: bool) -> Vec<u8> {
+    let n = NakRepr {
+        sqn: sqns[0],
+        source: IpAddr::V4(SOURCE),
+        group: IpAddr::V4(GROUP_ADDR),
+    };
+    let r = if ncf {
+        Repr::downstream(tsi, DPORT, Body::Ncf(n))
+    } else {
+        Repr::upstream(tsi, DPORT, Body::Nak(n))
+    };
+    r.with_options(Options::nak(&sqns[1..], None))
+        .to_vec()
+        .unwrap()
+}
+
+/// Spoofed end of session (attack 1, and attack 8 when `spoofed`): after 100 of the source's
+/// packets, every 20 more: an SPM with OPT_FIN at the lead and a forged manifest, three ODATA
+/// past the lead, and (spoofing) RDATA for the last three sequence numbers.
+fn attack_fin(a: &mut Attacker, spoofed: bool) {
+    let mut next = 100;
+    while !a.done() {
+        a.poll();
+        let (Some(t), Some(lead)) = (a.tsi, a.lead) else {
+            a.idle();
+            continue;
+        };
+        if a.odata < next {
+            a.idle();
+            continue;
+        }
+        next = a.odata + 20;
+        let me = if spoofed { SOURCE } else { a.me };
+        a.spm_sqn += 1;
+        let fin = spm(t, a.spm_sqn, a.trail, lead, me)
+            .with_options(Options {
+                fin: true,
+                manifest: Some(pgm_wire::Manifest {
+                    size: Some(u64::from(lead) * 1400),
+                    sha256: Some([0xee; 32]),
+                    name: "evil".into(),
+                    ..pgm_wire::Manifest::default()
+                }),
+                ..Options::default()
+            })
+            .to_vec()
+            .unwrap();
+        a.multicast("fin_spm", &fin);
+        for q in lead + 1..lead + 4 {
+            a.multicast("odata_past_lead", &odata(t, q, FORGED));
+        }
+        if spoofed {
+            for q in lead.saturating_sub(2)..=lead {
+                let p = Repr::downstream(t, DPORT, Body::Rdata(DataRepr { sqn: q, trail: 0 }))
+                    .with_payload(FORGED)
+                    .to_vec()
+                    .unwrap();
+                a.multicast("rdata", &p);
+            }
+        }
+    }
+}
+
+/// NAK redirection and NCF suppression (attack 2): every 10 of the source's packets, an SPM
+/// naming the attacker as the path for NAKs, and NCFs for the sequence numbers it saw missing
+/// and the 62 after the lead.
+fn attack_redirect(a: &mut Attacker) {
+    let mut next = 10;
+    let mut ncf_sqns = 0u64;
+    while !a.done() {
+        a.poll();
+        let (Some(t), Some(lead)) = (a.tsi, a.lead) else {
+            a.idle();
+            continue;
+        };
+        if a.odata < next {
+            a.idle();
+            continue;
+        }
+        next = a.odata + 10;
+        a.spm_sqn += 1;
+        let p = spm(t, a.spm_sqn, a.trail, lead, a.me).to_vec().unwrap();
+        a.multicast("redirect_spm", &p);
+        let missing: Vec<u32> = a.missing.iter().copied().collect();
+        if !missing.is_empty() && a.multicast("ncf", &nak_like(t, &missing, true)) {
+            ncf_sqns += missing.len() as u64;
+        }
+        let ahead: Vec<u32> = (lead + 1..lead + 63).collect();
+        if a.multicast("ncf", &nak_like(t, &ahead, true)) {
+            ncf_sqns += ahead.len() as u64;
+        }
+    }
+    a.note("ncf_sqns", ncf_sqns);
+}
+
+/// Window-edge and SPM-sequence jumps (attack 3), every 10 of the source's packets, in turn.
+/// Spoofing the source's address, only the three no source could send (moving the trail up
+/// to the lead is something a source may do, and then it works: docs/security.md).
+fn attack_jumps(a: &mut Attacker) {
+    let mut next = 10;
+    let mut round = 0u32;
+    let (nla, kinds) = match a.raw {
+        Some(_) => (SOURCE, 3),
+        None => (a.me, 4),
+    };
+    while !a.done() {
+        a.poll();
+        let (Some(t), Some(lead)) = (a.tsi, a.lead) else {
+            a.idle();
+            continue;
+        };
+        if a.odata < next {
+            a.idle();
+            continue;
+        }
+        next = a.odata + 10;
+        let (kind, p) = match round % kinds {
+            0 => (
+                "trail_beyond_lead",
+                spm(t, a.spm_sqn + 1, lead + 1000, lead, nla),
+            ),
+            1 => (
+                "lead_jump",
+                spm(t, a.spm_sqn + 1, a.trail, lead + 1_000_000, nla),
+            ),
+            2 => (
+                "sqn_jump",
+                spm(t, a.spm_sqn.wrapping_add(1 << 31), a.trail, lead, nla),
+            ),
+            _ => ("trail_to_lead", spm(t, a.spm_sqn + 1, lead, lead, nla)),
+        };
+        round += 1;
+        a.multicast(kind, &p.to_vec().unwrap());
+    }
+}
+
+/// Fake sessions that never fill their first gap (attack 4): once the real transfer is
+/// under way, `huge_sessions` sessions of `huge_packets` datagrams of `huge_len` payload
+/// bytes, then `big_sessions` of `big_packets` of `big_len`, interleaved, `per_ms` datagrams
+/// per millisecond. Each session sends sequence number 0 (OPT_SYN: it proves itself) and
+/// then 2, 3, ...: 1 never comes.
+fn attack_memory(a: &mut Attacker) {
+    while !a.done() && a.odata < 50 {
+        a.idle();
+    }
+    a.note("source_odata_at_start", a.odata);
+    let per_ms = a.spec["per_ms"].as_u64().unwrap();
+    let s = a.spec.clone();
+    let num = |k: &str| s[k].as_u64().unwrap();
+    fake_sessions(
+        a,
+        per_ms,
+        [num("huge_sessions"), num("huge_packets"), num("huge_len")],
+        "huge_data",
+        1,
+    );
+    fake_sessions(
+        a,
+        per_ms,
+        [num("big_sessions"), num("big_packets"), num("big_len")],
+        "big_data",
+        2,
+    );
+    a.poll();
+    a.note("source_fin_at_flood_end", a.fin);
+    a.note("huge_len", num("huge_len"));
+    a.note("big_len", num("big_len"));
+    while !a.done() {
+        a.idle();
+    }
+}
+
+/// `[sessions, packets, len]`: `sessions` fake sessions, interleaved, of `packets` data
+/// packets of `len` payload bytes each: sequence number 0 (OPT_SYN), then 2, 3, ...; `id`
+/// tells the sessions of one call from another's. `per_ms` datagrams per millisecond.
+fn fake_sessions(
+    a: &mut Attacker,
+    per_ms: u64,
+    [sessions, packets, len]: [u64; 3],
+    kind: &str,
+    id: u8,
+) {
+    let payload = vec![0x5a; len as usize];
+    let tsis: Vec<Tsi> = (0..sessions)
+        .map(|i| Tsi {
+            gsi: Gsi([0xfa, 0x4e, 0, 0, id, i as u8]),
+            sport: 5000 + u16::from(id) * 100 + i as u16,
+        })
+        .collect();
+    let mut burst = 0;
+    for k in 0..packets {
+        let sqn = if k == 0 { 0 } else { k as u32 + 1 };
+        for &t in &tsis {
+            if !a.multicast(kind, &odata(t, sqn, &payload)) {
+                return;
+            }
+            burst += 1;
+            if burst == per_ms {
+                burst = 0;
+                a.poll();
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        }
+    }
+}
+
+/// SPM-only fake sessions (attack 5): `rounds` rounds, `every_ms` apart, of one SPM for each
+/// of `sessions` fake TSIs.
+fn attack_spm_sessions(a: &mut Attacker) {
+    let sessions = a.spec["sessions"].as_u64().unwrap();
+    let rounds = a.spec["rounds"].as_u64().unwrap();
+    let every = Duration::from_millis(a.spec["every_ms"].as_u64().unwrap_or(0));
+    let mut before = 0u64;
+    a.poll();
+    a.note("source_odata_at_first_send", a.odata);
+    for round in 0..rounds {
+        let at = Instant::now();
+        a.poll();
+        if a.odata == 0 {
+            before += 1;
+        }
+        for i in 0..sessions {
+            let t = Tsi {
+                gsi: Gsi([0x5b, 0x4d, 0, 0, 0, i as u8]),
+                sport: 6000 + i as u16,
+            };
+            let p = spm(t, round as u32, 0, 100, a.me).to_vec().unwrap();
+            if !a.multicast("spm", &p) {
+                break;
+            }
+        }
+        while !a.done() && at.elapsed() < every {
+            a.idle();
+        }
+        if a.done() {
+            break;
+        }
+    }
+    a.note("rounds_before_source", before);
+    while !a.done() {
+        a.idle();
+    }
+}
+
+/// A whole fake session from the attacker's address (attack 5, the `--source` variant):
+/// OPT_SYN data, then a data packet every 10 ms and an SPM every 100 ms.
+fn attack_fake_session(a: &mut Attacker) {
+    let t = Tsi {
+        gsi: Gsi([0x6c, 0x4e, 1, 2, 3, 4]),
+        sport: 7001,
+    };
+    let mut sqn = 0u32;
+    let mut before = 0u64;
+    while !a.done() {
+        a.poll();
+        if sqn % 10 == 0 {
+            a.multicast("spm", &spm(t, sqn / 10, 0, sqn, a.me).to_vec().unwrap());
+        }
+        if a.multicast("odata", &odata(t, sqn, FORGED)) && a.odata == 0 {
+            before += 1;
+        }
+        sqn += 1;
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    a.note("sent_before_source", before);
+}
+
+/// A NAK storm to the source (attack 6): every `every_us`, one NAK for `sqns` sequence
+/// numbers of the transmit window, cycling through it, from the attacker's own address,
+/// until the source announces its end.
+fn attack_nak_storm(a: &mut Attacker) {
+    let every = Duration::from_micros(a.spec["every_us"].as_u64().unwrap());
+    let count = a.spec["sqns"].as_u64().unwrap() as u32;
+    let mut next = Instant::now();
+    let mut cursor = 0u32;
+    let mut nak_sqns = 0u64;
+    let to = SocketAddrV4::new(SOURCE, UCAST_PORT);
+    while !a.done() {
+        a.poll();
+        let (Some(t), Some(lead)) = (a.tsi, a.lead) else {
+            a.idle();
+            continue;
+        };
+        if a.fin || a.odata < 20 {
+            a.idle();
+            continue;
+        }
+        let now = Instant::now();
+        if now < next {
+            std::thread::sleep((next - now).min(Duration::from_micros(200)));
+            continue;
+        }
+        next += every;
+        let span = lead.wrapping_sub(a.trail).wrapping_add(1).max(1);
+        let sqns: Vec<u32> = (0..count.min(span))
+            .map(|i| a.trail.wrapping_add((cursor + i) % span))
+            .collect();
+        cursor = cursor.wrapping_add(count);
+        if a.send("nak", &nak_like(t, &sqns, false), to) {
+            nak_sqns += sqns.len() as u64;
+        }
+    }
+    a.note("nak_sqns", nak_sqns);
+}
+
+/// Forgeries against a keyed session (attack 7): every 10 of the source's sealed datagrams,
+/// data, RDATA, NCFs and an SPM with OPT_FIN near the source's position (estimated from the
+/// datagrams seen), in plain PGM, sealed under the attacker's own key, and sealed under its
+/// own key with the group key's id written in the envelope.
+fn attack_keyed(a: &mut Attacker) {
+    use pgmcc_net::keyed::{Direction, Key, Sealer};
+    let mut own = Sealer::new(Key::from_bytes([0x66; 32]), Direction::Down).unwrap();
+    let mut next = 10;
+    let mut first = true;
+    while !a.done() {
+        a.poll();
+        let (Some(t), Some(real_id)) = (a.tsi, a.key_id) else {
+            a.idle();
+            continue;
+        };
+        if a.sealed < next {
+            a.idle();
+            continue;
+        }
+        next = a.sealed + 10;
+        let g = a.sealed as u32;
+        let mut packets = vec![odata(t, g + 2, FORGED), odata(t, g + 3, FORGED)];
+        if first {
+            packets.push(odata(t, 0, FORGED));
+            first = false;
+        }
+        packets.push(
+            Repr::downstream(
+                t,
+                DPORT,
+                Body::Rdata(DataRepr {
+                    sqn: g.saturating_sub(3),
+                    trail: 0,
+                }),
+            )
+            .with_payload(FORGED)
+            .to_vec()
+            .unwrap(),
+        );
+        let near: Vec<u32> = (g.saturating_sub(8)..g + 8).collect();
+        packets.push(nak_like(t, &near, true));
+        packets.push(
+            spm(t, g, 0, g, a.me)
+                .with_options(Options {
+                    fin: true,
+                    ..Options::default()
+                })
+                .to_vec()
+                .unwrap(),
+        );
+        let unix_ms = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        for p in packets {
+            a.multicast("plain", &p);
+            let mut sealed = Vec::new();
+            own.seal(unix_ms, &p, &mut sealed).unwrap();
+            a.multicast("own_key", &sealed);
+            sealed[6..10].copy_from_slice(&real_id);
+            a.multicast("relabelled", &sealed);
+        }
+    }
+}
