@@ -390,16 +390,27 @@ fn a_receiver_without_reports_bounds_the_window_at_tcps() {
     assert!(lost > 17_000, "{lost}");
 }
 
-/// `scenarios/acker-hijack.toml` with `acker_reports = KNOB` on the pgmcc flow: pgmcc's and
-/// TCP's rates over 40-90 s (kbit/s), the fraction of what reached PR's 2 Mbit/s link that
-/// was dropped, and how many times the source discredited its acker's reports.
-fn hijack_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
-    let s = run_with_knob(
-        "acker-hijack",
+/// `scenarios/acker-hijack.toml` with `acker_reports = KNOB` on the pgmcc flow (and, with
+/// `rtt_lie`, the liar changed as [`RTT_LIE`] says): pgmcc's and TCP's rates over 40-90 s
+/// (kbit/s), the fraction of what reached PR's 2 Mbit/s link that was dropped, and how many
+/// times the source discredited its acker's reports.
+fn hijack_run(knob: &str, rtt_lie: bool, seed: u64) -> (f64, f64, f64, u64) {
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/acker-hijack.toml");
+    let mut src = std::fs::read_to_string(&path).unwrap();
+    if rtt_lie {
+        for (from, to) in RTT_LIE {
+            assert!(src.contains(from), "acker-hijack.toml has no `{from}`");
+            src = src.replacen(from, to, 1);
+        }
+    }
+    let src = src.replacen(
         "kind = \"pgmcc\"\n",
-        &format!("acker_reports = \"{knob}\""),
-        seed,
+        &format!("kind = \"pgmcc\"\nacker_reports = \"{knob}\"\n"),
+        1,
     );
+    let mut sc = netsim::scenario::parse("acker-hijack", &src, "acker-hijack", Some(seed)).unwrap();
+    let s = netsim::run::run(&mut sc, |_| {});
     let rate = |name: &str| {
         let f = s.flows.iter().find(|f| f.name == name).unwrap();
         netsim::run::mean_between(&s, &f.series_kbps, 40.0, 90.0)
@@ -417,6 +428,16 @@ fn hijack_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
     (rate("pgmcc"), rate("tcp"), dropped, tx.reports_discredited)
 }
 
+/// The RTT liar: a receiver 5 ms away with 1% real loss (so its loss reports are true)
+/// whose echoed timestamps are held back 2 s, so its reports claim a round trip 2 s longer.
+const RTT_LIE: [(&str, &str); 2] = [
+    ("claim_loss = 0.5", "claim_rtt = \"2s\""),
+    (
+        "to = \"PL\"\nrate = \"10Mbit/s\"\ndelay = \"100ms\"",
+        "to = \"PL\"\nrate = \"10Mbit/s\"\ndelay = \"5ms\"\nloss = 0.01",
+    ),
+];
+
 /// Issue 21: "a false loss report wins the acker election". A receiver on a 10 Mbit/s path
 /// claims 50% loss and wins; with the paper's trust its ACKs clock the source past the
 /// honest receiver's 2 Mbit/s link, where TCP starves. The recommended controller checks the
@@ -428,7 +449,7 @@ fn a_receiver_lying_about_its_loss_cannot_clock_the_source() {
     // Measured (seeds 1-3): pgmcc 860-928 kbit/s, TCP 996-1,066, 2.6-3.0% dropped, one
     // discredit each.
     for seed in [1, 2] {
-        let (pgm, tcp, dropped, discredited) = hijack_run("check", seed);
+        let (pgm, tcp, dropped, discredited) = hijack_run("check", false, seed);
         eprintln!("check, seed {seed}: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
         assert!((800.0..1000.0).contains(&pgm), "seed {seed}: pgmcc {pgm}");
         assert!((950.0..1150.0).contains(&tcp), "seed {seed}: TCP {tcp}");
@@ -436,10 +457,35 @@ fn a_receiver_lying_about_its_loss_cannot_clock_the_source() {
         assert_eq!(discredited, 1, "seed {seed}");
     }
     // Trusted (seeds 1-3): pgmcc 2,012-2,427 kbit/s, TCP 1-23, 50-58% dropped.
-    let (pgm, tcp, dropped, discredited) = hijack_run("trust", 1);
+    let (pgm, tcp, dropped, discredited) = hijack_run("trust", false, 1);
     eprintln!("trust: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
     assert!(pgm > 1900.0, "{pgm}");
     assert!(tcp < 50.0, "{tcp}");
     assert!(dropped > 0.3, "{dropped}");
+    assert_eq!(discredited, 0);
+}
+
+/// The same with a receiver that lies about its round trip instead ([`RTT_LIE`]): its NAK's
+/// report wins the election, but its ACKs show that packet RX_MAX had arrived long before the
+/// round trip it claims, so the recommended controller takes its reports as the ACKs show,
+/// and after 16 such ACKs in a row caps them at twice that, in its NAKs too.
+#[test]
+fn a_receiver_lying_about_its_round_trip_cannot_clock_the_source() {
+    // Measured (seeds 1-3): pgmcc 818-939 kbit/s, TCP 976-1,111, 1.5-3.4% dropped, one
+    // discredit each.
+    for seed in [1, 2] {
+        let (pgm, tcp, dropped, discredited) = hijack_run("check", true, seed);
+        eprintln!("check, seed {seed}: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
+        assert!((750.0..1000.0).contains(&pgm), "seed {seed}: pgmcc {pgm}");
+        assert!((950.0..1200.0).contains(&tcp), "seed {seed}: TCP {tcp}");
+        assert!(dropped < 0.05, "seed {seed}: {dropped}");
+        assert_eq!(discredited, 1, "seed {seed}");
+    }
+    // Trusted (seeds 1-3): pgmcc 2,999-3,600 kbit/s, TCP 0-438, 68-72% dropped.
+    let (pgm, tcp, dropped, discredited) = hijack_run("trust", true, 1);
+    eprintln!("trust: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
+    assert!(pgm > 2500.0, "{pgm}");
+    assert!(tcp < 500.0, "{tcp}");
+    assert!(dropped > 0.5, "{dropped}");
     assert_eq!(discredited, 0);
 }

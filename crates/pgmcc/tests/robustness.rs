@@ -786,6 +786,79 @@ fn an_acker_claiming_loss_its_acks_do_not_show_is_discredited_for_good() {
     assert!(paper.window() > 50.0, "{}", paper.window());
 }
 
+#[test]
+fn an_acker_claiming_a_longer_round_trip_than_its_acks_show_loses_the_election() {
+    // Issue 21: one packet leaves per ms; the honest receiver's round trip is 20 ms, the
+    // liar's 1 ms, but the liar echoes timestamps 1 s old, so its reports claim about 1,000
+    // packets. Their loss is the same (2%), and real. One NAK with that report wins the
+    // election. With the recommended controller every ACK the liar sends shows how short
+    // its round trip is (packet RX_MAX had arrived when the ACK left): its reports are taken
+    // as the ACKs show, and the honest receiver's next report wins; after 16 such ACKs in a
+    // row its RTT reports count at most twice what its ACKs showed, so its next NAK with the
+    // same claim wins nothing. The paper's controller follows the liar for good.
+    let (liar, honest) = (rx_addr(66), rx_addr(1));
+    let run = |cfg: PgmccConfig| {
+        let mut cc = Pgmcc::new(cfg, ms(0));
+        let report = |rx: IpAddr, echo: u32| PgmccFeedback {
+            tstamp: echo,
+            loss_rate: 1311,
+            rx,
+        };
+        let mut honest_again_at = None;
+        let mut liar_acker_after_2000 = false;
+        for s in 0..3000u32 {
+            let t = u64::from(s);
+            drive::send(&mut cc, ms(t), s);
+            // The liar NAKs with its claim twice; the second time its ACKs have shown it.
+            if s == 1500 || s == 2500 {
+                drive::nak(&mut cc, ms(t), &[s - 1], Some(&report(liar, s - 1000)));
+            }
+            // The acker ACKs what reached it: the honest one the packet sent 20 ms ago,
+            // echoing its stamp; the liar the packet just sent, echoing a stamp 1 s old.
+            let acker = cc.metrics().acker;
+            let (from, rx_max, echo) = match acker {
+                Some(a) if a == liar => (liar, s, s - 1000),
+                _ if s >= 20 => (honest, s - 20, s - 20),
+                _ => continue,
+            };
+            // Both lose every 50th packet (2%), and their ACKs show it.
+            let lost = |p: u32| p % 50 == 7;
+            if !lost(rx_max) {
+                let bitmap = (0..32u32)
+                    .filter(|&k| k <= rx_max && !lost(rx_max - k))
+                    .fold(0u32, |b, k| b | 1 << k);
+                let a = AckRepr { rx_max, bitmap };
+                drive::ack_fb(&mut cc, ms(t), from, &a, Some(&report(from, echo)));
+            }
+            liar_acker_after_2000 |= s > 2000 && cc.metrics().acker == Some(liar);
+            if s > 1500 && cc.metrics().acker == Some(honest) && honest_again_at.is_none() {
+                honest_again_at = Some(s);
+            }
+            if s % 50 == 25 {
+                drive::nak(&mut cc, ms(t), &[s - 21], Some(&report(honest, s - 20)));
+            }
+        }
+        (cc.metrics(), honest_again_at, liar_acker_after_2000)
+    };
+    let (m, back, again) = run(PgmccConfig::recommended());
+    assert!(!again, "the liar's second claim won the election");
+    assert_eq!(m.acker, Some(honest));
+    let back = back.expect("the honest receiver became acker again");
+    eprintln!(
+        "the honest receiver was acker again at packet {back}; {} ACK reports bounded",
+        m.stats.report_rtts_bounded
+    );
+    assert!(back <= 1600, "only at packet {back}");
+    assert!(m.stats.report_rtts_bounded > 0);
+    assert_eq!(
+        m.stats.reports_discredited, 1,
+        "its RTT, not its loss (which is real)"
+    );
+    let (m, back, _) = run(PgmccConfig::default());
+    assert_eq!(m.acker, Some(liar));
+    assert_eq!(back, None);
+}
+
 // --- resource bounds -------------------------------------------------------------------------
 
 #[test]

@@ -4,7 +4,8 @@ use std::net::IpAddr;
 
 use pgmcc::cc::CcEvent;
 use pgmcc::{
-    Destination, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig, Transmit,
+    Destination, Duration, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig,
+    Transmit,
 };
 
 use crate::agent::{Agent, Ctx};
@@ -196,17 +197,34 @@ pub struct PgmReceiverAgent {
     pub unrecoverable: u64,
     /// The session ended (FIN seen and everything accounted for).
     pub ended: bool,
-    /// A misbehaving receiver (issue 21's attacker): every report it sends claims this loss
-    /// rate (the draft's 16-bit scale) instead of what it measured.
-    claim_loss: Option<u16>,
+    /// A misbehaving receiver (issue 21's attacker): what its reports claim.
+    lie: Lie,
 }
 
-/// `buf` with its OPT_PGMCC_FEEDBACK's loss rate replaced by `loss`, re-encoded with a valid
-/// checksum; `None` if it carries no report.
-fn with_claimed_loss(buf: &[u8], loss: u16) -> Option<Vec<u8>> {
-    let mut r = pgm_wire::Repr::parse(buf).ok()?;
-    r.options.pgmcc_feedback.as_mut()?.loss_rate = loss;
-    r.to_vec().ok()
+/// What a misbehaving receiver's reports claim instead of what it measured.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Lie {
+    /// This loss rate (the draft's 16-bit scale).
+    loss: Option<u16>,
+    /// A round trip this many milliseconds longer: its timestamp echoes held back.
+    rtt_ms: u32,
+}
+
+impl Lie {
+    /// `buf` with its OPT_PGMCC_FEEDBACK changed as this lie says, re-encoded with a valid
+    /// checksum; `None` if there is nothing to change.
+    fn apply(&self, buf: &[u8]) -> Option<Vec<u8>> {
+        if *self == Lie::default() {
+            return None;
+        }
+        let mut r = pgm_wire::Repr::parse(buf).ok()?;
+        let fb = r.options.pgmcc_feedback.as_mut()?;
+        if let Some(loss) = self.loss {
+            fb.loss_rate = loss;
+        }
+        fb.tstamp = fb.tstamp.wrapping_sub(self.rtt_ms);
+        r.to_vec().ok()
+    }
 }
 
 impl PgmReceiverAgent {
@@ -221,13 +239,20 @@ impl PgmReceiverAgent {
             delivered: 0,
             unrecoverable: 0,
             ended: false,
-            claim_loss: None,
+            lie: Lie::default(),
         }
     }
 
     /// This receiver lies: every report it sends claims loss rate `loss` (0-1).
     pub fn claiming_loss(mut self, loss: f64) -> PgmReceiverAgent {
-        self.claim_loss = Some((loss.clamp(0.0, 1.0) * 65535.0).round() as u16);
+        self.lie.loss = Some((loss.clamp(0.0, 1.0) * 65535.0).round() as u16);
+        self
+    }
+
+    /// This receiver lies: every report it sends claims a round trip `extra` longer (its
+    /// timestamp echoes held back).
+    pub fn claiming_rtt(mut self, extra: Duration) -> PgmReceiverAgent {
+        self.lie.rtt_ms = extra.as_millis().min(u128::from(u32::MAX)) as u32;
         self
     }
 
@@ -241,9 +266,7 @@ impl PgmReceiverAgent {
             return;
         };
         while let Some(t) = r.poll_transmit(now, &mut self.buf) {
-            let forged = self
-                .claim_loss
-                .and_then(|loss| with_claimed_loss(&self.buf[..t.len], loss));
+            let forged = self.lie.apply(&self.buf[..t.len]);
             let (t, buf) = match &forged {
                 Some(f) => (Transmit { len: f.len(), ..t }, &f[..]),
                 None => (t, &self.buf[..]),

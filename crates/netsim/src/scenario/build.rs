@@ -597,6 +597,10 @@ fn build_pgm(
             }
             agent = agent.claiming_loss(*p.get_ref());
         }
+        // `claim_rtt = "2s"`: its reports claim a round trip that much longer.
+        if let Some(d) = &r.claim_rtt {
+            agent = agent.claiming_rtt(cx.dur(d, "flow.receiver.claim_rtt")?);
+        }
         let a = sim.add_agent(n, Box::new(agent), join, leave);
         sim.join(n, group, join, leave);
         receivers.push((a, r.node.get_ref().clone(), join, leave));

@@ -82,6 +82,7 @@ pub(super) struct ReceiverSpec {
     pub(super) leave: Option<Spanned<String>>,
     pub(super) reports: Option<bool>,
     pub(super) claim_loss: Option<Spanned<f64>>,
+    pub(super) claim_rtt: Option<Spanned<String>>,
 }
 
 /// `[[flow]]`: every key of every kind and controller; `validate` refuses the ones that do

@@ -40,9 +40,13 @@ pub struct CcStats {
     /// Times the window was cut to the bound a receiver without reports sets
     /// ([`super::pgmcc::PgmccConfig::cap_for_silent`]).
     pub silent_caps: u64,
-    /// Ackers whose loss reports claimed far more loss than their ACKs showed
-    /// ([`super::pgmcc::PgmccConfig::check_reports`]).
+    /// Ackers whose reports claimed far more loss, or a longer round trip, than their ACKs
+    /// showed ([`super::pgmcc::PgmccConfig::check_reports`]).
     pub reports_discredited: u64,
+    /// ACK reports whose RTT was longer than the ACK itself showed, taken as the ACK shows
+    /// ([`super::pgmcc::PgmccConfig::check_reports`]; an honest acker's can be too, when the
+    /// packet it acknowledges arrived after a later one).
+    pub report_rtts_bounded: u64,
 }
 
 /// A rate-based controller's sending rate.

@@ -370,10 +370,35 @@ pub struct Pgmcc {
     /// the window when it became acker.
     check: Option<ReportCheck>,
     window_at_switch: f64,
-    /// Receivers whose reports were discredited, with the loss rate their ACKs showed: what
-    /// their reports count as from then on (latest [`DISCREDITED`]).
-    discredited: VecDeque<(IpAddr, u16)>,
+    /// Receivers whose reports were discredited, with what their ACKs showed: what their
+    /// reports count as from then on (latest [`DISCREDITED`]).
+    discredited: VecDeque<Discredited>,
+    /// The current acker's ACK reports in a row whose RTT its ACKs showed to be inflated,
+    /// and the longest RTT those ACKs showed, in ms.
+    inflated: (u32, u32),
 }
+
+/// A receiver whose reports claimed more than its ACKs showed
+/// ([`PgmccConfig::check_reports`]).
+#[derive(Debug, Clone, Copy)]
+struct Discredited {
+    addr: IpAddr,
+    /// The loss rate its ACKs showed, if its loss reports were discredited.
+    loss: Option<u16>,
+    /// The round trip its ACKs showed (ms), if its RTT reports were: its reports count at
+    /// most twice that from then on.
+    rtt_ms: Option<u32>,
+}
+
+/// ACK reports in a row whose echoed timestamps are older than the packet they acknowledge
+/// by more than [`INFLATION_MS`] and a quarter of the round trip the ACKs show, after which
+/// the acker's RTT reports are discredited. An honest receiver's echo is the acknowledged
+/// packet's own stamp, older only when that packet arrived after a later one (reordering),
+/// which a run of 16 ACKs never all show.
+const INFLATED_ACKS: u32 = 16;
+
+/// See [`INFLATED_ACKS`].
+const INFLATION_MS: u32 = 10;
 
 /// Discredited receivers remembered ([`Pgmcc::discredited`]).
 const DISCREDITED: usize = 16;
@@ -431,6 +456,7 @@ impl Pgmcc {
             check: None,
             window_at_switch: 1.0,
             discredited: VecDeque::new(),
+            inflated: (0, 0),
             cfg,
         }
     }
@@ -525,6 +551,7 @@ impl Pgmcc {
         self.check = (self.cfg.check_reports && self.cfg.loss_report == LossReport::Filter)
             .then(|| ReportCheck::new(first));
         self.window_at_switch = self.window.window();
+        self.inflated = (0, 0);
         self.acker = Some(AckerState {
             addr,
             op,
@@ -543,6 +570,24 @@ impl Pgmcc {
     }
 
     fn on_report(&mut self, now: Instant, fb: &PgmccFeedback, sample: RttSample) {
+        // A receiver whose ACKs showed its RTT reports inflated counts at most twice the
+        // round trip they showed.
+        let cap = self
+            .discredited
+            .iter()
+            .find(|d| d.addr == fb.rx)
+            .and_then(|d| d.rtt_ms);
+        let sample = match cap {
+            Some(c) => {
+                let floor = Self::now_ms(now).wrapping_sub(c.saturating_mul(2));
+                if (floor.wrapping_sub(sample.echo()) as i32) > 0 {
+                    RttSample::new(now, floor)
+                } else {
+                    sample
+                }
+            }
+            None => sample,
+        };
         let rtt = self.rtt(sample);
         self.on_operating_point(now, fb.rx, rtt, fb.loss_rate);
     }
@@ -550,8 +595,13 @@ impl Pgmcc {
     /// One receiver report: elect, update the acker, or switch (§3.5).
     fn on_operating_point(&mut self, now: Instant, rx: IpAddr, rtt: u32, loss: u16) {
         // A discredited receiver's loss is what its ACKs showed, whatever it reports now.
-        let loss = match self.discredited.iter().find(|d| d.0 == rx) {
-            Some(&(_, shown)) => loss.min(shown),
+        let loss = match self
+            .discredited
+            .iter()
+            .find(|d| d.addr == rx)
+            .and_then(|d| d.loss)
+        {
+            Some(shown) => loss.min(shown),
             None => loss,
         };
         let op = Operating {
@@ -708,6 +758,83 @@ impl Pgmcc {
         }
     }
 
+    /// An ACK's report RTT, no longer than the ACK itself shows ([`PgmccConfig::check_reports`]):
+    /// the ACK says packet `rx_max` had arrived when it left, so the round trip is at most
+    /// the time since `rx_max` was sent. An honest receiver echoes the stamp of the packet
+    /// it acknowledges plus the time it held it, which is never older; one that echoes an
+    /// older stamp, to look farther away than it is, reads as the ACK shows.
+    ///
+    /// When the acker's ACKs show this [`INFLATED_ACKS`] times in a row, its RTT reports are
+    /// discredited: from then on they count at most twice the round trip its ACKs showed, in
+    /// its NAKs too.
+    fn bounded_by_ack(
+        &mut self,
+        now: Instant,
+        from: IpAddr,
+        sample: RttSample,
+        rx_max: u32,
+    ) -> RttSample {
+        let is_acker = self.acker.is_some_and(|a| a.addr == from);
+        let sent = self.history.front().and_then(|&(_, first)| {
+            self.history
+                .get(rx_max.wrapping_sub(first) as usize)
+                .filter(|&&(_, s)| s == rx_max)
+                .map(|&(sent, _)| sent)
+        });
+        let Some(sent) = sent else {
+            return sample;
+        };
+        let held = sent.wrapping_sub(sample.echo()) as i32;
+        if held <= 0 {
+            if is_acker {
+                self.inflated = (0, 0);
+            }
+            return sample;
+        }
+        self.stats.report_rtts_bounded += 1;
+        let shown = Self::now_ms(now).wrapping_sub(sent);
+        if is_acker {
+            if held as u32 > INFLATION_MS.max(shown / 4) {
+                self.inflated = (self.inflated.0 + 1, self.inflated.1.max(shown));
+            } else {
+                self.inflated = (0, 0);
+            }
+            if self.inflated.0 == INFLATED_ACKS {
+                let rtt_ms = self.inflated.1.max(1);
+                self.stats.reports_discredited += 1;
+                tracing::warn!(
+                    t_ns = now.as_nanos(),
+                    acker = %from,
+                    shown_rtt_ms = rtt_ms,
+                    "the acker's reports claim a longer round trip than its ACKs show: they \
+                     count at most twice what its ACKs show from now on"
+                );
+                self.remember(from).rtt_ms = Some(rtt_ms);
+            }
+        }
+        RttSample::new(now, sent)
+    }
+
+    /// The entry of `addr` among the discredited receivers, made if it has none (the oldest
+    /// forgotten beyond [`DISCREDITED`]).
+    fn remember(&mut self, addr: IpAddr) -> &mut Discredited {
+        let i = match self.discredited.iter().position(|d| d.addr == addr) {
+            Some(i) => i,
+            None => {
+                if self.discredited.len() >= DISCREDITED {
+                    self.discredited.pop_front();
+                }
+                self.discredited.push_back(Discredited {
+                    addr,
+                    loss: None,
+                    rtt_ms: None,
+                });
+                self.discredited.len() - 1
+            }
+        };
+        &mut self.discredited[i]
+    }
+
     /// The acker's reports claimed far more loss than its ACKs showed
     /// ([`PgmccConfig::check_reports`]): from now on its loss is what they showed, and what
     /// the window gained while it was acker is taken back.
@@ -720,15 +847,7 @@ impl Pgmcc {
             "the acker's loss reports claim far more loss than its ACKs show: they count as \
              what its ACKs show from now on"
         );
-        match self.discredited.iter_mut().find(|d| d.0 == addr) {
-            Some(d) => d.1 = shown,
-            None => {
-                self.discredited.push_back((addr, shown));
-                if self.discredited.len() > DISCREDITED {
-                    self.discredited.pop_front();
-                }
-            }
-        }
+        self.remember(addr).loss = Some(shown);
         if let Some(a) = self.acker.as_mut() {
             a.op.loss = u32::from(shown);
             a.reported = u32::from(shown);
@@ -799,6 +918,11 @@ impl CongestionControl for Pgmcc {
         // it to 1: ACK compression.)
         if let Some((fb, sample)) = fb {
             if fb.rx == from {
+                let sample = if self.cfg.check_reports {
+                    self.bounded_by_ack(now, from, sample, ack.rx_max)
+                } else {
+                    sample
+                };
                 self.on_report(now, fb, sample);
             }
         }
