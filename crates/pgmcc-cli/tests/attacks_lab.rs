@@ -1040,6 +1040,7 @@ fn run_attacker(spec: &Value) {
         "fake_session" => attack_fake_session(&mut a),
         "nak_storm" => attack_nak_storm(&mut a),
         "keyed" => attack_keyed(&mut a),
+        "liar" => attack_liar(&mut a),
         m => panic!("unknown attack {m}"),
     }
     a.write_report();
@@ -1733,4 +1734,182 @@ fn attack_keyed(a: &mut Attacker) {
             a.multicast("relabelled", &sealed);
         }
     }
+}
+
+/// What the liar received: the receive bitmap of the latest 32 data sequence numbers (bit 0 =
+/// the highest), as an ACK reports it, and the source's nonce (OPT_ACK_PROOF) of each, by
+/// sequence number modulo 64, as `pgmcc recv` keeps them (`pgmcc::cc::feedback::report`).
+#[derive(Default)]
+struct LiarBitmap {
+    max: Option<u32>,
+    bits: u32,
+    /// Bits of the packets whose nonce is held.
+    proven: u32,
+    nonces: Vec<(u32, u32)>,
+}
+
+impl LiarBitmap {
+    /// Data packet `s` arrived with `nonce`; false for a copy already marked (or one older
+    /// than the bitmap).
+    fn mark(&mut self, s: u32, nonce: Option<u32>) -> bool {
+        let bit = match self.max {
+            None => {
+                self.max = Some(s);
+                0
+            }
+            Some(m) if (s.wrapping_sub(m) as i32) > 0 => {
+                let shift = s.wrapping_sub(m);
+                self.bits = self.bits.checked_shl(shift).unwrap_or(0);
+                self.proven = self.proven.checked_shl(shift).unwrap_or(0);
+                self.max = Some(s);
+                0
+            }
+            Some(m) => match m.wrapping_sub(s) {
+                back if back < 32 => back,
+                _ => return false,
+            },
+        };
+        if self.bits & (1 << bit) != 0 {
+            return false;
+        }
+        self.bits |= 1 << bit;
+        if let Some(n) = nonce {
+            if self.nonces.is_empty() {
+                self.nonces = vec![(0, 0); 64];
+            }
+            self.nonces[s as usize % 64] = (s, n);
+            self.proven |= 1 << bit;
+        }
+        true
+    }
+
+    fn nonce(&self, s: u32) -> Option<u32> {
+        self.nonces
+            .get(s as usize % 64)
+            .filter(|e| e.0 == s)
+            .map(|e| e.1)
+    }
+
+    /// RX_MAX, the bitmap of the packets whose nonce is held, and the proof: the XOR of the
+    /// nonces of RX_MAX and of every packet the bitmap reports (docs/wire.md). `None` until
+    /// RX_MAX's own nonce is held.
+    fn ack(&self) -> Option<(pgm_wire::AckRepr, u32)> {
+        let rx_max = self.max?;
+        let bitmap = self.bits & self.proven;
+        if bitmap & 1 == 0 {
+            return None;
+        }
+        let proof = (0..32u32)
+            .filter(|k| bitmap & (1 << k) != 0)
+            .try_fold(0, |x, k| self.nonce(rx_max.wrapping_sub(k)).map(|n| x ^ n))?;
+        Some((pgm_wire::AckRepr { rx_max, bitmap }, proof))
+    }
+}
+
+/// The acker hijack (issue 21, "a false loss report wins the acker election"): a minimal
+/// pgmcc receiver that never NAKs. Like `pgmcc recv` it keeps the receive bitmap of the data
+/// it gets (ODATA and RDATA, not parity) and each packet's nonce, and ACKs every ODATA whose
+/// OPT_PGMCC_DATA names it as acker at once, with RX_MAX, the bitmap, a valid proof of
+/// receipt (OPT_ACK_PROOF) and a report (OPT_PGMCC_FEEDBACK) naming its own address; ACKs go
+/// unicast to the source's address on the UDP port for upstream packets, from the attacker's
+/// own address, as `pgmcc recv` sends them. Unlike `pgmcc recv` it answers an election
+/// request (acker 0.0.0.0) at once instead of after a random wait, every report claims loss
+/// rate `claim` (32768: 50%) whatever it received, and its echo (the packet's timestamp plus
+/// the time it held it) is moved back by `claim_rtt_ms`: it claims to be that much farther
+/// from the source than it is (why: the test). Reports what it saw: the data, the packets
+/// that named it and when.
+fn attack_liar(a: &mut Attacker) {
+    use pgm_wire::{AckProof, PgmccFeedback, OPT_PARITY};
+    let claim = a.spec["claim"].as_u64().unwrap() as u16;
+    let claim_rtt = a.spec["claim_rtt_ms"].as_u64().unwrap_or(0) as u32;
+    let to = SocketAddrV4::new(SOURCE, UCAST_PORT);
+    let me = IpAddr::V4(a.me);
+    let mut got = LiarBitmap::default();
+    let (mut odata, mut named, mut unprovable) = (0u64, 0u64, 0u64);
+    // (sequence number, Unix time) of the first and the last ODATA that named the liar.
+    let mut first_named: Option<(u32, f64)> = None;
+    let mut last_named: Option<(u32, f64)> = None;
+    let mut odata_span: Option<(u32, u32)> = None;
+    let mut buf = vec![0u8; 65536];
+    while !a.done() {
+        let (len, from) = match a.listen.recv_from(&mut buf) {
+            Ok(x) => x,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_micros(100));
+                continue;
+            }
+            Err(e) => panic!("listening: {e}"),
+        };
+        let arrived = Instant::now();
+        let d = &buf[..len];
+        a.learn(d, from);
+        if from.ip() != IpAddr::V4(SOURCE) {
+            continue;
+        }
+        let Ok(p) = Repr::parse(d) else { continue };
+        let (sqn, is_odata) = match p.body {
+            Body::Odata(o) => (o.sqn, true),
+            Body::Rdata(o) if p.header_flags & OPT_PARITY == 0 => (o.sqn, false),
+            _ => continue,
+        };
+        if !got.mark(sqn, p.options.ack_proof.map(|x| x.value)) || !is_odata {
+            continue;
+        }
+        odata += 1;
+        odata_span = Some(match odata_span {
+            None => (sqn, sqn),
+            Some((lo, hi)) => (
+                lo,
+                if (sqn.wrapping_sub(hi) as i32) > 0 {
+                    sqn
+                } else {
+                    hi
+                },
+            ),
+        });
+        let Some(pd) = p.options.pgmcc_data else {
+            continue;
+        };
+        let kind = if pd.acker == me {
+            named += 1;
+            let t = unix_now();
+            first_named.get_or_insert((sqn, t));
+            last_named = Some((sqn, t));
+            "ack"
+        } else if pd.acker.is_unspecified() {
+            "election_answer"
+        } else {
+            continue;
+        };
+        let Some((ack, proof)) = got.ack() else {
+            unprovable += 1;
+            continue;
+        };
+        let hold = arrived.elapsed().as_millis() as u32;
+        let pkt = Repr::upstream(p.tsi(), DPORT, Body::Ack(ack))
+            .with_options(Options {
+                pgmcc_feedback: Some(PgmccFeedback {
+                    tstamp: pd.tstamp.wrapping_add(hold).wrapping_sub(claim_rtt),
+                    loss_rate: claim,
+                    rx: me,
+                }),
+                ack_proof: Some(AckProof { value: proof }),
+                ..Options::default()
+            })
+            .to_vec()
+            .unwrap();
+        a.send(kind, &pkt, to);
+    }
+    let at = |x: Option<(u32, f64)>| x.map(|(s, t)| json!({"sqn": s, "unix": t}));
+    a.note("odata_received", odata);
+    a.note("named", named);
+    a.note("unprovable", unprovable);
+    a.note("first_named", at(first_named));
+    a.note("last_named", at(last_named));
+    // ODATA lost on the liar's own path: the span of sequence numbers it saw less those it
+    // got (a lost packet shows in its ACKs, as loss the source sees first hand).
+    a.note(
+        "odata_missed",
+        odata_span.map_or(0, |(lo, hi)| u64::from(hi.wrapping_sub(lo)) + 1 - odata),
+    );
 }
