@@ -338,6 +338,23 @@ fn a_tree_with_a_slow_branch_loses_nothing() {
     assert!(paper.stalls >= 3, "{}", paper.stalls);
 }
 
+/// In `mixed-group` and `acker-hijack`, which share a topology: the `pgmcc` and `tcp` flows'
+/// rates over 40-90 s (kbit/s), and the fraction of what reached the R-B link (the 2 Mbit/s
+/// link the TCP flow shares with a receiver) that its queue dropped.
+fn shared_link(s: &netsim::summary::Summary) -> (f64, f64, f64) {
+    let rate = |name: &str| {
+        let f = s.flows.iter().find(|f| f.name == name).unwrap();
+        netsim::run::mean_between(s, &f.series_kbps, 40.0, 90.0)
+    };
+    let link = s
+        .links
+        .iter()
+        .find(|l| l.from == "R" && l.to == "B")
+        .unwrap();
+    let dropped = link.queue_drops as f64 / (link.queue_drops + link.packets) as f64;
+    (rate("pgmcc"), rate("tcp"), dropped)
+}
+
 /// `scenarios/mixed-group.toml` with `silent_receivers = KNOB` on the pgmcc flow: pgmcc's and
 /// TCP's rates over 40-90 s (kbit/s), the fraction of what reached PR2's 2 Mbit/s link that
 /// was dropped, and what PR2 gave up.
@@ -348,22 +365,13 @@ fn mixed_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
         &format!("silent_receivers = \"{knob}\""),
         seed,
     );
-    let rate = |name: &str| {
-        let f = s.flows.iter().find(|f| f.name == name).unwrap();
-        netsim::run::mean_between(&s, &f.series_kbps, 40.0, 90.0)
-    };
-    let link = s
-        .links
-        .iter()
-        .find(|l| l.from == "R" && l.to == "B")
-        .unwrap();
-    let dropped = link.queue_drops as f64 / (link.queue_drops + link.packets) as f64;
+    let (pgm, tcp, dropped) = shared_link(&s);
     let flow = s.flows.iter().find(|f| f.name == "pgmcc").unwrap();
     let pr2 = flow.receivers.iter().find(|r| r.node == "PR2").unwrap();
     let netsim::AgentReport::PgmReceiver(Some(rep)) = &pr2.report else {
         panic!("PR2: not a PGM receiver report");
     };
-    (rate("pgmcc"), rate("tcp"), dropped, rep.unrecoverable_sqns)
+    (pgm, tcp, dropped, rep.unrecoverable_sqns)
 }
 
 #[test]
@@ -411,21 +419,12 @@ fn hijack_run(knob: &str, rtt_lie: bool, seed: u64) -> (f64, f64, f64, u64) {
     );
     let mut sc = netsim::scenario::parse("acker-hijack", &src, "acker-hijack", Some(seed)).unwrap();
     let s = netsim::run::run(&mut sc, |_| {});
-    let rate = |name: &str| {
-        let f = s.flows.iter().find(|f| f.name == name).unwrap();
-        netsim::run::mean_between(&s, &f.series_kbps, 40.0, 90.0)
-    };
-    let link = s
-        .links
-        .iter()
-        .find(|l| l.from == "R" && l.to == "B")
-        .unwrap();
-    let dropped = link.queue_drops as f64 / (link.queue_drops + link.packets) as f64;
+    let (pgm, tcp, dropped) = shared_link(&s);
     let flow = s.flows.iter().find(|f| f.name == "pgmcc").unwrap();
     let netsim::AgentReport::PgmSender(Some(tx)) = &flow.report else {
         panic!("not a PGM sender report");
     };
-    (rate("pgmcc"), rate("tcp"), dropped, tx.reports_discredited)
+    (pgm, tcp, dropped, tx.reports_discredited)
 }
 
 /// The RTT liar: a receiver 5 ms away with 1% real loss (so its loss reports are true)
