@@ -296,6 +296,23 @@ fn sender_done(tx: Child, stats: &Path) -> (Option<i32>, String, Value) {
     (out.status.code(), err, s)
 }
 
+/// Sends `input` with `extra` flags while `evil` runs, then waits for the receiver (30 s at
+/// most) and stops the attacker: the sender's exit code, stderr and stats, the receiver's
+/// end, and what the attacker reported.
+fn attacked_transfer(
+    lab: &Lab,
+    dir: &Path,
+    input: &Path,
+    extra: &[&str],
+    rx: Rx,
+    evil: Evil,
+) -> (Option<i32>, String, Value, RxEnd, Value) {
+    let stats = dir.join("send.json");
+    let (code, err, s) = sender_done(send(lab, input, &stats, extra), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    (code, err, s, r, evil.finish())
+}
+
 fn lock() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -316,10 +333,7 @@ fn lab_spoofed_end_of_session_from_a_stranger_is_refused() {
     let rx = recv(&lab, "r1", dir.path(), &[]);
     let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "fin"}));
     std::thread::sleep(Duration::from_millis(500));
-    let stats = dir.path().join("send.json");
-    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
+    let (code, err, s, r, a) = attacked_transfer(&lab, dir.path(), &input, &[], rx, evil);
     eprintln!(
         "spoofed FIN: attacker sent {} packets ({} FIN SPMs, {} ODATA past the lead); recv exit {:?}, {} packets dropped as wrong_source, sha256 {}; send exit {code:?}",
         n(&a, "sent"),
@@ -398,10 +412,8 @@ fn lab_spm_window_and_sequence_jumps_from_a_stranger_do_not_end_the_transfer() {
     let rx = recv(&lab, "r1", dir.path(), &[]);
     let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "jumps"}));
     std::thread::sleep(Duration::from_millis(500));
-    let stats = dir.path().join("send.json");
-    let (code, err, _s) = sender_done(send(&lab, &input, &stats, &["--drop-every", "20"]), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
+    let (code, err, _s, r, a) =
+        attacked_transfer(&lab, dir.path(), &input, &["--drop-every", "20"], rx, evil);
     let k = &a["kinds"];
     eprintln!(
         "SPM jumps: attacker sent {} SPMs (trail beyond lead {}, lead +1e6 {}, SPM sqn +2^31 {}, trail up to lead {}); recv exit {:?}, {} dropped as wrong_source, {} as implausible, {} unrecoverable",
@@ -446,10 +458,8 @@ fn lab_implausible_spm_jumps_from_the_sources_own_address_are_dropped() {
         json!({"mode": "jumps", "spoof": true}),
     );
     std::thread::sleep(Duration::from_millis(500));
-    let stats = dir.path().join("send.json");
-    let (code, err, _s) = sender_done(send(&lab, &input, &stats, &["--drop-every", "20"]), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
+    let (code, err, _s, r, a) =
+        attacked_transfer(&lab, dir.path(), &input, &["--drop-every", "20"], rx, evil);
     let k = &a["kinds"];
     eprintln!(
         "spoofed SPM jumps: attacker sent {} SPMs from {} (trail beyond lead {}, lead +1e6 {}, SPM sqn +2^31 {}); recv exit {:?}, {} dropped as implausible, {} as wrong_source, {} unrecoverable",
@@ -574,10 +584,7 @@ fn lab_one_fake_spm_before_the_source_does_not_lock_recv_out() {
         json!({"mode": "spm_sessions", "sessions": 1, "rounds": 1}),
     );
     std::thread::sleep(Duration::from_millis(700));
-    let stats = dir.path().join("send.json");
-    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
+    let (code, err, s, r, a) = attacked_transfer(&lab, dir.path(), &input, &[], rx, evil);
     eprintln!(
         "one fake SPM: attacker sent {} SPM ({} of the source's packets seen before it); recv followed {}, the source's {}, exit {:?}",
         n(&a, "sent"),
@@ -615,10 +622,7 @@ fn lab_seventy_fake_spm_only_sessions_do_not_lock_recv_out() {
         json!({"mode": "spm_sessions", "sessions": 70, "rounds": 100, "every_ms": 200}),
     );
     std::thread::sleep(Duration::from_millis(700));
-    let stats = dir.path().join("send.json");
-    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
+    let (code, err, s, r, a) = attacked_transfer(&lab, dir.path(), &input, &[], rx, evil);
     eprintln!(
         "70 fake SPM-only sessions: attacker sent {} SPMs ({} rounds before the source's first packet); recv followed {}, the source's {}, {} sessions rejected, {} evicted, exit {:?}",
         n(&a, "sent"),
@@ -654,10 +658,7 @@ fn lab_a_fake_session_started_first_is_refused_by_recv_source() {
     std::thread::sleep(Duration::from_millis(300));
     let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "fake_session"}));
     std::thread::sleep(Duration::from_millis(1000));
-    let stats = dir.path().join("send.json");
-    let (code, err, s) = sender_done(send(&lab, &input, &stats, &[]), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
+    let (code, err, s, r, a) = attacked_transfer(&lab, dir.path(), &input, &[], rx, evil);
     eprintln!(
         "fake session first: attacker sent {} packets of its own session ({} before the source's first), recv followed {}, the source's {}, {} dropped as wrong_source, exit {:?}",
         n(&a, "sent"),
@@ -792,10 +793,8 @@ fn lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries() {
     let rx = recv(&lab, "r1", dir.path(), &["--key", key]);
     let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "keyed"}));
     std::thread::sleep(Duration::from_millis(500));
-    let stats = dir.path().join("send.json");
-    let (code, err, s) = sender_done(send(&lab, &input, &stats, &["--key", key]), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
+    let (code, err, s, r, a) =
+        attacked_transfer(&lab, dir.path(), &input, &["--key", key], rx, evil);
     let k = &r.stats["status"]["keyed"];
     let kinds = &a["kinds"];
     eprintln!(
