@@ -570,40 +570,25 @@ impl Pgmcc {
     }
 
     fn on_report(&mut self, now: Instant, fb: &PgmccFeedback, sample: RttSample) {
-        // A receiver whose ACKs showed its RTT reports inflated counts at most twice the
-        // round trip they showed.
-        let cap = self
-            .discredited
-            .iter()
-            .find(|d| d.addr == fb.rx)
-            .and_then(|d| d.rtt_ms);
-        let sample = match cap {
-            Some(c) => {
-                let floor = Self::now_ms(now).wrapping_sub(c.saturating_mul(2));
-                if (floor.wrapping_sub(sample.echo()) as i32) > 0 {
-                    RttSample::new(now, floor)
-                } else {
-                    sample
-                }
+        // A discredited receiver's reports count as what its ACKs showed, whatever it
+        // reports now: its loss at most the loss they showed, its RTT at most twice the
+        // round trip.
+        let (mut loss, mut sample) = (fb.loss_rate, sample);
+        if let Some(d) = self.discredited.iter().find(|d| d.addr == fb.rx) {
+            if let Some(shown) = d.loss {
+                loss = loss.min(shown);
             }
-            None => sample,
-        };
+            if let Some(c) = d.rtt_ms {
+                let floor = Self::now_ms(now).wrapping_sub(c.saturating_mul(2));
+                sample = sample.no_older_than(now, floor);
+            }
+        }
         let rtt = self.rtt(sample);
-        self.on_operating_point(now, fb.rx, rtt, fb.loss_rate);
+        self.on_operating_point(now, fb.rx, rtt, loss);
     }
 
     /// One receiver report: elect, update the acker, or switch (§3.5).
     fn on_operating_point(&mut self, now: Instant, rx: IpAddr, rtt: u32, loss: u16) {
-        // A discredited receiver's loss is what its ACKs showed, whatever it reports now.
-        let loss = match self
-            .discredited
-            .iter()
-            .find(|d| d.addr == rx)
-            .and_then(|d| d.loss)
-        {
-            Some(shown) => loss.min(shown),
-            None => loss,
-        };
         let op = Operating {
             rtt,
             loss: u32::from(loss),
@@ -812,7 +797,7 @@ impl Pgmcc {
                 self.remember(from).rtt_ms = Some(rtt_ms);
             }
         }
-        RttSample::new(now, sent)
+        sample.no_older_than(now, sent)
     }
 
     /// The entry of `addr` among the discredited receivers, made if it has none (the oldest

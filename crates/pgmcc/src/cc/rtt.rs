@@ -35,6 +35,16 @@ impl RttSample {
         self.echo
     }
 
+    /// This sample arriving at `now`, its echo taken as `floor` if it is older (an RTT no
+    /// longer than since `floor`, in milliseconds of the source's clock; wrapping).
+    pub fn no_older_than(self, now: Instant, floor: u32) -> RttSample {
+        if (floor.wrapping_sub(self.echo) as i32) > 0 {
+            RttSample::new(now, floor)
+        } else {
+            self
+        }
+    }
+
     /// Milliseconds since the echoed timestamp, unbounded (wrapping arithmetic: an echo from
     /// the future reads as a huge value).
     pub fn raw_millis(&self) -> u32 {
@@ -64,5 +74,18 @@ mod tests {
         assert_eq!(RttSample::new(now, 6_000).millis(), MAX_RTT_MS);
         assert_eq!(RttSample::new(now, 6_000).raw_millis(), u32::MAX - 999);
         assert_eq!(RttSample::new(now, 4_900).secs(), 0.1);
+        // An echo older than a floor is taken as the floor; a newer one stays.
+        assert_eq!(
+            RttSample::new(now, 3_000)
+                .no_older_than(now, 4_900)
+                .millis(),
+            100
+        );
+        assert_eq!(
+            RttSample::new(now, 4_950)
+                .no_older_than(now, 4_900)
+                .millis(),
+            50
+        );
     }
 }
