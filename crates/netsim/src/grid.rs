@@ -149,6 +149,16 @@ impl Cell {
         self.packet_rate() * self.rtt_s()
     }
 
+    /// The multicast source's transmit window: 16 x (BDP + queue), at least the core's 4096.
+    /// The source keeps every packet for its NAK horizon, about 7 round trips, so it can send
+    /// at most a seventh of its window per round trip (docs/core.md, "Transmit window");
+    /// the grid compares congestion control, so the window must never be what limits it, as
+    /// the simulated TCP's buffers never are: 16 x covers a slow-start overshoot of twice
+    /// the path's capacity.
+    pub fn txw_sqns(&self) -> u32 {
+        (16 * (self.bdp_packets().ceil() as u32 + self.queue_packets())).max(4096)
+    }
+
     /// Bottleneck queue in packets.
     pub fn queue_packets(&self) -> u32 {
         ((self.queue_bdp * self.bdp_packets()).round() as u32).max(MIN_QUEUE)
@@ -284,7 +294,8 @@ impl Cell {
                     s,
                     "[[flow]]\nname = \"multicast\"\nkind = \"pgmcc\"\ncc = \"{cc}\"\n\
                      from = \"S\"\npayload = {PGM_PAYLOAD}\nstart_jitter = \"1s\"\n\
-                     [[flow.receiver]]\nnode = \"MR\""
+                     txw_sqns = {txw}\n[[flow.receiver]]\nnode = \"MR\"",
+                    txw = self.txw_sqns()
                 );
             }
             Contender::Tcp(kind) => {
@@ -319,13 +330,28 @@ impl Cell {
             tcp_kbps: tcp * 8.0 / 1e3 / secs,
             multicast_kbps: mc * 8.0 / 1e3 / secs,
             cycles: (to - from) / self.cycle_s(),
+            unrecoverable: unrecoverable(s, "multicast"),
         }
     }
 }
 
+/// Sequence numbers flow `name`'s PGM receivers gave up over the whole run, summed (0 for
+/// a TCP flow or no such flow).
+pub fn unrecoverable(s: &Summary, name: &str) -> u64 {
+    s.flows.iter().find(|f| f.name == name).map_or(0, |f| {
+        f.receivers
+            .iter()
+            .map(|r| match &r.report {
+                crate::AgentReport::PgmReceiver(Some(r)) => r.unrecoverable_sqns,
+                _ => 0,
+            })
+            .sum()
+    })
+}
+
 /// Payload bytes flow `name` delivered between the samples at or before `from` and `to`
 /// (0 when there is no such flow).
-pub(crate) fn delivered(s: &Summary, name: &str, from: f64, to: f64) -> f64 {
+pub fn delivered(s: &Summary, name: &str, from: f64, to: f64) -> f64 {
     let Some(fl) = s.flows.iter().find(|f| f.name == name) else {
         return 0.0;
     };
@@ -351,6 +377,9 @@ pub struct Outcome {
     pub multicast_kbps: f64,
     /// TCP sawtooth cycles the measurement spans ([`Cell::cycle_s`]).
     pub cycles: f64,
+    /// Sequence numbers the multicast receiver gave up over the whole run (reliable mode:
+    /// should be 0; always 0 for the TCP control).
+    pub unrecoverable: u64,
 }
 
 #[cfg(test)]

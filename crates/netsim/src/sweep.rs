@@ -25,7 +25,6 @@ use std::fmt::Write as _;
 use pgmcc::cc::Controller;
 use pgmcc::rng::Rng;
 
-use crate::agents::report::AgentReport;
 use crate::grid::{PGM_PAYLOAD, TCP_PAYLOAD};
 use crate::scenario::{self, FlowKind, ScenarioError};
 use crate::summary::Summary;
@@ -177,15 +176,7 @@ impl Sweep {
         let mc = crate::grid::delivered(s, "multicast", from, to);
         let secs = to - from;
         let flow = s.flows.iter().find(|f| f.name == "multicast");
-        let unrecoverable = flow.map_or(0, |f| {
-            f.receivers
-                .iter()
-                .map(|r| match &r.report {
-                    AgentReport::PgmReceiver(Some(r)) => r.unrecoverable_sqns,
-                    _ => 0,
-                })
-                .sum()
-        });
+        let unrecoverable = crate::grid::unrecoverable(s, "multicast");
         let (mut changes, mut held) = (0, 0.0);
         if let Some(f) = flow {
             let sw = &f.acker_switches;

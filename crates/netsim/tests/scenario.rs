@@ -248,6 +248,15 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
     );
     let e = error_of(&with("fec = 48"));
     assert!(e.contains("flow.fec") && e.contains("power of two"), "{e}");
+    let e = error_of(&with("txw_sqns = 0"));
+    assert!(
+        e.contains("flow.txw_sqns") && e.contains("1 to 1048576"),
+        "{e}"
+    );
+    let e = error_of(&with("txw_sqns = 2000000"));
+    assert!(e.contains("flow.txw_sqns"), "{e}");
+    let e = error_of(&with("hold_for_naks = 1"));
+    assert!(e.contains("expected a boolean"), "{e}");
     let e = error_of(&with("report_bar = 1"));
     assert!(e.contains("expected a boolean"), "{e}");
     // FEC is on by default (groups of 64); `fec = 0` turns it off, and changes this run.

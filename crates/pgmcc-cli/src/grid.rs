@@ -253,7 +253,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let results: Vec<Outcome> = results.into_iter().flatten().collect();
     let wall = wall.elapsed().as_secs_f64();
 
-    let mut csv = String::from("cell,rate_mbit,rtt_ms,queue_bdp,queue_p,access,contender,tcp,seed,f,tcp_kbps,multicast_kbps,cycles\n");
+    let mut csv = String::from("cell,rate_mbit,rtt_ms,queue_bdp,queue_p,access,contender,tcp,seed,f,tcp_kbps,multicast_kbps,cycles,unrecoverable\n");
     for (t, o) in tasks.iter().zip(&results) {
         let c = &cells[t.cell];
         let who = match t.contender {
@@ -262,7 +262,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         };
         let _ = writeln!(
             csv,
-            "{},{},{},{},{},{},{who},{},{},{:.4},{:.1},{:.1},{:.2}",
+            "{},{},{},{},{},{},{who},{},{},{:.4},{:.1},{:.1},{:.2},{}",
             c.stem(),
             c.rate_bps / 1_000_000,
             c.rtt_ms,
@@ -274,7 +274,8 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             o.f,
             o.tcp_kbps,
             o.multicast_kbps,
-            o.cycles
+            o.cycles,
+            o.unrecoverable
         );
     }
     std::fs::write(args.out.join("grid.csv"), csv)?;
@@ -455,6 +456,37 @@ fn markdown(
             );
         }
         let _ = writeln!(m);
+    }
+    // Reliable delivery: what the multicast receiver gave up, over every run.
+    let lost: Vec<(String, u64)> = cells
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let n = tasks
+                .iter()
+                .zip(results)
+                .filter(|(t, _)| t.cell == i && matches!(t.contender, Contender::Pgm(_)))
+                .map(|(_, o)| o.unrecoverable)
+                .sum::<u64>();
+            (c.label(), n)
+        })
+        .filter(|&(_, n)| n > 0)
+        .collect();
+    if lost.is_empty() {
+        let _ = writeln!(
+            m,
+            "- sequence numbers the `{}` receiver gave up (reliable mode): none, in any run",
+            args.cc
+        );
+    } else {
+        let list: Vec<String> = lost.iter().map(|(l, n)| format!("{l}: {n}")).collect();
+        let _ = writeln!(
+            m,
+            "- sequence numbers the `{}` receiver gave up (reliable mode), summed over a \
+             cell's runs: {}",
+            args.cc,
+            list.join("; ")
+        );
     }
     let _ = write!(m, "\n{}", GRID.end);
     m

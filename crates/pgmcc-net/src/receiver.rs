@@ -36,7 +36,10 @@ pub struct ReceiverOptions {
     pub reliable: bool,
     /// Take part in pgmcc (reports, ACKs). Default true.
     pub pgmcc: bool,
-    /// Receive window in packets. Default 8192.
+    /// Receive window in packets. Default 16384, the same as the sender's transmit window:
+    /// a source that keeps packets for repair until their NAK horizon has that many in
+    /// flight between a loss and its repair (`docs/core.md`, "Transmit window"); 16,384
+    /// full packets are 23 MiB, within the 32 MiB session budget.
     pub rxw_sqns: u32,
     /// Seed of the NAK back-off; default derived from host, process and time.
     pub seed: Option<u64>,
@@ -69,7 +72,7 @@ impl ReceiverOptions {
             join: JoinPolicy::default(),
             reliable: true,
             pgmcc: true,
-            rxw_sqns: 8192,
+            rxw_sqns: 16384,
             seed: None,
             drop_every: None,
             source: None,

@@ -46,7 +46,9 @@ pub struct SenderOptions {
     /// Largest PGM packet in bytes. Default 1472 (1500-byte MTU minus IP and UDP headers).
     pub max_tpdu: usize,
     /// Packets kept for repairs (TXW_SQNS). Default 16384 (about 23 MB of 1,400-byte
-    /// packets: 190 ms at 1 Gbit/s). A receiver further behind than this loses data.
+    /// packets). Each is kept until receivers' NAKs for it can have arrived, about 7 group
+    /// RTTs (`SenderConfig::hold_for_naks`), so this bounds the rate: 16,384 packets per 7
+    /// RTTs is about 260 Mbit/s of 1,400-byte packets at 100 ms.
     pub txw_sqns: u32,
     /// On-demand FEC parity over transmission groups of this many packets (the core's
     /// `SenderConfig::fec`, docs/core.md "FEC parity"). Default `Some(64)`. Set `None` when

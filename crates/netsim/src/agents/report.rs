@@ -38,6 +38,9 @@ pub struct PgmSenderReport {
     pub naks_received: u64,
     /// Repairs NAKs asked for beyond their source's share (`SenderConfig::nak_source_share`).
     pub nak_sqns_source_limited: u64,
+    /// Times new data waited for the transmit window's NAK horizon
+    /// (`SenderConfig::hold_for_naks`).
+    pub odata_held: u64,
     /// ACKs from the acker processed.
     pub acks: u64,
     /// Acker switches, as the controller counts them (not the first election).
@@ -133,6 +136,7 @@ impl AgentReport {
                 ("parity_packets", r.parity_packets as f64),
                 ("naks_received", r.naks_received as f64),
                 ("nak_sqns_source_limited", r.nak_sqns_source_limited as f64),
+                ("odata_held", r.odata_held as f64),
                 ("acks", r.acks as f64),
                 ("acker_switches", r.acker_switches as f64),
                 ("loss_events", r.loss_events as f64),

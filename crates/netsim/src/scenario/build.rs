@@ -557,8 +557,15 @@ fn build_pgm(
     if let Some(k) = validate::fec(fl, cx)? {
         cfg.fec = k;
     }
+    if let Some(n) = validate::txw_sqns(fl, cx)? {
+        cfg.txw_sqns = n;
+    }
+    if let Some(h) = fl.hold_for_naks {
+        cfg.hold_for_naks = h;
+    }
     // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
     let loss_events = cfg.cc.receiver_loss_events();
+    let txw_sqns = cfg.txw_sqns;
     let sender = sim.add_agent(
         from,
         Box::new(PgmSenderAgent::new(id, group, cfg, fl.bytes)),
@@ -576,6 +583,13 @@ fn build_pgm(
             u64::from(id) << 32 | j as u64,
         );
         rcfg.reliable = reliable;
+        // A receiver holds what it has from its oldest missing packet to the lead, which the
+        // source's transmit window bounds: a larger `txw_sqns` gets receive windows (and
+        // buffer budgets) as large.
+        rcfg.rxw_sqns = rcfg.rxw_sqns.max(txw_sqns);
+        let span_bytes = u64::from(rcfg.rxw_sqns) * u64::from(payload);
+        rcfg.session_bytes = rcfg.session_bytes.max(span_bytes);
+        rcfg.total_bytes = rcfg.total_bytes.max(span_bytes);
         if let Some(rtt) = loss_events {
             rcfg.loss_events = Some(rtt);
         }

@@ -115,6 +115,8 @@ pub(super) struct FlowSpec {
     pub(super) nak_source_share: Option<Spanned<f64>>,
     pub(super) repair_holdoff: Option<bool>,
     pub(super) fec: Option<Spanned<u32>>,
+    pub(super) txw_sqns: Option<Spanned<u32>>,
+    pub(super) hold_for_naks: Option<bool>,
     pub(super) realign_tokens: Option<bool>,
     pub(super) accounting: Option<Spanned<String>>,
     pub(super) recovery: Option<Spanned<String>>,

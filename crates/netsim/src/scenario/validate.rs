@@ -319,6 +319,25 @@ pub(super) fn fec(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<Option<u32>>, Sc
     }
 }
 
+/// `flow.txw_sqns`: the source's transmit window in packets (TXW_SQNS).
+pub(super) fn txw_sqns(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<u32>, ScenarioError> {
+    let Some(n) = &fl.txw_sqns else {
+        return Ok(None);
+    };
+    match *n.get_ref() {
+        n @ 1..=TXW_SQNS_MAX => Ok(Some(n)),
+        _ => cx.err(
+            n.span(),
+            "flow.txw_sqns",
+            format!("packets kept for repair: 1 to {TXW_SQNS_MAX}"),
+        ),
+    }
+}
+
+/// The largest `flow.txw_sqns`: 2^20 packets (1.5 GB of 1428-byte payloads), well inside
+/// the 2^31 sequence numbers that comparisons allow.
+const TXW_SQNS_MAX: u32 = 1 << 20;
+
 /// `flow.rate_limit`, the session's TXW_MAX_RTE.
 pub(super) fn rate_limit(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<RateLimit>, ScenarioError> {
     let Some(r) = &fl.rate_limit else {
@@ -381,6 +400,8 @@ pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("nak_source_share", fl.nak_source_share.is_some()),
         ("repair_holdoff", fl.repair_holdoff.is_some()),
         ("fec", fl.fec.is_some()),
+        ("txw_sqns", fl.txw_sqns.is_some()),
+        ("hold_for_naks", fl.hold_for_naks.is_some()),
         ("cc", fl.cc.is_some()),
     ] {
         if present {

@@ -16,7 +16,7 @@ use serde::Serialize;
 use super::events::CcEvent;
 use super::rtt::RttSample;
 use super::throughput::Operating;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// Counters of a controller.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -47,6 +47,43 @@ pub struct CcStats {
     /// ([`super::pgmcc::PgmccConfig::check_reports`]; an honest acker's can be too, when the
     /// packet it acknowledges arrived after a later one).
     pub report_rtts_bounded: u64,
+}
+
+/// What the source can keep repairable (`docs/pgmcc.md`, "Window limit"): it keeps
+/// `txw_sqns` packets, and none is evicted less than `nak_horizon` after it was sent
+/// (`SenderConfig::hold_for_naks`). So it can send at most `txw_sqns` packets per horizon,
+/// and a window-based controller holds its window to `txw_sqns · RTT / nak_horizon`, and in
+/// any case to half of `txw_sqns`: a larger window would only fill the transmit window and
+/// wait.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceLimits {
+    /// TXW_SQNS, or the byte bound in full-size packets if that is smaller.
+    pub txw_sqns: u32,
+    /// How long a packet stays repairable at least; zero when the source does not hold
+    /// packets (no group RTT measured yet, or the hold is off).
+    pub nak_horizon: Duration,
+}
+
+impl SourceLimits {
+    /// No limit: what a controller assumes until the `Sender` tells it.
+    pub const NONE: SourceLimits = SourceLimits {
+        txw_sqns: u32::MAX,
+        nak_horizon: Duration::ZERO,
+    };
+
+    /// The largest window, in packets, for a round-trip time `rtt` (`None`: not yet
+    /// measured).
+    pub fn max_window(&self, rtt: Option<Duration>) -> u32 {
+        let half = (self.txw_sqns / 2).max(1);
+        match rtt {
+            Some(rtt) if !self.nak_horizon.is_zero() => {
+                let per_rtt =
+                    f64::from(self.txw_sqns) * rtt.as_secs_f64() / self.nak_horizon.as_secs_f64();
+                (per_rtt.floor() as u32).clamp(1, half)
+            }
+            _ => half,
+        }
+    }
 }
 
 /// A rate-based controller's sending rate.
@@ -135,6 +172,13 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
         let _ = (now, sqn);
     }
+    /// What the source's transmit window can keep repairable ([`SourceLimits`]); the
+    /// `Sender` sets it right after building the controller and again whenever it changes.
+    /// Default: ignored (a rate-based controller has no window; the `Sender` itself holds
+    /// its data back when the transmit window is full).
+    fn set_source_limits(&mut self, limits: SourceLimits) {
+        let _ = limits;
+    }
     /// Options the controller adds to the source's NCFs and SPMs (pgmcc's OPT_REPORT_BAR).
     /// Default: none.
     fn control_options(&self, opts: &mut Options<'_>) {
@@ -152,4 +196,32 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn poll_event(&mut self) -> Option<CcEvent>;
     /// What the controller is doing.
     fn metrics(&self) -> Metrics;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_limit_is_what_the_transmit_window_keeps_per_round_trip() {
+        let ms = Duration::from_millis;
+        let l = SourceLimits {
+            txw_sqns: 4096,
+            nak_horizon: ms(2800),
+        };
+        // 4096 packets per 2.8 s: 585 per 400 ms round trip, 146 per 100 ms.
+        assert_eq!(l.max_window(Some(ms(400))), 585);
+        assert_eq!(l.max_window(Some(ms(100))), 146);
+        // Never more than half the window, never less than one packet.
+        assert_eq!(l.max_window(Some(ms(10_000))), 2048);
+        assert_eq!(l.max_window(Some(Duration::ZERO)), 1);
+        // No round trip yet, or no hold: half the window.
+        assert_eq!(l.max_window(None), 2048);
+        let no_hold = SourceLimits {
+            nak_horizon: Duration::ZERO,
+            ..l
+        };
+        assert_eq!(no_hold.max_window(Some(ms(400))), 2048);
+        assert_eq!(SourceLimits::NONE.max_window(Some(ms(400))), u32::MAX / 2);
+    }
 }

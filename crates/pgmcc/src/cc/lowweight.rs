@@ -39,7 +39,9 @@ use serde::Serialize;
 
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
 use super::window::Window;
-use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample};
+use super::{
+    Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample, SourceLimits,
+};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -551,6 +553,8 @@ impl CongestionControl for LowWeight {
 /// quick NAKs, with an implicit ACK one RTT after each packet (`docs/lowweight.md`).
 #[derive(Debug)]
 pub struct AcklessPgmcc {
+    /// What the source's transmit window keeps repairable (`set_source_limits`).
+    limits: SourceLimits,
     cfg: AcklessConfig,
     common: Common,
     window: Window,
@@ -574,6 +578,7 @@ impl AcklessPgmcc {
     /// A controller starting at `now` with `W = T = 1`.
     pub fn new(cfg: AcklessConfig, _now: Instant) -> AcklessPgmcc {
         AcklessPgmcc {
+            limits: SourceLimits::NONE,
             window: Window::new(cfg.ssthresh),
             common: Common::new(cfg.worst),
             flight: VecDeque::new(),
@@ -674,6 +679,11 @@ impl CongestionControl for AcklessPgmcc {
         self.window.can_send()
     }
 
+    fn set_source_limits(&mut self, limits: SourceLimits) {
+        self.limits = limits;
+        self.window.set_max(limits.max_window(Some(self.rtt())));
+    }
+
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.advance(now);
         self.window.on_transmit();
@@ -700,6 +710,8 @@ impl CongestionControl for AcklessPgmcc {
     fn on_nak(&mut self, now: Instant, n: &Nak<'_>) {
         self.advance(now);
         let event = self.common.on_nak(now, n);
+        self.window
+            .set_max(self.limits.max_window(Some(self.rtt())));
         let sqns = n.sqns;
         let fb = n.options.pgmcc_feedback;
         if fb.is_some_and(|f| Some(f.rx) == self.common.worst.addr()) {

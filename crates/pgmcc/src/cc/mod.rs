@@ -41,7 +41,7 @@ pub mod tfmcc;
 pub mod throughput;
 pub mod window;
 
-pub use controller::{Ack, CcStats, CongestionControl, Metrics, Nak, Rate};
+pub use controller::{Ack, CcStats, CongestionControl, Metrics, Nak, Rate, SourceLimits};
 pub use events::{CcEvent, Events, MAX_EVENTS};
 pub use registry::{CcConfig, Controller, UnknownController};
 pub use rtt::RttSample;

@@ -24,7 +24,9 @@ use super::rtt::MAX_RTT_MS;
 use super::silent::SilentReceivers;
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
 use super::window::Window;
-use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample};
+use super::{
+    Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample, SourceLimits,
+};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
@@ -336,6 +338,8 @@ impl Rto {
 /// The pgmcc controller.
 #[derive(Debug)]
 pub struct Pgmcc {
+    /// What the source's transmit window keeps repairable (`set_source_limits`).
+    limits: SourceLimits,
     cfg: PgmccConfig,
     window: Window,
     tracker: AckTracker,
@@ -436,6 +440,7 @@ impl Pgmcc {
         }
         window.set_hold_in_recovery(cfg.recovery == Recovery::Hold);
         Pgmcc {
+            limits: SourceLimits::NONE,
             window,
             tracker: AckTracker::new(0, cfg.dupack_threshold),
             acker: None,
@@ -865,6 +870,11 @@ impl CongestionControl for Pgmcc {
         self.window_open()
     }
 
+    fn set_source_limits(&mut self, limits: SourceLimits) {
+        self.limits = limits;
+        self.window.set_max(limits.max_window(self.rto.srtt));
+    }
+
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.window.on_transmit();
         self.floor_credit = false;
@@ -934,6 +944,7 @@ impl CongestionControl for Pgmcc {
         if let Some((_, sample)) = fb {
             let r = Duration::from_millis(u64::from(sample.raw_millis().min(MAX_RTT_MS)));
             self.rto.sample(r);
+            self.window.set_max(self.limits.max_window(self.rto.srtt));
         }
         if let Some(&l) = out.lost.first() {
             self.on_lost(l, ack.rx_max, lead);

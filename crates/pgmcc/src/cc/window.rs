@@ -38,6 +38,8 @@ pub struct Window {
     hold_in_recovery: bool,
     /// TCP's slow-start threshold: unbounded until the first loss, then the halved window.
     adaptive_ssthresh: bool,
+    /// W never grows beyond this ([`Window::set_max`]).
+    max: u64,
     /// Counters.
     losses: u64,
     restarts: u64,
@@ -54,6 +56,7 @@ impl Window {
             recover: None,
             hold_in_recovery: false,
             adaptive_ssthresh: false,
+            max: u64::MAX / 4,
             losses: 0,
             restarts: 0,
         }
@@ -74,6 +77,14 @@ impl Window {
     pub fn set_adaptive_ssthresh(&mut self) {
         self.adaptive_ssthresh = true;
         self.ssthresh = u64::MAX / 4;
+    }
+
+    /// Holds W at most `max` packets from now on, as TCP's receive window holds its
+    /// congestion window: at the limit an ACK returns the one token its packet spent and W
+    /// stays. The source sets it from its transmit window (`docs/pgmcc.md`, "Window limit").
+    pub fn set_max(&mut self, max: u32) {
+        self.max = u64::from(max.max(1)) * ONE;
+        self.cap(max);
     }
 
     /// Grants one token if fewer than one is left (the controller's rate floor); the window
@@ -147,6 +158,7 @@ impl Window {
                 // 1/W in 16.16: 2^32 / W.
                 (ONE * ONE / self.w.max(1)).max(1)
             };
+            let inc = inc.min(self.max.saturating_sub(self.w));
             self.w += inc;
             if self.ignore > 0 {
                 self.ignore -= 1;
@@ -232,6 +244,31 @@ mod tests {
         assert_eq!(w.window(), 26.0);
         w.on_ack(26);
         assert!((w.window() - 27.0).abs() < 0.1, "{}", w.window());
+    }
+
+    #[test]
+    fn the_limit_stops_growth_and_keeps_one_token_per_ack() {
+        let mut w = Window::new(6);
+        w.set_adaptive_ssthresh();
+        w.set_max(32);
+        // Slow start: 1 -> 32 after 31 ACKs, then no further growth.
+        for _ in 0..200 {
+            w.on_transmit();
+            w.on_ack(1);
+        }
+        assert_eq!(w.window(), 32.0);
+        // At the limit each ACK returns exactly the token its packet spent: the packets in
+        // flight stay at what they were.
+        let before = w.tokens();
+        for _ in 0..100 {
+            w.on_transmit();
+            w.on_ack(1);
+        }
+        assert_eq!(w.tokens(), before);
+        // A limit below the window cuts it at once, and the tokens with it.
+        w.set_max(10);
+        assert_eq!(w.window(), 10.0);
+        assert!(w.tokens() <= 10);
     }
 
     #[test]

@@ -23,6 +23,11 @@ pub enum JoinPolicy {
     FromJoinMin,
 }
 
+/// [`ReceiverConfig::nak_bo_grtts`]'s default: the NAK back-off spans 4 group RTTs (NORM's
+/// `K`). The source's transmit window holds packets long enough for it
+/// ([`crate::SenderConfig::hold_for_naks`]).
+pub const DEFAULT_NAK_BO_GRTTS: f64 = 4.0;
+
 /// Receiver configuration.
 #[derive(Debug, Clone)]
 pub struct ReceiverConfig {
@@ -130,7 +135,7 @@ impl ReceiverConfig {
             nak_bo_ivl: Duration::from_millis(50),
             nak_rpt_ivl: Duration::from_secs(2),
             nak_rdata_ivl: Duration::from_secs(2),
-            nak_bo_grtts: 4.0,
+            nak_bo_grtts: DEFAULT_NAK_BO_GRTTS,
             nak_give_up: Duration::from_secs(30),
             rxw_sqns: 8192,
             max_apdu: 65535,

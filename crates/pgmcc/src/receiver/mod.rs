@@ -25,7 +25,7 @@
 
 mod config;
 mod event;
-mod rxw;
+pub(crate) mod rxw;
 mod session;
 mod transmit;
 
@@ -40,7 +40,7 @@ use crate::rng::Rng;
 use crate::sqn;
 use crate::time::Instant;
 use crate::transmit::Transmit;
-pub use config::{JoinPolicy, ReceiverConfig};
+pub use config::{JoinPolicy, ReceiverConfig, DEFAULT_NAK_BO_GRTTS};
 pub use event::{ReceiverEvent, ReceiverStats};
 use rxw::{fragment_is_sane, Insert, NakTimers, Output, ParityInsert, ReceiveWindow};
 use session::{Admit, Peer, Sessions};

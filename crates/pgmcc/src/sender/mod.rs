@@ -47,6 +47,7 @@ use tracing::{debug, trace};
 
 use crate::cc::{
     Ack, CcConfig, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample,
+    SourceLimits,
 };
 use crate::grtt::GroupRtt;
 use crate::signed::{self, Signer};
@@ -218,6 +219,20 @@ pub struct SenderConfig {
     /// learn it even while data keeps heartbeats away. OpenPGM's receivers ignore the
     /// option. Default true.
     pub advertise_grtt: bool,
+    /// Hold new data back rather than evict a packet a receiver may still ask for (ours;
+    /// `docs/core.md`, "Transmit window"). While the source advertises a group RTT `G`, the
+    /// count and byte bounds of the transmit window evict no packet sent less than the NAK
+    /// horizon ago, `(K + 1)·G + max(2·G, 20 ms)` with `K` our receivers' back-off span
+    /// ([`crate::receiver::DEFAULT_NAK_BO_GRTTS`], 4): the slowest receiver's first NAK
+    /// comes within a round trip plus its longest back-off, and the rest covers one NCF
+    /// wait. When the window is full of younger packets, ODATA waits
+    /// ([`SenderStats::odata_held`]); so the source sends at most `txw_sqns` packets per
+    /// horizon, and a faster path needs a larger window, as TCP needs a larger socket
+    /// buffer. Without it, a source sending more than that evicts packets before their
+    /// NAKs arrive and receivers lose them for good. No hold without a group RTT (no
+    /// controller, or `advertise_grtt` off: receivers then use fixed timers), in unreliable
+    /// mode, or for the age bound (TXW_SECS). Default true.
+    pub hold_for_naks: bool,
     /// How long one receiver's RTT counts towards the group RTT, and its reports towards the
     /// group size (see [`crate::grtt`]). Default 30 s.
     pub grtt_expiry: Duration,
@@ -309,6 +324,7 @@ impl SenderConfig {
             ncf_holdoff: None,
             repair_holdoff: true,
             advertise_grtt: true,
+            hold_for_naks: true,
             grtt_expiry: Duration::from_secs(30),
             repair_budget: Some(2.0),
             nak_source_share: Some(1.0),
@@ -356,6 +372,9 @@ pub enum SendError {
 pub struct SenderStats {
     /// ODATA packets sent.
     pub odata_packets: u64,
+    /// Times new data had to wait because the transmit window was full of packets that
+    /// receivers may still NAK ([`SenderConfig::hold_for_naks`]): each wait counts once.
+    pub odata_held: u64,
     /// ODATA payload bytes sent.
     pub odata_bytes: u64,
     /// RDATA packets sent.
@@ -494,6 +513,12 @@ pub struct Sender {
     last_spm: Instant,
     /// The group RTT the last SPM carried (OPT_GRTT).
     grtt_told: Option<Duration>,
+    /// The NAK horizon last computed ([`SenderConfig::hold_for_naks`]).
+    nak_hold: Duration,
+    /// The NAK horizon the controller was last told.
+    nak_hold_told: Duration,
+    /// ODATA is waiting for the transmit window's hold (counted once per wait).
+    odata_held: bool,
     /// When an SPM should carry a changed group RTT (`Sender::note_grtt_news`).
     grtt_spm_at: Option<Instant>,
     spm_now: bool,
@@ -565,6 +590,9 @@ impl Sender {
             heartbeat_ivl: config.ihb_min,
             last_spm: now,
             grtt_told: None,
+            nak_hold: Duration::ZERO,
+            nak_hold_told: Duration::ZERO,
+            odata_held: false,
             grtt_spm_at: None,
             spm_now: true,
             spm_burst_left: config.spm_burst.saturating_sub(1),
@@ -572,7 +600,7 @@ impl Sender {
             syn_sent: false,
             closing: false,
             aborted: None,
-            cc: config.cc.build(now),
+            cc: build_cc(&config, now),
             block: None,
             last_list: None,
             reports: std::collections::BTreeMap::new(),
@@ -598,7 +626,8 @@ impl Sender {
     /// `W = T = 1` and an election request.
     pub fn set_congestion_control(&mut self, cc: CcConfig, now: Instant) {
         self.config.cc = cc;
-        self.cc = cc.build(now);
+        self.cc = build_cc(&self.config, now);
+        self.nak_hold_told = Duration::ZERO;
         if parity_for(&self.config).is_none() {
             self.parity = None;
         }
@@ -1115,6 +1144,38 @@ impl Sender {
         Some(Duration::from_secs_f64(s).min(MAX_GRTT))
     }
 
+    /// Recomputes the NAK horizon, and tells the controller when it moved by more than an
+    /// eighth.
+    fn update_nak_hold(&mut self, now: Instant) {
+        let h = self.nak_horizon(now);
+        self.nak_hold = h;
+        let told = self.nak_hold_told;
+        let (hi, lo) = (h.max(told), h.min(told));
+        if hi == lo || !(lo.is_zero() || hi - lo > told / 8) {
+            return;
+        }
+        self.nak_hold_told = h;
+        if let Some(cc) = self.cc.as_mut() {
+            cc.set_source_limits(SourceLimits {
+                txw_sqns: txw_packets(&self.config),
+                nak_horizon: h,
+            });
+        }
+    }
+
+    /// How long the transmit window keeps a packet before its count or byte bound may evict
+    /// it ([`SenderConfig::hold_for_naks`]): zero without a hold.
+    fn nak_horizon(&self, now: Instant) -> Duration {
+        let c = &self.config;
+        if !(c.hold_for_naks && c.advertise_grtt && c.repairs) {
+            return Duration::ZERO;
+        }
+        self.grtt(now).map_or(Duration::ZERO, |g| {
+            g.mul_f64(crate::receiver::DEFAULT_NAK_BO_GRTTS + 1.0)
+                + (g * 2).max(crate::receiver::rxw::MIN_SCALED_WAIT)
+        })
+    }
+
     /// Every receiver heard from (NAK or ACK) in the session so far, in no order (at most
     /// [`MAX_GROUP_TRACKED`]; beyond that, those silent for [`SenderConfig::grtt_expiry`]
     /// make room).
@@ -1314,7 +1375,8 @@ impl Sender {
             cc.on_timeout(now);
             self.drain_cc_events();
         }
-        let (first, n) = self.txw.evict(now);
+        self.update_nak_hold(now);
+        let (first, n) = self.txw.evict(now, self.nak_hold);
         self.forget_repairs(first, n);
         self.refresh_budget(now);
     }
@@ -1383,7 +1445,9 @@ impl Sender {
         };
         if data_may_go && self.cc_allows() {
             if let Some(p) = self.txw.peek_unsent() {
-                t = t.min(self.limiter_ready_at(p.data.len() + DATA_OVERHEAD));
+                let ready = self.limiter_ready_at(p.data.len() + DATA_OVERHEAD);
+                let held = self.txw.hold_release(self.nak_hold);
+                t = t.min(held.map_or(ready, |h| h.max(ready)));
             }
         }
         if let Some(at) = self.txw.next_age_eviction() {
@@ -1463,7 +1527,23 @@ impl Sender {
             .txw
             .peek_unsent()
             .map(|p| (p.sqn, p.data.len() + DATA_OVERHEAD))?;
-        if !self.cc_allows() || !self.rate_allows(now, len) {
+        if !self.cc_allows() {
+            return None;
+        }
+        self.update_nak_hold(now);
+        if self
+            .txw
+            .hold_release(self.nak_hold)
+            .is_some_and(|t| t > now)
+        {
+            if !self.odata_held {
+                self.odata_held = true;
+                self.stats.odata_held += 1;
+            }
+            return None;
+        }
+        self.odata_held = false;
+        if !self.rate_allows(now, len) {
             return None;
         }
         let silent = self
@@ -1700,7 +1780,7 @@ impl Sender {
             self.odata_meter.1 += len as u64;
             self.stats.odata_packets += 1;
             self.stats.odata_bytes += data_len as u64;
-            let (first, n) = self.txw.mark_sent(now);
+            let (first, n) = self.txw.mark_sent(now, self.nak_hold);
             self.forget_repairs(first, n);
             // Data resets the heartbeat schedule to IHB_MIN (§6.1).
             self.heartbeat_ivl = self.config.ihb_min;
@@ -1776,6 +1856,26 @@ impl Sender {
             len,
         })
     }
+}
+
+/// The congestion controller [`SenderConfig::cc`] asks for, told what the transmit window
+/// holds (the NAK horizon follows once a group RTT is measured).
+fn build_cc(config: &SenderConfig, now: Instant) -> Option<Box<dyn CongestionControl>> {
+    let mut cc = config.cc.build(now)?;
+    cc.set_source_limits(SourceLimits {
+        txw_sqns: txw_packets(config),
+        nak_horizon: Duration::ZERO,
+    });
+    Some(cc)
+}
+
+/// The packets the transmit window is sure to hold: TXW_SQNS, or its byte bound in
+/// full-size packets if that is smaller.
+fn txw_packets(config: &SenderConfig) -> u32 {
+    config.txw_max_bytes.map_or(config.txw_sqns, |b| {
+        let p = (b / config.max_tsdu().max(1)).min(u32::MAX as usize) as u32;
+        p.clamp(1, config.txw_sqns.max(1))
+    })
 }
 
 /// The parity state [`SenderConfig::fec`] asks for: none when the size is invalid, the

@@ -86,17 +86,35 @@ impl TransmitWindow {
 
     /// Marks the next queued packet sent at `now`, then evicts what the bounds require.
     /// Returns the sequence numbers evicted (oldest first) as a range `(first, count)`.
-    pub(crate) fn mark_sent(&mut self, now: Instant) -> (u32, u32) {
+    pub(crate) fn mark_sent(&mut self, now: Instant, hold: Duration) -> (u32, u32) {
         if let Some(p) = self.packets.get_mut(self.sent) {
             p.sent_at = Some(now);
             self.sent_bytes += p.data.len();
             self.sent += 1;
         }
-        self.evict(now)
+        self.evict(now, hold)
     }
 
-    /// Evicts sent packets beyond the window bounds. Returns `(first evicted, count)`.
-    pub(crate) fn evict(&mut self, now: Instant) -> (u32, u32) {
+    /// When the next queued packet may be sent without evicting a packet sent less than
+    /// `hold` before: `None` when there is room within the count and byte bounds (or
+    /// nothing is queued), else when the oldest sent packet will have been held for `hold`.
+    pub(crate) fn hold_release(&self, hold: Duration) -> Option<Instant> {
+        let next = self.peek_unsent()?;
+        let full_sqns = self.sent as u64 >= u64::from(self.bounds.sqns);
+        let full_bytes = self
+            .bounds
+            .bytes
+            .is_some_and(|b| self.sent > 0 && self.sent_bytes + next.data.len() > b);
+        if !(full_sqns || full_bytes) {
+            return None;
+        }
+        Some(self.packets.front()?.sent_at? + hold)
+    }
+
+    /// Evicts sent packets beyond the window bounds, but never one sent less than `hold` ago
+    /// by the count or byte bound (the sender holds new data back instead,
+    /// [`TransmitWindow::hold_release`]). Returns `(first evicted, count)`.
+    pub(crate) fn evict(&mut self, now: Instant, hold: Duration) -> (u32, u32) {
         let first = self.front;
         let mut n = 0u32;
         while self.sent > 0 {
@@ -112,7 +130,10 @@ impl TransmitWindow {
                 (Some(age), Some(t)) => now.saturating_duration_since(t) > age && self.sent > 1,
                 _ => false,
             };
-            if !(over_sqns || over_bytes || too_old) {
+            let young = oldest
+                .sent_at
+                .is_some_and(|t| now.saturating_duration_since(t) < hold);
+            if !(too_old || (over_sqns || over_bytes) && !young) {
                 break;
             }
             self.sent_bytes -= oldest.data.len();
@@ -185,7 +206,7 @@ mod tests {
         }
         assert_eq!(w.queued(), 5);
         for _ in 0..4 {
-            w.mark_sent(Instant::ZERO);
+            w.mark_sent(Instant::ZERO, Duration::ZERO);
         }
         // Sent u32::MAX-1, u32::MAX, 0, 1; window of 3 keeps u32::MAX..=1.
         assert_eq!(w.trail(), u32::MAX);
@@ -207,15 +228,45 @@ mod tests {
         for i in 0..3 {
             w.push(pkt(i, 10));
         }
-        w.mark_sent(Instant::ZERO);
-        w.mark_sent(Instant::ZERO);
+        w.mark_sent(Instant::ZERO, Duration::ZERO);
+        w.mark_sent(Instant::ZERO, Duration::ZERO);
         assert_eq!(
-            w.mark_sent(Instant::ZERO),
+            w.mark_sent(Instant::ZERO, Duration::ZERO),
             (0, 1),
             "30 bytes > 25: oldest goes"
         );
-        let (_, n) = w.evict(Instant::ZERO + Duration::from_secs(2));
+        let (_, n) = w.evict(Instant::ZERO + Duration::from_secs(2), Duration::ZERO);
         assert_eq!(n, 1, "older than 1 s, but the newest packet always stays");
         assert_eq!(w.trail(), 2);
+    }
+
+    #[test]
+    fn a_packet_younger_than_the_hold_is_never_evicted_by_count_or_bytes() {
+        let bounds = Bounds {
+            sqns: 3,
+            bytes: Some(35),
+            age: None,
+        };
+        let hold = Duration::from_secs(1);
+        let t = |ms: u64| Instant::ZERO + Duration::from_millis(ms);
+        let mut w = TransmitWindow::new(0, bounds);
+        for i in 0..6 {
+            w.push(pkt(i, 10));
+        }
+        for i in 0..3 {
+            assert_eq!(w.hold_release(hold), None, "room for packet {i}");
+            w.mark_sent(t(100 * i as u64), hold);
+        }
+        // Full (3 packets, and a fourth would make 40 bytes): the next waits until the
+        // oldest, sent at 0, has been held for 1 s.
+        assert_eq!(w.hold_release(hold), Some(t(1000)));
+        assert_eq!(w.evict(t(999), hold), (0, 0), "still young: kept");
+        assert_eq!(w.trail(), 0);
+        // Once released, sending evicts exactly the oldest.
+        assert_eq!(w.mark_sent(t(1000), hold), (0, 1));
+        assert_eq!((w.trail(), w.lead()), (1, 3));
+        assert_eq!(w.hold_release(hold), Some(t(1100)));
+        // Without a hold the bounds evict at once, as before.
+        assert_eq!(w.mark_sent(t(1000), Duration::ZERO), (1, 1));
     }
 }

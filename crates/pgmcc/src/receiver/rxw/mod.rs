@@ -42,7 +42,7 @@ pub(crate) struct NakTimers {
 
 /// Smallest NCF and RDATA wait derived from a group RTT: covers a source's own scheduling
 /// on a LAN where the RTT is tens of microseconds.
-const MIN_SCALED_WAIT: Duration = Duration::from_millis(20);
+pub(crate) const MIN_SCALED_WAIT: Duration = Duration::from_millis(20);
 
 impl NakTimers {
     /// The timers for a session whose source advertised `grtt` and `gsize` receivers
