@@ -3,7 +3,8 @@
 //! Usage: repair_scale independent [RECEIVERS] [SECONDS]   (defaults 100, 300)
 //!        repair_scale shared [RECEIVERS] [SECONDS] [MIN_RTT_MS] [MAX_RTT_MS]
 //!                                                         (defaults 100, 300, 100, 500)
-//!        either with `--fec K`: on-demand parity over groups of K packets (default: none)
+//!        either with `--fec K`: on-demand parity over groups of K packets (default: none),
+//!        and `--proactive H` with it: H pro-active parity packets after every group
 //!
 //! `independent`: one `pgmcc` source; every receiver behind its own link with 1% random loss
 //! (1 Mbit/s, 50 ms, 30 KB queue: RTT ~100 ms), all from 0 s, reliable. Prints RDATA per
@@ -33,8 +34,9 @@ mod common;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: repair_scale independent [RECEIVERS] [SECONDS] [--fec K]\n       \
-         repair_scale shared [RECEIVERS] [SECONDS] [MIN_RTT_MS] [MAX_RTT_MS] [--fec K]"
+        "usage: repair_scale independent [RECEIVERS] [SECONDS] [--fec K [--proactive H]]\n       \
+         repair_scale shared [RECEIVERS] [SECONDS] [MIN_RTT_MS] [MAX_RTT_MS] \
+         [--fec K [--proactive H]]"
     );
     std::process::exit(2)
 }
@@ -54,6 +56,21 @@ fn main() {
             }
             args.drain(i..i + 2);
             Some(k)
+        }
+    };
+    let proactive = match args.iter().position(|a| a == "--proactive") {
+        None => 0,
+        Some(i) => {
+            let h: u32 = args
+                .get(i + 1)
+                .and_then(|h| h.parse().ok())
+                .unwrap_or_else(|| usage());
+            if fec.is_none_or(|k| h > k) {
+                eprintln!("--proactive: at most the --fec group size, and only with --fec");
+                std::process::exit(2);
+            }
+            args.drain(i..i + 2);
+            h
         }
     };
     let num = |i: usize, default: u64| -> u64 {
@@ -86,6 +103,7 @@ fn main() {
     cfg.cc = Controller::Pgmcc.config();
     cfg.max_tpdu = 1400 + 84;
     cfg.fec = fec;
+    cfg.proactive_parity = proactive;
     let tx = sim.add_agent(
         s,
         Box::new(PgmSenderAgent::new(1, group, cfg, None)),
@@ -188,6 +206,15 @@ fn main() {
             st.tgs_naked,
             100.0 * st.tgs_naked_again as f64 / st.tgs_naked.max(1) as f64
         );
+        if proactive > 0 {
+            println!(
+                "  pro-active parity   {} packets ({:.3} per ODATA); repair packets in all \
+                 {:.3} per ODATA",
+                st.proactive_parity_packets,
+                st.proactive_parity_packets as f64 / odata,
+                (st.rdata_packets + st.proactive_parity_packets) as f64 / odata
+            );
+        }
     }
     if !shared {
         // Expected fraction of ODATA lost by at least one receiver. Random loss strikes

@@ -257,6 +257,16 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
     assert!(e.contains("flow.txw_sqns"), "{e}");
     let e = error_of(&with("hold_for_naks = 1"));
     assert!(e.contains("expected a boolean"), "{e}");
+    let e = error_of(&with("proactive_parity = 80"));
+    assert!(
+        e.contains("flow.proactive_parity") && e.contains("group size (64)"),
+        "{e}"
+    );
+    let e = error_of(&with("fec = 0\nproactive_parity = 2"));
+    assert!(
+        e.contains("flow.proactive_parity") && e.contains("set `fec`"),
+        "{e}"
+    );
     let e = error_of(&with("report_bar = 1"));
     assert!(e.contains("expected a boolean"), "{e}");
     // FEC is on by default (groups of 64); `fec = 0` turns it off, and changes this run.

@@ -28,6 +28,33 @@ fn a_unicast_group_is_refused_with_a_clear_message() {
 }
 
 #[test]
+fn proactive_parity_without_parity_is_refused_before_anything_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x");
+    std::fs::write(&f, b"x").unwrap();
+    for fec in [["--fec", "0"], ["--fec", "16"]] {
+        let o = pgmcc()
+            .args([
+                "send",
+                "--group",
+                "239.1.1.1:7500",
+                "--proactive-parity",
+                "32",
+            ])
+            .args(fec)
+            .arg(&f)
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("--proactive-parity 32: needs --fec and at most its group size"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
 fn bad_ports_and_missing_files_name_the_problem() {
     let o = pgmcc()
         .args(["recv", "--group", "239.1.1.1:7500", "--udp-ports", "3055"])

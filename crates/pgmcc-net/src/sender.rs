@@ -54,6 +54,10 @@ pub struct SenderOptions {
     /// `SenderConfig::fec`, docs/core.md "FEC parity"). Default `Some(64)`. Set `None` when
     /// OpenPGM receivers are in the group.
     pub fec: Option<u32>,
+    /// Pro-active parity packets after every full transmission group (the core's
+    /// `SenderConfig::proactive_parity`): receivers that lost no more of a group rebuild it
+    /// without a NAK. Needs `fec`. Default 0.
+    pub proactive_parity: u32,
     /// After `close`, keep answering NAKs until no repair was needed for this long. Default 3 s;
     /// at least [`LINGER_GRTTS`] group RTTs once the source has measured one.
     pub linger: Duration,
@@ -167,6 +171,7 @@ impl SenderOptions {
             max_tpdu: 1472,
             txw_sqns: 16384,
             fec: Some(64),
+            proactive_parity: 0,
             linger: Duration::from_secs(3),
             max_linger: Duration::from_secs(60),
             gsi: None,
@@ -297,6 +302,7 @@ impl Sender {
         config.txw_sqns = opts.txw_sqns;
         config.cc = opts.cc;
         config.fec = opts.fec;
+        config.proactive_parity = opts.proactive_parity;
         config.signer = opts.sign.as_ref().map(SourceKey::signer);
         config.manifest = opts.manifest.clone();
         config.spm_burst = opts.spm_burst.max(1);

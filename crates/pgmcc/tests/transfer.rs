@@ -523,13 +523,17 @@ fn receivers_without_pgmcc_do_not_break_a_pgmcc_session() {
 
 /// Runs 2 MB to 20 receivers behind independent 5% loss, with or without on-demand parity,
 /// and checks every byte arrived. Returns the source's and receivers' counters.
-fn independent_loss_transfer(fec: Option<u32>) -> (pgmcc::SenderStats, Vec<pgmcc::ReceiverStats>) {
+fn independent_loss_transfer(
+    fec: Option<u32>,
+    proactive: u32,
+) -> (pgmcc::SenderStats, Vec<pgmcc::ReceiverStats>) {
     let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
     cfg.rate_limit = Some(RateLimit {
         bytes_per_sec: 5_000_000,
         burst: 15_000,
     });
     cfg.fec = fec;
+    cfg.proactive_parity = proactive;
     // A receiver that loses the first SPM and ODATA would start after them (a missed start,
     // which OPT_JOIN lets it reach back for).
     cfg.join_window = Some(4096);
@@ -595,8 +599,8 @@ fn a_first_packet_rebuilt_from_parity_still_marks_the_stream_start() {
 
 #[test]
 fn on_demand_parity_repairs_independent_losses_with_fewer_packets() {
-    let (plain, _) = independent_loss_transfer(None);
-    let (fec, rx) = independent_loss_transfer(Some(16));
+    let (plain, _) = independent_loss_transfer(None, 0);
+    let (fec, rx) = independent_loss_transfer(Some(16), 0);
     let rebuilt: u64 = rx.iter().map(|r| r.parity_rebuilt).sum();
     let parity_naks: u64 = rx.iter().map(|r| r.parity_naks_sent).sum();
     eprintln!(
@@ -621,6 +625,36 @@ fn on_demand_parity_repairs_independent_losses_with_fewer_packets() {
     assert!(
         (0.6..0.8).contains(&ratio),
         "repairs with parity / without: {ratio}"
+    );
+}
+
+#[test]
+fn proactive_parity_rebuilds_most_losses_without_a_nak() {
+    let (on_demand, rx0) = independent_loss_transfer(Some(16), 0);
+    let (proactive, rx) = independent_loss_transfer(Some(16), 2);
+    let naks = |rx: &[pgmcc::ReceiverStats]| rx.iter().map(|r| r.naks_sent).sum::<u64>();
+    let (naks0, naks2) = (naks(&rx0), naks(&rx));
+    eprintln!(
+        "on demand: parity {} naks {naks0}; 2 pro-active per group of 16: pro-active {} \
+         on demand {} naks {naks2}",
+        on_demand.parity_packets, proactive.proactive_parity_packets, proactive.parity_packets,
+    );
+    // Two parity packets follow every full group of 16 as ODATA (RFC 3208 §11.4), outside
+    // the ODATA count.
+    let groups = proactive.odata_packets / 16;
+    assert!(
+        (groups..=groups + 1).contains(&(proactive.proactive_parity_packets / 2)),
+        "{} pro-active for {} ODATA",
+        proactive.proactive_parity_packets,
+        proactive.odata_packets
+    );
+    assert_eq!(on_demand.proactive_parity_packets, 0);
+    // At 5% loss a receiver loses at most 2 of a group of 16 in 96% of groups: those it
+    // rebuilds from the pro-active parity, without a NAK. (Every receiver still gets every
+    // byte: `independent_loss_transfer` checks.)
+    assert!(
+        (naks2 as f64) < 0.3 * naks0 as f64,
+        "NAKs with pro-active parity {naks2}, without {naks0}"
     );
 }
 

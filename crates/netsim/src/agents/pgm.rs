@@ -168,6 +168,7 @@ impl Agent for PgmSenderAgent {
                 parity_packets: st.parity_packets,
                 naks_received: st.naks_received,
                 nak_sqns_source_limited: st.nak_sqns_source_limited,
+                proactive_parity_packets: st.proactive_parity_packets,
                 odata_held: st.odata_held,
                 acks: cc.acks,
                 acker_switches: cc.acker_switches,

@@ -34,6 +34,8 @@ pub struct PgmSenderReport {
     pub rdata_packets: u64,
     /// Parity packets sent (on-demand FEC; also in `rdata_packets`).
     pub parity_packets: u64,
+    /// Pro-active parity packets sent (ODATA; `SenderConfig::proactive_parity`).
+    pub proactive_parity_packets: u64,
     /// NAK packets received.
     pub naks_received: u64,
     /// Repairs NAKs asked for beyond their source's share (`SenderConfig::nak_source_share`).
@@ -134,6 +136,10 @@ impl AgentReport {
                 ("odata_packets", r.odata_packets as f64),
                 ("rdata_packets", r.rdata_packets as f64),
                 ("parity_packets", r.parity_packets as f64),
+                (
+                    "proactive_parity_packets",
+                    r.proactive_parity_packets as f64,
+                ),
                 ("naks_received", r.naks_received as f64),
                 ("nak_sqns_source_limited", r.nak_sqns_source_limited as f64),
                 ("odata_held", r.odata_held as f64),

@@ -557,6 +557,7 @@ fn build_pgm(
     if let Some(k) = validate::fec(fl, cx)? {
         cfg.fec = k;
     }
+    cfg.proactive_parity = validate::proactive_parity(fl, cfg.fec, cx)?;
     if let Some(n) = validate::txw_sqns(fl, cx)? {
         cfg.txw_sqns = n;
     }

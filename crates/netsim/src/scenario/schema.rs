@@ -116,6 +116,7 @@ pub(super) struct FlowSpec {
     pub(super) repair_holdoff: Option<bool>,
     pub(super) fec: Option<Spanned<u32>>,
     pub(super) txw_sqns: Option<Spanned<u32>>,
+    pub(super) proactive_parity: Option<Spanned<u32>>,
     pub(super) hold_for_naks: Option<bool>,
     pub(super) realign_tokens: Option<bool>,
     pub(super) accounting: Option<Spanned<String>>,

@@ -319,6 +319,32 @@ pub(super) fn fec(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<Option<u32>>, Sc
     }
 }
 
+/// `flow.proactive_parity`: pro-active parity packets per transmission group, at most the
+/// group size `k` (`None` when parity is off).
+pub(super) fn proactive_parity(
+    fl: &FlowSpec,
+    k: Option<u32>,
+    cx: &Ctx<'_>,
+) -> Result<u32, ScenarioError> {
+    let Some(h) = &fl.proactive_parity else {
+        return Ok(0);
+    };
+    match (*h.get_ref(), k) {
+        (0, _) => Ok(0),
+        (h, Some(k)) if h <= k => Ok(h),
+        (_, Some(k)) => cx.err(
+            h.span(),
+            "flow.proactive_parity",
+            format!("parity packets per group: 0 to the group size ({k})"),
+        ),
+        (_, None) => cx.err(
+            h.span(),
+            "flow.proactive_parity",
+            "needs parity: set `fec` to a group size",
+        ),
+    }
+}
+
 /// `flow.txw_sqns`: the source's transmit window in packets (TXW_SQNS).
 pub(super) fn txw_sqns(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<u32>, ScenarioError> {
     let Some(n) = &fl.txw_sqns else {
@@ -401,6 +427,7 @@ pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("repair_holdoff", fl.repair_holdoff.is_some()),
         ("fec", fl.fec.is_some()),
         ("txw_sqns", fl.txw_sqns.is_some()),
+        ("proactive_parity", fl.proactive_parity.is_some()),
         ("hold_for_naks", fl.hold_for_naks.is_some()),
         ("cc", fl.cc.is_some()),
     ] {

@@ -65,6 +65,12 @@ pub(crate) struct SendArgs {
     /// [default: 64; 0 with --peer openpgm or zeromq]
     #[arg(long, value_name = "N", value_parser = parse_fec)]
     fec: Option<u32>,
+    /// Also send H parity packets right after every group of --fec packets, unasked
+    /// (pro-active parity, RFC 3208 §11.4): a receiver that lost at most H packets of a
+    /// group rebuilds them without a NAK, a round trip sooner. They add H/N to the rate,
+    /// outside congestion control as repairs are, within the repair budget. H is at most N.
+    #[arg(long, value_name = "H", default_value_t = 0)]
+    proactive_parity: u32,
     /// Packets kept for repairs (TXW_SQNS). Each is kept at least until receivers' NAKs for
     /// it can have arrived (about 7 group round trips), so the sender sends at most this
     /// many packets per 7 round trips: the default, about 23 MB of 1,400-byte packets,
@@ -367,6 +373,13 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     let openpgm = args.net.libpgm_peer();
     let fec = args.fec.unwrap_or(if openpgm { 0 } else { 64 });
     opts.fec = (fec > 0).then_some(fec);
+    if args.proactive_parity > 0 && (fec == 0 || args.proactive_parity > fec) {
+        bail!(
+            "--proactive-parity {}: needs --fec and at most its group size ({fec})",
+            args.proactive_parity
+        );
+    }
+    opts.proactive_parity = args.proactive_parity;
     opts.drop_every = args.drop_every;
     opts.gso_segments = usize::from(args.gso);
     opts.cc = cc_config(args, opts.max_tpdu)?;

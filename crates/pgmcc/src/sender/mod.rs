@@ -275,6 +275,14 @@ pub struct SenderConfig {
     /// 0.068 per ODATA at 100 receivers), and a group of 64 waits for 64 packets before
     /// its losses are asked for.
     pub fec: Option<u32>,
+    /// Pro-active parity (RFC 3208 §11.4): this many parity packets of every full
+    /// transmission group, sent as ODATA with OPT_PARITY right after the group's last packet
+    /// (at most the group size; `docs/core.md`, "FEC parity"). A receiver that lost no more
+    /// of the group than this rebuilds it without a NAK. Like repairs (pgmcc paper §3.8),
+    /// they go outside the congestion window and count against the repair budget, so they
+    /// add `proactive_parity / fec` to the session's rate. Needs [`SenderConfig::fec`]; SPMs
+    /// then say so (OPT_FEC). Default 0.
+    pub proactive_parity: u32,
     /// Proof of receipt (ours; `docs/security.md`): with a key, every ODATA and RDATA carries
     /// OPT_ACK_PROOF, a 32-bit nonce derived from its sequence number with SipHash-2-4 under
     /// this key, and an ACK must carry the XOR of the nonces of the packets it acknowledges.
@@ -326,6 +334,7 @@ impl SenderConfig {
             advertise_grtt: true,
             hold_for_naks: true,
             grtt_expiry: Duration::from_secs(30),
+            proactive_parity: 0,
             repair_budget: Some(2.0),
             nak_source_share: Some(1.0),
             fec: Some(64),
@@ -425,8 +434,12 @@ pub struct SenderStats {
     pub tgs_naked: u64,
     /// Distinct transmission groups asked for parity more than once.
     pub tgs_naked_again: u64,
-    /// Parity packets sent (RDATA with OPT_PARITY; also counted in `rdata_packets`).
+    /// Parity packets sent on demand (RDATA with OPT_PARITY; also counted in
+    /// `rdata_packets`).
     pub parity_packets: u64,
+    /// Pro-active parity packets sent (ODATA with OPT_PARITY,
+    /// [`SenderConfig::proactive_parity`]; not in `odata_packets`).
+    pub proactive_parity_packets: u64,
     /// NAKed sequence numbers outside the transmit window (no RDATA possible).
     pub naks_outside_window: u64,
     /// NAKs for another session, source or group.
@@ -462,6 +475,8 @@ enum Repair {
     Data(u32),
     /// Parity packets of the transmission group starting here.
     Parity(u32),
+    /// Pro-active parity packets (ODATA) of the transmission group starting here.
+    Proactive(u32),
 }
 
 /// A PGM source for one transport session.
@@ -1400,7 +1415,9 @@ impl Sender {
         let (set, parity) = (&self.repair_set, &self.parity);
         self.repairs.retain(|r| match r {
             Repair::Data(s) => set.contains(s),
-            Repair::Parity(tg) => parity.as_ref().is_some_and(|p| p.is_pending(*tg)),
+            Repair::Parity(tg) | Repair::Proactive(tg) => {
+                parity.as_ref().is_some_and(|p| p.is_pending(*tg))
+            }
         });
         self.ncf_sent.retain(|s, _| set.contains(s));
     }
@@ -1409,7 +1426,7 @@ impl Sender {
     fn repair_len(&self, r: Repair) -> Option<usize> {
         match r {
             Repair::Data(s) => self.txw.get_sent(s).map(|p| p.data.len() + DATA_OVERHEAD),
-            Repair::Parity(tg) => {
+            Repair::Parity(tg) | Repair::Proactive(tg) => {
                 let max = self.config.max_tsdu() + 2;
                 let p = self.parity.as_ref()?;
                 Some(p.next_len(tg, max) + PARITY_OVERHEAD)
@@ -1504,7 +1521,7 @@ impl Sender {
                     self.ncf_sent.remove(&sqn);
                     return self.emit_data(now, sqn, true, buf);
                 }
-                Repair::Parity(tg) => {
+                Repair::Parity(tg) | Repair::Proactive(tg) => {
                     let next = self.parity.as_mut().and_then(|p| p.next(tg, &self.txw));
                     let Some((packet, more)) = next else {
                         self.repairs.pop_front();
@@ -1516,7 +1533,8 @@ impl Sender {
                     if let Some(p) = self.parity.as_mut() {
                         p.sent(now, tg);
                     }
-                    return self.emit_parity(now, &packet, buf);
+                    let proactive = matches!(r, Repair::Proactive(_));
+                    return self.emit_parity(now, &packet, proactive, buf);
                 }
             }
         }
@@ -1684,7 +1702,7 @@ impl Sender {
             manifest: self.config.manifest.clone(),
             grtt,
             fec: self.parity.as_ref().map(|p| Fec {
-                proactive: false,
+                proactive: self.config.proactive_parity > 0,
                 on_demand: true,
                 code: FEC_RS_VANDERMONDE_GF256,
                 tgs: p.tg_size(),
@@ -1782,6 +1800,7 @@ impl Sender {
             self.stats.odata_bytes += data_len as u64;
             let (first, n) = self.txw.mark_sent(now, self.nak_hold);
             self.forget_repairs(first, n);
+            self.queue_proactive(sqn);
             // Data resets the heartbeat schedule to IHB_MIN (§6.1).
             self.heartbeat_ivl = self.config.ihb_min;
             self.next_heartbeat = Some(now + self.heartbeat_ivl);
@@ -1797,12 +1816,31 @@ impl Sender {
 }
 
 impl Sender {
-    /// Sends one on-demand parity packet: RDATA with OPT_PARITY (and OPT_VAR_PKTLEN when the
-    /// group's payload lengths differ), its encoded OPT_FRAGMENT when the group has one.
+    /// ODATA `sqn` went out: if it completed a transmission group, queue the group's
+    /// pro-active parity ([`SenderConfig::proactive_parity`]).
+    fn queue_proactive(&mut self, sqn: u32) {
+        let h = self.config.proactive_parity;
+        let Some(p) = self.parity.as_mut().filter(|_| h > 0) else {
+            return;
+        };
+        let k = p.tg_size();
+        let tg = crate::fec::tg_sqn(sqn, k);
+        if sqn.wrapping_sub(tg) != k - 1 {
+            return;
+        }
+        if p.proactive(tg, h) {
+            self.repairs.push_back(Repair::Proactive(tg));
+        }
+    }
+
+    /// Sends one parity packet with OPT_PARITY (and OPT_VAR_PKTLEN when the group's payload
+    /// lengths differ), its encoded OPT_FRAGMENT when the group has one: RDATA on demand,
+    /// ODATA when `proactive` (RFC 3208 §11.4).
     fn emit_parity(
         &mut self,
         now: Instant,
         packet: &ParityPacket,
+        proactive: bool,
         buf: &mut [u8],
     ) -> Option<Transmit> {
         let trail = self.txw.trail();
@@ -1822,10 +1860,15 @@ impl Sender {
                 .flatten(),
             ..Options::default()
         };
-        let body = Body::Rdata(DataRepr {
+        let data = DataRepr {
             sqn: packet.sqn,
             trail,
-        });
+        };
+        let body = if proactive {
+            Body::Odata(data)
+        } else {
+            Body::Rdata(data)
+        };
         let mut repr = Repr::downstream(self.config.tsi, self.config.dport, body)
             .with_options(opts)
             .with_payload(payload);
@@ -1848,9 +1891,13 @@ impl Sender {
         if let Some(b) = &mut self.budget {
             b.charge(now, len);
         }
-        self.stats.rdata_packets += 1;
-        self.stats.rdata_bytes += p as u64;
-        self.stats.parity_packets += 1;
+        if proactive {
+            self.stats.proactive_parity_packets += 1;
+        } else {
+            self.stats.rdata_packets += 1;
+            self.stats.rdata_bytes += p as u64;
+            self.stats.parity_packets += 1;
+        }
         Some(Transmit {
             dst: Destination::Group,
             len,

@@ -109,6 +109,21 @@ impl ParityRepairs {
         )
     }
 
+    /// Group `tg` has just been sent in full: `h` pro-active parity packets are to follow
+    /// (RFC 3208 §11.4), with the group's first parity indices. Returns whether the group
+    /// must be queued (it had nothing pending).
+    pub(super) fn proactive(&mut self, tg: u32, h: u32) -> bool {
+        let h = h.min(self.k);
+        if h == 0 {
+            return false;
+        }
+        let g = self.groups.entry(tg).or_default();
+        let queue = g.pending == 0;
+        g.pending += h;
+        g.burst = 0;
+        queue
+    }
+
     /// Bytes of the next parity packet's payload of `tg` (an estimate before it is encoded).
     pub(super) fn next_len(&self, tg: u32, max: usize) -> usize {
         self.groups
