@@ -341,8 +341,12 @@ fn attacked_transfer(
     let recv = recv.wait_with_output().unwrap();
     stop.store(true, Ordering::Relaxed);
     evil.join().unwrap();
+    // At least one round of forgeries (an end of session and 3 packets beyond the lead):
+    // the attack ran. How many more depends on timing: a receiver fooled by the first
+    // round quits, and the source's data, which paces the attacker, then slows to a
+    // trickle (runs have seen 4 and 5 rounds).
     assert!(
-        sent.load(Ordering::Relaxed) > 20,
+        sent.load(Ordering::Relaxed) >= 4,
         "the attacker forged only {} packets",
         sent.load(Ordering::Relaxed)
     );
