@@ -41,38 +41,30 @@ fn usage() -> ! {
     std::process::exit(2)
 }
 
+/// Removes `name` and the number after it from `args` and returns the number (usage on a
+/// missing or bad one); `None` when `name` is absent.
+fn take_flag(args: &mut Vec<String>, name: &str) -> Option<u32> {
+    let i = args.iter().position(|a| a == name)?;
+    let v = args
+        .get(i + 1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| usage());
+    args.drain(i..i + 2);
+    Some(v)
+}
+
 fn main() {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let fec = match args.iter().position(|a| a == "--fec") {
-        None => None,
-        Some(i) => {
-            let k = args
-                .get(i + 1)
-                .and_then(|k| k.parse().ok())
-                .unwrap_or_else(|| usage());
-            if !pgmcc::fec::valid_tg_size(k) {
-                eprintln!("--fec: a power of two from 2 to 128");
-                std::process::exit(2);
-            }
-            args.drain(i..i + 2);
-            Some(k)
-        }
-    };
-    let proactive = match args.iter().position(|a| a == "--proactive") {
-        None => 0,
-        Some(i) => {
-            let h: u32 = args
-                .get(i + 1)
-                .and_then(|h| h.parse().ok())
-                .unwrap_or_else(|| usage());
-            if fec.is_none_or(|k| h > k) {
-                eprintln!("--proactive: at most the --fec group size, and only with --fec");
-                std::process::exit(2);
-            }
-            args.drain(i..i + 2);
-            h
-        }
-    };
+    let fec = take_flag(&mut args, "--fec");
+    if fec.is_some_and(|k| !pgmcc::fec::valid_tg_size(k)) {
+        eprintln!("--fec: a power of two from 2 to 128");
+        std::process::exit(2);
+    }
+    let proactive = take_flag(&mut args, "--proactive").unwrap_or(0);
+    if proactive > 0 && fec.is_none_or(|k| proactive > k) {
+        eprintln!("--proactive: at most the --fec group size, and only with --fec");
+        std::process::exit(2);
+    }
     let num = |i: usize, default: u64| -> u64 {
         match args.get(i) {
             None => default,
