@@ -54,7 +54,8 @@ pub struct ReceiverConfig {
     pub nak_bo_grtts: f64,
     /// How long a missing sequence number is NAKed before it is given up (reported
     /// `Unrecoverable`), counted from when it was found missing; at least 20 group RTTs
-    /// when the source advertises one. The source's trailing edge passing it gives it up at
+    /// when the source advertises one, for the largest group RTT it advertised meanwhile
+    /// (`docs/core.md`, "NAK timers"). The source's trailing edge passing it gives it up at
     /// once. Default 30 s.
     pub nak_give_up: Duration,
     /// Receive window span in sequence numbers (memory bound per session). Default 8192.

@@ -94,6 +94,10 @@ pub(crate) struct NakState {
     pub(crate) deadline: Instant,
     /// When the sequence number was found missing (the give-up clock).
     since: Instant,
+    /// The longest give-up time that applied while it was missing: a group RTT that shrank
+    /// (a queue drained) does not shorten the wait for a packet whose NAKs and repairs went
+    /// at the longer one's pace.
+    patience: Duration,
     /// Signed mode: times it was asked for again after reaching the front unverified.
     reverify: u8,
 }
@@ -256,6 +260,7 @@ impl ReceiveWindow {
                 phase: Phase::BackOff,
                 deadline,
                 since: now,
+                patience: t.give_up,
                 reverify: 0,
             }));
         }
@@ -441,13 +446,14 @@ impl ReceiveWindow {
             if st.deadline > now {
                 continue;
             }
+            st.patience = st.patience.max(t.give_up);
             match st.phase {
                 Phase::BackOff => {
                     if can_nak {
                         nak.push(s);
                         st.phase = Phase::WaitNcf;
                         st.deadline = now + t.rpt_ivl;
-                    } else if now.saturating_duration_since(st.since) >= t.give_up {
+                    } else if now.saturating_duration_since(st.since) >= st.patience {
                         // No SPM ever told us where to NAK.
                         *slot = Slot::Lost;
                     } else {
@@ -455,7 +461,7 @@ impl ReceiveWindow {
                     }
                 }
                 Phase::WaitNcf | Phase::WaitData => {
-                    if now.saturating_duration_since(st.since) >= t.give_up {
+                    if now.saturating_duration_since(st.since) >= st.patience {
                         *slot = Slot::Lost;
                     } else {
                         st.phase = Phase::BackOff;
@@ -755,5 +761,39 @@ mod tests {
             t.without_backoff().backoff(&mut Rng::new(1)),
             Duration::ZERO
         );
+    }
+
+    /// Runs the window's timers at `at` seconds; returns how many sequence numbers are
+    /// still missing.
+    fn expire(w: &mut ReceiveWindow, at: f64, t: &NakTimers, rng: &mut Rng) -> usize {
+        let now = Instant::ZERO + Duration::from_secs_f64(at);
+        let (mut nak, mut parity) = (Vec::new(), Vec::new());
+        w.on_timeout(now, t, rng, true, &mut nak, Some(&mut parity));
+        w.missing()
+    }
+
+    #[test]
+    fn a_shrinking_group_rtt_does_not_shorten_the_wait_for_a_packet_already_missing() {
+        let mut rng = Rng::new(3);
+        let mut w = ReceiveWindow::new(0, 0, 64, 65535);
+        // Found missing at 0 while the source advertised G = 4.5 s: 90 s of patience.
+        let slow = base().scaled(Duration::from_millis(4500), 1);
+        assert_eq!(slow.give_up, Duration::from_secs(90));
+        w.extend_to(2, Instant::ZERO, &slow, &mut rng);
+        assert_eq!(expire(&mut w, 20.0, &slow, &mut rng), 3);
+        // The queue drained: G = 1 s now, whose own give-up time (30 s) has passed, but
+        // this packet's NAKs went at the slow pace; it waits out the 90 s.
+        let fast = base().scaled(Duration::from_secs(1), 1);
+        assert_eq!(fast.give_up, Duration::from_secs(30));
+        for at in [31.0, 50.0, 89.0] {
+            assert_eq!(expire(&mut w, at, &fast, &mut rng), 3, "given up at {at} s");
+        }
+        // Checked when a wait ends: the NAK at 120 s, its NCF wait over at 125 s.
+        assert_eq!(expire(&mut w, 120.0, &fast, &mut rng), 3);
+        assert_eq!(expire(&mut w, 125.0, &fast, &mut rng), 0);
+        // A packet found missing under the short G alone gets the short wait.
+        w.extend_to(3, Instant::ZERO + Duration::from_secs(125), &fast, &mut rng);
+        assert_eq!(expire(&mut w, 140.0, &fast, &mut rng), 1);
+        assert_eq!(expire(&mut w, 160.0, &fast, &mut rng), 0);
     }
 }

@@ -10,7 +10,7 @@ use pgm_wire::{Fragment, Tsi};
 use super::{Check, NakState, Phase, ReceiveWindow, Slot};
 use crate::signed::{self, Digest, List, SignedCounts, Verifier, REVERIFY_TRIES};
 use crate::sqn;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// What a packet arriving at a sequence number turned out to be.
 pub(super) enum Verdict {
@@ -225,6 +225,7 @@ impl ReceiveWindow {
             phase: Phase::BackOff,
             deadline: Instant::ZERO,
             since: Instant::ZERO,
+            patience: Duration::ZERO,
             reverify: tries,
         });
         self.forget_copy(s);
