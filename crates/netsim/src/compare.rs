@@ -37,7 +37,7 @@ use crate::summary::{mean_between, Summary};
 use crate::units;
 
 /// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 11] = [
+const PGMCC_KNOBS: [&str; 13] = [
     "c",
     "model",
     "rtt_unit",
@@ -49,6 +49,8 @@ const PGMCC_KNOBS: [&str; 11] = [
     "loss_report",
     "election",
     "silent_receivers",
+    "acker_reports",
+    "repair_accounting",
 ];
 
 /// Band around the phase's final mean that counts as settled (+-25%).

@@ -237,6 +237,25 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
         e.contains("flow.acker_reports") && e.contains("tfmcc"),
         "{e}"
     );
+    // Repairs in the window: off in both presets, a knob that changes the run when on.
+    assert_eq!(
+        summary(&with("repair_accounting = \"outside\"")),
+        summary(&recommended)
+    );
+    assert_ne!(
+        summary(&with("repair_accounting = \"in-window\"")),
+        summary(&recommended)
+    );
+    let e = error_of(&with("repair_accounting = \"free\""));
+    assert!(
+        e.contains("flow.repair_accounting") && e.contains("in-window"),
+        "{e}"
+    );
+    let e = error_of(&with("cc = \"tfmcc\"\nrepair_accounting = \"in-window\""));
+    assert!(
+        e.contains("flow.repair_accounting") && e.contains("tfmcc"),
+        "{e}"
+    );
     let liar = TWO_PATHS.replacen("node = \"A\"", "node = \"A\"\nclaim_loss = 1.5", 1);
     let e = error_of(&liar);
     assert!(

@@ -617,3 +617,45 @@ fn a_receiver_without_reports_counts_only_the_losses_the_acker_did_not_share() {
     assert!(own_caps > 0);
     assert!(own_w < shared_w, "{own_w} against {shared_w}");
 }
+
+/// A lossless loop at 100 ms with the window held at 40 packets (the source's limit); at
+/// 5 s the source sends 15 repairs at once. Returns the data packets sent in each of the
+/// three round trips from then on.
+fn data_after_repairs(repairs_in_window: bool) -> [u32; 3] {
+    let cfg = PgmccConfig {
+        repairs_in_window,
+        ..PgmccConfig::recommended()
+    };
+    let mut l = Loop::new(cfg, 100);
+    l.cc.set_source_limits(pgmcc::cc::SourceLimits {
+        txw_sqns: 80,
+        nak_horizon: Duration::ZERO,
+    });
+    let mut keep = |_: u32| false;
+    l.run(5000, &mut keep);
+    assert_eq!(
+        l.cc.window().round() as u32,
+        40,
+        "the window reached its limit"
+    );
+    for s in 0..15 {
+        l.cc.on_repair_sent(ms(l.now), s);
+    }
+    let mut sent = [0; 3];
+    for n in &mut sent {
+        let before = l.next_sqn;
+        l.run(100, &mut keep);
+        *n = l.next_sqn - before;
+    }
+    sent
+}
+
+#[test]
+fn repairs_in_the_window_take_one_round_trip_of_room_from_the_data_after_them() {
+    // Ours (`repairs_in_window`, in `pgmcc`): the 15 repairs count in flight for one RTT,
+    // so the data of that round trip is 40 - 15 packets (and one more in its last
+    // millisecond, when they stop counting); then the window is the data's again.
+    assert_eq!(data_after_repairs(true), [26, 40, 40]);
+    // The paper's (§3.8): repairs go on top of a full window.
+    assert_eq!(data_after_repairs(false), [40, 40, 40]);
+}

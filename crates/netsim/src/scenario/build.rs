@@ -183,6 +183,7 @@ pub fn load_with_pgmcc(
             "election",
             "silent_receivers",
             "acker_reports",
+            "repair_accounting",
             "fec",
         ],
     );

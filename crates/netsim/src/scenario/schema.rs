@@ -127,6 +127,7 @@ pub(super) struct FlowSpec {
     pub(super) election: Option<Spanned<String>>,
     pub(super) silent_receivers: Option<Spanned<String>>,
     pub(super) acker_reports: Option<Spanned<String>>,
+    pub(super) repair_accounting: Option<Spanned<String>>,
     pub(super) cc: Option<Spanned<String>>,
     /// Pseudofed knobs (`cc = "pseudofed"`, docs/pseudofed.md).
     pub(super) representatives: Option<Spanned<u32>>,

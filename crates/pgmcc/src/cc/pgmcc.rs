@@ -126,6 +126,16 @@ pub struct PgmccConfig {
     /// the source past the slowest receiver. Applies to the filter's reports
     /// ([`LossReport::Filter`]) only.
     pub check_reports: bool,
+    /// Repairs in the window (ours, a knob off in both presets; needs
+    /// [`Accounting::Pipe`]): every repair (RDATA or parity) counts as a packet in flight for
+    /// one smoothed acker RTT after it leaves, as a TCP retransmission occupies the window
+    /// until its ACK. Repairs still leave at once (paper §3.8: a repair waits for nothing
+    /// but the rate limit and the repair budget); the data after them waits until the
+    /// window has room again. Without it, repairs go on top of a window that the ACK clock
+    /// keeps full, and where the queue they meet is the source's own (a slow access link)
+    /// they are dropped there. Off in `pgmcc` until measured to help (`docs/pgmcc.md`
+    /// difference 19).
+    pub repairs_in_window: bool,
 }
 
 impl Default for PgmccConfig {
@@ -148,6 +158,7 @@ impl Default for PgmccConfig {
             unproven_window: 64,
             cap_for_silent: false,
             check_reports: false,
+            repairs_in_window: false,
         }
     }
 }
@@ -380,6 +391,9 @@ pub struct Pgmcc {
     /// The current acker's ACK reports in a row whose RTT its ACKs showed to be inflated,
     /// and the longest RTT those ACKs showed, in ms.
     inflated: (u32, u32),
+    /// Repairs counted in flight ([`PgmccConfig::repairs_in_window`]): when each stops
+    /// counting, oldest first (bounded: [`HISTORY`]).
+    repairs: VecDeque<Instant>,
 }
 
 /// A receiver whose reports claimed more than its ACKs showed
@@ -462,6 +476,7 @@ impl Pgmcc {
             window_at_switch: 1.0,
             discredited: VecDeque::new(),
             inflated: (0, 0),
+            repairs: VecDeque::new(),
             cfg,
         }
     }
@@ -656,6 +671,14 @@ impl Pgmcc {
             .filter(|p| !p.expired)
             .map(|p| p.tracker.unsettled(upto))
             .fold(self.tracker.unsettled(upto), u32::saturating_add)
+            .saturating_add(self.repairs.len() as u32)
+    }
+
+    /// Repairs sent one smoothed acker RTT ago or earlier leave the count in flight.
+    fn expire_repairs(&mut self, now: Instant) {
+        while self.repairs.front().is_some_and(|&t| t <= now) {
+            self.repairs.pop_front();
+        }
     }
 
     /// Announces room in the window if there was none before (`had_room`) and there is
@@ -875,6 +898,19 @@ impl CongestionControl for Pgmcc {
         self.window.set_max(limits.max_window(self.rto.srtt));
     }
 
+    fn on_repair_sent(&mut self, now: Instant, _sqn: u32) {
+        if !self.cfg.repairs_in_window || self.cfg.accounting != Accounting::Pipe {
+            return;
+        }
+        self.expire_repairs(now);
+        // Before the acker's first RTT sample: RFC 6298's initial RTO, 1 s.
+        let rtt = self.rto.srtt.unwrap_or(Duration::from_secs(1));
+        self.repairs.push_back(now + rtt);
+        if self.repairs.len() > HISTORY {
+            self.repairs.pop_front();
+        }
+    }
+
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.window.on_transmit();
         self.floor_credit = false;
@@ -924,6 +960,7 @@ impl CongestionControl for Pgmcc {
         let is_acker = self.acker.is_some_and(|a| a.addr == from);
         let pipe = self.cfg.accounting == Accounting::Pipe;
         let had_room = self.window_open();
+        self.expire_repairs(now);
         if pipe && self.on_former_ack(from, ack.rx_max, ack.bitmap, lead) && !is_acker {
             self.note_room(had_room);
             return;
@@ -1005,6 +1042,7 @@ impl CongestionControl for Pgmcc {
         }
         let stall = self.timer_from + self.fixed_timeout();
         let stall = self.next_expiry().map_or(stall, |e| e.min(stall));
+        let stall = self.repairs.front().map_or(stall, |&e| e.min(stall));
         Some(match self.cfg.min_interval {
             Some(floor) => stall.min(self.last_sent_at + floor),
             None => stall,
@@ -1016,6 +1054,7 @@ impl CongestionControl for Pgmcc {
             return;
         }
         self.expire_former(now);
+        self.expire_repairs(now);
         if self.note_room(false) {
             return;
         }
@@ -1045,6 +1084,7 @@ impl CongestionControl for Pgmcc {
         }
         // A restart forgets every packet in flight (W = T = 1, the paper).
         self.previous.clear();
+        self.repairs.clear();
         if self.stalls_in_a_row >= self.cfg.stalls_before_election {
             self.elect = true;
             self.acker = None;

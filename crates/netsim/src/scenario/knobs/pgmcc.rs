@@ -1,4 +1,4 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`), for
+//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`, `repair_accounting`), for
 //! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
 
 use pgmcc::cc::pgmcc::{
@@ -12,7 +12,7 @@ use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`) on the
+/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`, `repair_accounting`) on the
 /// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
@@ -138,6 +138,17 @@ pub(super) fn apply(
             cx,
         )?;
     }
+    if let Some(v) = &fl.repair_accounting {
+        pc.repairs_in_window = choice(
+            v,
+            "flow.repair_accounting",
+            &[("outside", false), ("in-window", true)],
+            "use outside (the paper's: repairs are not counted by the window) or in-window \
+             (ours: each repair counts as in flight for one acker RTT, as a TCP retransmission \
+             does)",
+            cx,
+        )?;
+    }
     Ok(())
 }
 
@@ -178,6 +189,7 @@ pub(super) fn refuse(
         ("election", fl.election.is_some()),
         ("silent_receivers", fl.silent_receivers.is_some()),
         ("acker_reports", fl.acker_reports.is_some()),
+        ("repair_accounting", fl.repair_accounting.is_some()),
         ("realign_tokens", fl.realign_tokens.is_some()),
     ] {
         if present {
