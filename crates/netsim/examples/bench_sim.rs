@@ -34,6 +34,8 @@ fn main() {
     let group = IpAddr::V4(Ipv4Addr::new(239, 7, 7, 7));
     let (fast, lossy) = (common::FAST, common::LOSSY);
     let mut sim = Sim::new(7);
+    let threads = common::threads();
+    sim.set_threads(threads);
     let s = sim.add_node("S");
     let r = sim.add_node("R");
     sim.add_duplex(s, r, fast);
@@ -104,7 +106,11 @@ fn main() {
         secs / 2
     );
     println!("  wall time           {wall:.2} s");
-    println!("  simulated/wall      {:.0}x real time", secs as f64 / wall);
+    let ratio = secs as f64 / wall;
+    // Below 10x, a decimal: 0.4x is not "0x".
+    let digits = usize::from(ratio < 10.0);
+    println!("  simulated/wall      {ratio:.digits$}x real time");
+    println!("  threads             {threads}");
     println!(
         "  events              {} ({:.2} M events per wall second)",
         sim.events_processed,

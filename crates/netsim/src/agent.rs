@@ -26,7 +26,7 @@ impl Ctx<'_> {
 /// An endpoint. The simulator calls `on_packet` for every packet delivered to the agent's
 /// node that carries its flow id (or is multicast to a group it joined), and `on_timer` when
 /// `next_timer` passes. After either call it reads `next_timer` again.
-pub trait Agent: std::fmt::Debug + AsAny {
+pub trait Agent: std::fmt::Debug + AsAny + Send {
     /// The flow id this agent sends and receives.
     fn flow(&self) -> u32;
     /// Whether a packet delivered to this agent's node is for it (default: same flow id).

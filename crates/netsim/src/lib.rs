@@ -25,6 +25,7 @@ pub mod compare;
 pub mod grid;
 pub mod link;
 pub mod packet;
+mod queue;
 pub mod report;
 pub mod reproduce;
 pub mod run;

@@ -1,6 +1,7 @@
-//! The discrete-event engine: integer-nanosecond virtual time, one binary-heap event queue
-//! with ties broken by insertion order, one seeded random generator per component. The same
-//! topology, agents and seed give the same run, event for event.
+//! The discrete-event engine: integer-nanosecond virtual time, one event queue with ties
+//! broken by insertion order (a binary heap that holds a run of simultaneous events as one
+//! entry, `queue.rs`), one seeded random generator per component. The same topology, agents
+//! and seed give the same run, event for event.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -13,6 +14,7 @@ use pgmcc::{Duration, Instant};
 use crate::agent::{Agent, Ctx};
 use crate::link::{Link, LinkConfig, LinkId, NodeId};
 use crate::packet::{Dest, Packet, Payload};
+use crate::queue::EventQueue;
 use pgmcc::rng::Rng;
 
 /// Index of an agent.
@@ -86,46 +88,18 @@ enum EventKind {
     Leave(NodeId, IpAddr),
 }
 
-/// A scheduled event. The heap orders by one integer, (time, class, insertion order) packed
-/// into 128 bits, earliest first: ordering events is what the simulator does most.
-#[derive(Debug)]
-struct Event {
-    key: u128,
-    kind: EventKind,
+/// The queue key of an event: (time, class, insertion order) packed into 128 bits, earliest
+/// first (ordering events is what the simulator does most). Time in the top 64 bits, class
+/// in bit 63, insertion order below.
+fn event_key(t: Instant, class: u8, seq: u64) -> u128 {
+    (u128::from(t.as_nanos()) << 64)
+        | (u128::from(class & 1) << 63)
+        | u128::from(seq & (u64::MAX >> 1))
 }
 
-impl Event {
-    /// Time in the top 64 bits, class in bit 63, insertion order below.
-    fn key(t: Instant, class: u8, seq: u64) -> u128 {
-        (u128::from(t.as_nanos()) << 64)
-            | (u128::from(class & 1) << 63)
-            | u128::from(seq & (u64::MAX >> 1))
-    }
-
-    fn at(&self) -> Instant {
-        Instant::from_nanos((self.key >> 64) as u64)
-    }
-}
-
-impl PartialEq for Event {
-    fn eq(&self, other: &Event) -> bool {
-        self.key == other.key
-    }
-}
-
-impl Eq for Event {}
-
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Event) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Event {
-    /// Reversed: `BinaryHeap` pops the greatest, and the earliest event must come first.
-    fn cmp(&self, other: &Event) -> std::cmp::Ordering {
-        other.key.cmp(&self.key)
-    }
+/// The time of an event key.
+fn key_time(key: u128) -> Instant {
+    Instant::from_nanos((key >> 64) as u64)
 }
 
 /// The simulator.
@@ -135,7 +109,7 @@ pub struct Sim {
     seq: u64,
     /// Events by (time, class, insertion order): at one instant, group membership changes
     /// come first (class 0), then everything else (class 1) in the order it was scheduled.
-    events: BinaryHeap<Event>,
+    events: EventQueue<EventKind>,
     nodes: Vec<Node>,
     links: Vec<Link>,
     /// Packets in propagation (or held by a host's jitter), by id: a slab, as every
@@ -170,7 +144,32 @@ pub struct Sim {
     ne_buf: Vec<u8>,
     /// Events processed.
     pub events_processed: u64,
+    /// Worker threads for a batch of deliveries ([`Sim::set_threads`]).
+    threads: usize,
+    /// Deliveries that ran on worker threads (0 with one thread).
+    pub parallel_deliveries: u64,
+    /// Multicast deliveries to leaf nodes at the current instant, not yet run: agents'
+    /// handling of them is independent, so a batch runs on `threads` threads and its
+    /// effects are applied in order ([`Sim::flush_deliveries`]).
+    deferred: Vec<(NodeId, Packet)>,
+    /// Whether a node has a delivery in `deferred` (a second one flushes the first).
+    node_deferred: Vec<bool>,
+    /// The instant of the deferred deliveries (the clock may have moved on when they run).
+    deferred_at: Instant,
 }
+
+/// What one agent's handling of a deferred delivery produced.
+#[derive(Default)]
+struct Delivered {
+    /// The agent wanted the packet and ran.
+    ran: bool,
+    out: Vec<Packet>,
+    timer: Option<Instant>,
+}
+
+/// Below this many deliveries a batch runs on the calling thread: starting threads costs
+/// more than it saves.
+const PARALLEL_MIN: usize = 64;
 
 impl Sim {
     /// An empty network; `seed` derives every component's random generator.
@@ -178,7 +177,7 @@ impl Sim {
         Sim {
             now: Instant::ZERO,
             seq: 0,
-            events: BinaryHeap::new(),
+            events: EventQueue::default(),
             nodes: Vec::new(),
             links: Vec::new(),
             in_flight: Slab::default(),
@@ -196,7 +195,20 @@ impl Sim {
             spins: 0,
             ne_buf: Vec::new(),
             events_processed: 0,
+            threads: 1,
+            parallel_deliveries: 0,
+            deferred: Vec::new(),
+            node_deferred: Vec::new(),
+            deferred_at: Instant::ZERO,
         }
+    }
+
+    /// Runs agents' handling of a multicast packet reaching many leaf nodes at one instant
+    /// on up to `n` threads (default 1). The run is the same, event for event, whatever
+    /// `n`: agents' handling of one packet is independent, and what they send and the
+    /// timers they ask for are applied in delivery order afterwards.
+    pub fn set_threads(&mut self, n: usize) {
+        self.threads = n.max(1);
     }
 
     /// Current virtual time.
@@ -221,6 +233,7 @@ impl Sim {
             jitter: None,
         });
         self.ne_gen.push(0);
+        self.node_deferred.push(false);
         self.routes_changed();
         id
     }
@@ -362,10 +375,7 @@ impl Sim {
     fn schedule(&mut self, t: Instant, kind: EventKind) {
         self.seq += 1;
         let class = u8::from(!matches!(kind, EventKind::Join(..) | EventKind::Leave(..)));
-        self.events.push(Event {
-            key: Event::key(t, class, self.seq),
-            kind,
-        });
+        self.events.push(event_key(t, class, self.seq), kind);
     }
 
     /// Dijkstra by (propagation delay, hops), ties broken by link id. With `reverse`, distances
@@ -524,6 +534,7 @@ impl Sim {
         }
         match p.dst {
             Dest::Unicast(addr) => {
+                self.flush_deliveries();
                 let Some(&dst) = self.addr_to_node.get(&addr) else {
                     return;
                 };
@@ -538,16 +549,32 @@ impl Sim {
                 }
             }
             Dest::Group(g) => {
-                if in_link.is_some() && self.nodes[at].groups.contains(&g) {
-                    self.deliver(at, &p);
-                }
+                let member = in_link.is_some() && self.nodes[at].groups.contains(&g);
                 let Some(src) = self.addr_to_node.get(&p.src).copied() else {
+                    self.flush_deliveries();
+                    if member {
+                        self.deliver(at, &p);
+                    }
                     return;
                 };
                 // By index, not a copy of the list: a hub forwards each packet onto
                 // thousands of links. Transmitting never changes the trees.
                 let t = self.mcast_tree(src, g);
                 let n = self.mcast_trees[t].1.get(at).map_or(0, Vec::len);
+                if member && n == 0 && self.threads > 1 {
+                    // A leaf: delivery is all that happens here.
+                    if self.node_deferred[at] {
+                        self.flush_deliveries();
+                    }
+                    self.node_deferred[at] = true;
+                    self.deferred_at = self.now;
+                    self.deferred.push((at, p));
+                    return;
+                }
+                self.flush_deliveries();
+                if member {
+                    self.deliver(at, &p);
+                }
                 for i in 0..n {
                     let l = self.mcast_trees[t].1[at][i];
                     self.transmit(l, p.clone());
@@ -601,6 +628,80 @@ impl Sim {
         self.ne_buf = buf;
     }
 
+    /// Runs the deferred deliveries: agents' handling on up to `threads` threads, then, in
+    /// delivery order, what they sent and the timers they asked for, exactly as if each had
+    /// run in turn (an agent's packets never reach another agent at the same instant: they
+    /// go onto a link, or wait out the host's jitter).
+    fn flush_deliveries(&mut self) {
+        if self.deferred.is_empty() {
+            return;
+        }
+        let deferred = std::mem::take(&mut self.deferred);
+        // They run at their own instant: the clock may be at the event that flushes them.
+        let resume = std::mem::replace(&mut self.now, self.deferred_at);
+        // One task per agent on each node, in delivery order.
+        let mut tasks: Vec<(AgentId, usize)> = Vec::with_capacity(deferred.len());
+        for (i, (node, _)) in deferred.iter().enumerate() {
+            self.node_deferred[*node] = false;
+            tasks.extend(self.nodes[*node].agents.iter().map(|&a| (a, i)));
+        }
+        let now = self.now;
+        let mut done: Vec<Delivered> = Vec::with_capacity(tasks.len());
+        done.resize_with(tasks.len(), Delivered::default);
+        if tasks.len() < PARALLEL_MIN {
+            for (d, &(a, i)) in done.iter_mut().zip(&tasks) {
+                let addr = self.nodes[deferred[i].0].addr;
+                *d = run_deferred(self.agents[a].1.as_mut(), now, addr, &deferred[i].1);
+            }
+        } else {
+            // Disjoint borrows of the agents, carved in id order (each agent is on one node,
+            // and a node is deferred at most once).
+            let mut order: Vec<usize> = (0..tasks.len()).collect();
+            order.sort_unstable_by_key(|&t| tasks[t].0);
+            let mut jobs = Vec::with_capacity(tasks.len());
+            let mut rest: &mut [(NodeId, Box<dyn Agent>)] = &mut self.agents;
+            let mut base = 0;
+            for &t in &order {
+                let a = tasks[t].0;
+                let Some((agent, tail)) = std::mem::take(&mut rest)
+                    .get_mut(a - base..)
+                    .and_then(<[_]>::split_first_mut)
+                else {
+                    break;
+                };
+                let (node, i) = (agent.0, tasks[t].1);
+                jobs.push((t, agent.1.as_mut(), self.nodes[node].addr, &deferred[i].1));
+                rest = tail;
+                base = a + 1;
+            }
+            self.parallel_deliveries += jobs.len() as u64;
+            let per = jobs.len().div_ceil(self.threads);
+            let results: Vec<Vec<(usize, Delivered)>> = std::thread::scope(|scope| {
+                let mut chunks = jobs.chunks_mut(per.max(1));
+                let first = chunks.next();
+                let handles: Vec<_> = chunks
+                    .map(|c| scope.spawn(move || run_chunk(c, now)))
+                    .collect();
+                let mut all = vec![first.map(|c| run_chunk(c, now)).unwrap_or_default()];
+                for h in handles {
+                    // A panicking agent is a bug in the simulator: pass it on.
+                    all.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+                }
+                all
+            });
+            drop(jobs);
+            for (t, d) in results.into_iter().flatten() {
+                done[t] = d;
+            }
+        }
+        for (&(a, _), d) in tasks.iter().zip(done) {
+            if d.ran {
+                self.after_run(a, d.out, d.timer);
+            }
+        }
+        self.now = resume;
+    }
+
     fn deliver(&mut self, at: NodeId, p: &Packet) {
         // By index: agents are only added before the run, and a copy of the list per
         // delivered packet was an allocation per receiver per packet.
@@ -625,10 +726,17 @@ impl Sim {
             };
             f(self.agents[a].1.as_mut(), self.now, &mut ctx);
         }
+        let timer = self.agents[a].1.next_timer();
+        self.after_run(a, out, timer);
+    }
+
+    /// What follows an agent's run: its packets go out, its next timer is armed.
+    fn after_run(&mut self, a: AgentId, out: Vec<Packet>, timer: Option<Instant>) {
+        let node = self.agents[a].0;
         for p in out {
             self.emit(node, p);
         }
-        if let Some(t) = self.agents[a].1.next_timer() {
+        if let Some(t) = timer {
             // An agent that keeps asking for the past without acting would spin forever at
             // one instant; such wake-ups are pushed 1 µs ahead and counted.
             let t = if t <= self.now && self.last_wake == Some((a, self.now)) {
@@ -677,6 +785,7 @@ impl Sim {
     /// Sends `p` from node `n` at the current time, as an agent there would: the emulator's
     /// way in for packets from real hosts (with the node's jitter, if it has any).
     pub fn inject(&mut self, n: NodeId, p: Packet) {
+        self.flush_deliveries();
         self.emit(n, p);
     }
 
@@ -692,23 +801,36 @@ impl Sim {
 
     /// When the next event is due, if any: the emulator sleeps until then.
     pub fn next_event_at(&self) -> Option<Instant> {
-        self.events.peek().map(Event::at)
+        self.events.peek_key().map(key_time)
+    }
+
+    /// The key of the next event, once deferred deliveries that must run before it have
+    /// run: everything they cause is at their instant or later, so they run before the
+    /// clock leaves their instant.
+    fn next_key(&mut self) -> Option<u128> {
+        let key = self.events.peek_key();
+        if self.deferred.is_empty() || key.is_some_and(|k| key_time(k) <= self.deferred_at) {
+            return key;
+        }
+        self.flush_deliveries();
+        self.events.peek_key()
     }
 
     /// Processes every event due at or before `end` and sets the clock to `end` (never
     /// backwards): the emulator's step, called with the wall clock's time.
     pub fn advance(&mut self, end: Instant) {
-        while let Some(ev) = self.events.peek() {
-            if ev.at() > end {
+        while let Some(key) = self.next_key() {
+            if key_time(key) > end {
                 break;
             }
-            let Some(ev) = self.events.pop() else {
+            let Some((key, kind)) = self.events.pop() else {
                 break;
             };
-            self.now = ev.at();
+            self.now = key_time(key);
             self.events_processed += 1;
-            self.handle(ev.kind);
+            self.handle(kind);
         }
+        self.flush_deliveries();
         self.now = self.now.max(end);
     }
 
@@ -716,26 +838,27 @@ impl Sim {
     /// multiple of `tick_every` (for progress and sampling).
     pub fn run_until<F: FnMut(&Sim)>(&mut self, end: Instant, tick_every: Duration, mut tick: F) {
         let mut next_tick = self.now + tick_every;
-        while let Some(ev) = self.events.peek() {
-            let t = ev.at();
+        while let Some(key) = self.next_key() {
+            let t = key_time(key);
             if t > end {
                 break;
             }
             while next_tick <= t && next_tick <= end {
+                self.flush_deliveries();
                 let saved = self.now;
                 self.now = next_tick;
                 tick(self);
                 self.now = saved;
                 next_tick += tick_every;
             }
-            let Some(ev) = self.events.pop() else {
+            let Some((key, kind)) = self.events.pop() else {
                 break;
             };
-            let (t, kind) = (ev.at(), ev.kind);
-            self.now = t;
+            self.now = key_time(key);
             self.events_processed += 1;
             self.handle(kind);
         }
+        self.flush_deliveries();
         while next_tick <= end {
             self.now = next_tick;
             tick(self);
@@ -745,6 +868,12 @@ impl Sim {
     }
 
     fn handle(&mut self, kind: EventKind) {
+        // Deferred deliveries come before anything that is not another delivery to a leaf.
+        let may_defer =
+            matches!(kind, EventKind::Arrive(l, _) if self.nodes[self.links[l].to].ne.is_none());
+        if !may_defer {
+            self.flush_deliveries();
+        }
         match kind {
             EventKind::TxDone(l) => {
                 let Some(p) = self.on_wire[l].take() else {
@@ -817,6 +946,38 @@ impl Sim {
     }
 }
 
+/// One agent's handling of a delivered packet, as `Sim::deliver` and `Sim::run_agent` do it,
+/// with what it sends and its next timer kept for later.
+fn run_deferred(agent: &mut dyn Agent, now: Instant, addr: IpAddr, p: &Packet) -> Delivered {
+    if !agent.wants(p) {
+        return Delivered::default();
+    }
+    let mut out = Vec::new();
+    agent.on_packet(
+        now,
+        p,
+        &mut Ctx {
+            addr,
+            out: &mut out,
+        },
+    );
+    Delivered {
+        ran: true,
+        out,
+        timer: agent.next_timer(),
+    }
+}
+
+/// A worker's share of a batch: `(task, agent, node address, packet)`.
+fn run_chunk(
+    jobs: &mut [(usize, &mut (dyn Agent + 'static), IpAddr, &Packet)],
+    now: Instant,
+) -> Vec<(usize, Delivered)> {
+    jobs.iter_mut()
+        .map(|(t, agent, addr, p)| (*t, run_deferred(&mut **agent, now, *addr, p)))
+        .collect()
+}
+
 /// Values by a small integer id, reused once removed.
 #[derive(Debug)]
 struct Slab<T> {
@@ -855,5 +1016,96 @@ impl<T> Slab<T> {
             self.free.push(id);
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
+    use crate::link::{LossModel, QueueLimit};
+    use pgm_wire::{Gsi, Tsi};
+    use pgmcc::cc::Controller;
+    use pgmcc::{ReceiverConfig, SenderConfig};
+
+    /// Everything a run leaves behind that a difference in event order would change.
+    fn run(threads: usize) -> (Sim, Vec<String>) {
+        let group = IpAddr::V4(Ipv4Addr::new(239, 1, 1, 1));
+        let fast = LinkConfig {
+            rate_bps: 1_000_000_000,
+            delay: Duration::from_millis(1),
+            queue: QueueLimit::Packets(1000),
+            loss: LossModel::None,
+        };
+        let lossy = LinkConfig {
+            rate_bps: 1_000_000,
+            delay: Duration::from_millis(50),
+            queue: QueueLimit::Bytes(30_000),
+            loss: LossModel::Bernoulli { p: 0.01 },
+        };
+        let mut sim = Sim::new(11);
+        sim.set_threads(threads);
+        let (s, r) = (sim.add_node("S"), sim.add_node("R"));
+        sim.add_duplex(s, r, fast);
+        let tsi = Tsi {
+            gsi: Gsi([1, 2, 3, 4, 5, 6]),
+            sport: 9,
+        };
+        let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
+        cfg.cc = Controller::Pgmcc.config();
+        sim.add_agent(
+            s,
+            Box::new(PgmSenderAgent::new(1, group, cfg, None)),
+            Instant::ZERO,
+            None,
+        );
+        for i in 0..150 {
+            let node = sim.add_node(&format!("PR{i}"));
+            sim.add_link(r, node, lossy);
+            sim.add_link(node, r, fast);
+            // Some hosts delay what they send: their NAKs go through the jitter's events.
+            if i % 3 == 0 {
+                sim.set_host_jitter(node, Duration::from_millis(2));
+            }
+            let rc = ReceiverConfig::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), group, i + 1);
+            let start = Instant::ZERO + Duration::from_millis(i * 7);
+            sim.add_agent(node, Box::new(PgmReceiverAgent::new(1, rc)), start, None);
+            sim.join(node, group, start, None);
+        }
+        let mut seen = Vec::new();
+        let end = Instant::ZERO + Duration::from_secs(8);
+        sim.run_until(end, Duration::from_millis(500), |sim| {
+            seen.push(format!("{:?} {}", sim.now(), sim.agent(1).goodput_bytes()));
+        });
+        for a in 0..sim.agent_count() {
+            seen.push(format!("{:?}", sim.agent(a).report()));
+        }
+        for l in 0..sim.link_count() {
+            seen.push(format!("{:?}", sim.link(l).stats));
+        }
+        seen.push(format!(
+            "{} events, {} spins",
+            sim.events_processed, sim.spins
+        ));
+        (sim, seen)
+    }
+
+    /// A batch of deliveries run on two threads leaves the same run, event for event, as one
+    /// thread: the same agents' reports, link counters, samples and event count.
+    #[test]
+    fn deliveries_on_two_threads_give_the_same_run_as_on_one() {
+        let (one, a) = run(1);
+        let (two, b) = run(2);
+        assert_eq!(one.parallel_deliveries, 0);
+        assert!(
+            two.parallel_deliveries > 10_000,
+            "batches ran on threads: {}",
+            two.parallel_deliveries
+        );
+        assert!(a.len() > 300);
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x, y);
+        }
+        assert_eq!(a.len(), b.len());
     }
 }

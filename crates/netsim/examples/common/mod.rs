@@ -27,3 +27,9 @@ pub(crate) fn peak_rss_mib() -> Option<f64> {
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
 }
+
+/// Threads for a batch of deliveries (`Sim::set_threads`): every processor this process may
+/// use. The run is the same whatever the count; only its wall time changes.
+pub(crate) fn threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
