@@ -254,6 +254,15 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
         &with("cc = \"tfmcc\"\nrepair_accounting = \"in-window\""),
         &["flow.repair_accounting", "tfmcc"],
     );
+    // Under the token rule nothing counts packets in flight: refused, not ignored.
+    assert_refused(
+        &with("cc = \"pgmcc-paper\"\nrepair_accounting = \"in-window\""),
+        &["flow.repair_accounting", "pipe"],
+    );
+    assert_refused(
+        &with("accounting = \"tokens\"\nrepair_accounting = \"in-window\""),
+        &["flow.repair_accounting", "pipe"],
+    );
     let liar = TWO_PATHS.replacen("node = \"A\"", "node = \"A\"\nclaim_loss = 1.5", 1);
     let e = error_of(&liar);
     assert!(

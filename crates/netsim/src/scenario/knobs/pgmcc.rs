@@ -148,6 +148,16 @@ pub(super) fn apply(
              does)",
             cx,
         )?;
+        // Only the pipe accounting counts packets in flight; under the token rule the
+        // knob would be accepted and do nothing.
+        if pc.repairs_in_window && pc.accounting == Accounting::Tokens {
+            return cx.err(
+                v.span(),
+                "flow.repair_accounting",
+                "`in-window` needs accounting = \"pipe\": the token rule (accounting = \
+                 \"tokens\", the default of cc = \"pgmcc-paper\") counts no packets in flight",
+            );
+        }
     }
     Ok(())
 }
