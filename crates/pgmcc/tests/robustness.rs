@@ -18,7 +18,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::*;
 use pgmcc::cc::pgmcc::{Pgmcc, PgmccConfig};
-use pgmcc::cc::{drive, CcConfig, CongestionControl, Controller};
+use pgmcc::cc::{drive, CcConfig, CongestionControl, Controller, RttSample};
 use pgmcc::rng::Rng;
 use pgmcc::{
     Destination, Duration, Instant, RateLimit, Receiver, ReceiverConfig, ReceiverEvent, SendError,
@@ -838,9 +838,28 @@ fn an_acker_claiming_a_longer_round_trip_than_its_acks_show_loses_the_election()
                 drive::nak(&mut cc, ms(t), &[s - 21], Some(&report(honest, s - 20)));
             }
         }
-        (cc.metrics(), honest_again_at, liar_acker_after_2000)
+        // What the source's group RTT takes from each (its NAK horizon follows): a sample
+        // echoing a stamp 1 s old from the liar, 20 ms old from the honest receiver.
+        let now = ms(3000);
+        let credible =
+            |rx: IpAddr, echo: u32| cc.credible_rtt(now, rx, RttSample::new(now, echo)).millis();
+        let credited = (credible(liar, 2000), credible(honest, 2980));
+        (
+            cc.metrics(),
+            honest_again_at,
+            liar_acker_after_2000,
+            credited,
+        )
     };
-    let (m, back, again) = run(PgmccConfig::recommended());
+    let (m, back, again, credited) = run(PgmccConfig::recommended());
+    // Discredited: the liar's claim counts at most twice the round trip its ACKs showed,
+    // in the group RTT too; the honest receiver's sample is taken as it is.
+    assert!(
+        credited.0 <= 10,
+        "the liar's 1 s claim counts {} ms",
+        credited.0
+    );
+    assert_eq!(credited.1, 20);
     assert!(!again, "the liar's second claim won the election");
     assert_eq!(m.acker, Some(honest));
     let back = back.expect("the honest receiver became acker again");
@@ -854,9 +873,14 @@ fn an_acker_claiming_a_longer_round_trip_than_its_acks_show_loses_the_election()
         m.stats.reports_discredited, 1,
         "its RTT, not its loss (which is real)"
     );
-    let (m, back, _) = run(PgmccConfig::default());
+    let (m, back, _, credited) = run(PgmccConfig::default());
     assert_eq!(m.acker, Some(liar));
     assert_eq!(back, None);
+    assert_eq!(
+        credited,
+        (1000, 20),
+        "the paper's controller believes every report"
+    );
 }
 
 // --- resource bounds -------------------------------------------------------------------------

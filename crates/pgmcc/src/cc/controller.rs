@@ -179,6 +179,15 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn set_source_limits(&mut self, limits: SourceLimits) {
         let _ = limits;
     }
+    /// Receiver `from`'s round trip as the controller believes it. A controller that found
+    /// the receiver's reports inflated (pgmcc's `check_reports`) bounds the sample as it
+    /// bounds those reports, so that the group RTT the source advertises, and the NAK
+    /// horizon its transmit window holds packets for, are not a liar's either. Default: the
+    /// sample as reported.
+    fn credible_rtt(&self, now: Instant, from: IpAddr, sample: RttSample) -> RttSample {
+        let _ = (now, from);
+        sample
+    }
     /// Options the controller adds to the source's NCFs and SPMs (pgmcc's OPT_REPORT_BAR).
     /// Default: none.
     fn control_options(&self, opts: &mut Options<'_>) {

@@ -589,21 +589,24 @@ impl Pgmcc {
         self.push_event(CcEvent::AckerChanged { from, to: addr });
     }
 
+    /// The loss rate a discredited receiver's ACKs showed, if its loss reports were
+    /// discredited: its reports count at most that.
+    fn discredited_loss(&self, addr: IpAddr) -> Option<u16> {
+        self.discredited
+            .iter()
+            .find(|d| d.addr == addr)
+            .and_then(|d| d.loss)
+    }
+
     fn on_report(&mut self, now: Instant, fb: &PgmccFeedback, sample: RttSample) {
         // A discredited receiver's reports count as what its ACKs showed, whatever it
         // reports now: its loss at most the loss they showed, its RTT at most twice the
         // round trip.
-        let (mut loss, mut sample) = (fb.loss_rate, sample);
-        if let Some(d) = self.discredited.iter().find(|d| d.addr == fb.rx) {
-            if let Some(shown) = d.loss {
-                loss = loss.min(shown);
-            }
-            if let Some(c) = d.rtt_ms {
-                let floor = Self::now_ms(now).wrapping_sub(c.saturating_mul(2));
-                sample = sample.no_older_than(now, floor);
-            }
+        let mut loss = fb.loss_rate;
+        if let Some(shown) = self.discredited_loss(fb.rx) {
+            loss = loss.min(shown);
         }
-        let rtt = self.rtt(sample);
+        let rtt = self.rtt(self.credible_rtt(now, fb.rx, sample));
         self.on_operating_point(now, fb.rx, rtt, loss);
     }
 
@@ -896,6 +899,19 @@ impl CongestionControl for Pgmcc {
     fn set_source_limits(&mut self, limits: SourceLimits) {
         self.limits = limits;
         self.window.set_max(limits.max_window(self.rto.srtt));
+    }
+
+    /// A discredited receiver's round trip counts at most twice what its ACKs showed.
+    fn credible_rtt(&self, now: Instant, from: IpAddr, sample: RttSample) -> RttSample {
+        match self.discredited.iter().find(|d| d.addr == from) {
+            Some(Discredited {
+                rtt_ms: Some(c), ..
+            }) => {
+                let floor = Self::now_ms(now).wrapping_sub(c.saturating_mul(2));
+                sample.no_older_than(now, floor)
+            }
+            _ => sample,
+        }
     }
 
     fn on_repair_sent(&mut self, now: Instant, _sqn: u32) {

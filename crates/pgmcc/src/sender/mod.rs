@@ -225,7 +225,10 @@ pub struct SenderConfig {
     /// horizon ago, `(K + 1)·G + max(2·G, 20 ms)` with `K` our receivers' back-off span
     /// ([`crate::receiver::DEFAULT_NAK_BO_GRTTS`], 4): the slowest receiver's first NAK
     /// comes within a round trip plus its longest back-off, and the rest covers one NCF
-    /// wait. When the window is full of younger packets, ODATA waits
+    /// wait. A packet a NAK had repaired (its RDATA, or parity for its group) is held one
+    /// horizon after its latest repair, for at most four horizons after it was sent
+    /// (`MAX_HOLD_HORIZONS` in `sender/txw.rs`): a repair lost on the way leaves a second
+    /// round. When the window is full of held packets, ODATA waits
     /// ([`SenderStats::odata_held`]); so the source sends at most `txw_sqns` packets per
     /// horizon, and a faster path needs a larger window, as TCP needs a larger socket
     /// buffer. Without it, a source sending more than that evicts packets before their
@@ -750,6 +753,7 @@ impl Sender {
                 fragment,
                 sent_at: None,
                 repaired_at: None,
+                hold_from: None,
                 naks: 0,
             };
             match self.block.as_mut() {
@@ -833,6 +837,7 @@ impl Sender {
             fragment: None,
             sent_at: None,
             repaired_at: None,
+            hold_from: None,
             naks: 0,
         });
         for p in block.packets {
@@ -1136,6 +1141,9 @@ impl Sender {
 
     /// A receiver of this session was heard (ACK or NAK), with its RTT if it reported one.
     fn note_receiver(&mut self, now: Instant, from: IpAddr, rtt: Option<RttSample>) {
+        // As the controller believes it: a receiver caught inflating its round trip does not
+        // set the group RTT either.
+        let rtt = rtt.map(|r| self.cc.as_ref().map_or(r, |c| c.credible_rtt(now, from, r)));
         if let Some(r) = rtt.filter(|r| r.raw_millis() <= crate::cc::rtt::MAX_RTT_MS) {
             self.grtt.note(now, from, r.secs());
             self.note_grtt_news(now);
@@ -1534,6 +1542,11 @@ impl Sender {
                         p.sent(now, tg);
                     }
                     let proactive = matches!(r, Repair::Proactive(_));
+                    if !proactive {
+                        // Asked for by a NAK: the group's NAK horizon restarts.
+                        let k = self.parity.as_ref().map_or(0, |p| p.tg_size());
+                        self.txw.note_repair(tg, k, now);
+                    }
                     return self.emit_parity(now, &packet, proactive, buf);
                 }
             }
@@ -1791,6 +1804,7 @@ impl Sender {
             self.stats.rdata_bytes += data_len as u64;
             if let Some(p) = self.txw.get_sent_mut(sqn) {
                 p.repaired_at = Some(now);
+                p.hold_from = Some(now);
             }
         } else {
             self.syn_sent = true;

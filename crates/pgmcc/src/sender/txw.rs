@@ -18,9 +18,16 @@ pub(crate) struct TxPacket {
     pub(crate) sent_at: Option<Instant>,
     /// When the latest RDATA of it went out (the repair hold-off's clock).
     pub(crate) repaired_at: Option<Instant>,
+    /// When the latest repair a NAK asked for went out for it (its RDATA, or parity for its
+    /// transmission group): the NAK horizon restarts there ([`TransmitWindow::held_until`]).
+    pub(crate) hold_from: Option<Instant>,
     /// NAKs received for it (saturating).
     pub(crate) naks: u16,
 }
+
+/// A packet repaired is held at most this many NAK horizons after it was first sent
+/// ([`TransmitWindow::held_until`]).
+pub(crate) const MAX_HOLD_HORIZONS: u32 = 4;
 
 /// Window bounds; whichever is reached first evicts the oldest sent packet.
 #[derive(Debug, Clone, Copy)]
@@ -95,9 +102,9 @@ impl TransmitWindow {
         self.evict(now, hold)
     }
 
-    /// When the next queued packet may be sent without evicting a packet sent less than
-    /// `hold` before: `None` when there is room within the count and byte bounds (or
-    /// nothing is queued), else when the oldest sent packet will have been held for `hold`.
+    /// When the next queued packet may be sent without evicting a packet still held
+    /// ([`TransmitWindow::held_until`]): `None` when there is room within the count and byte
+    /// bounds (or nothing is queued), else when the oldest sent packet's hold ends.
     pub(crate) fn hold_release(&self, hold: Duration) -> Option<Instant> {
         let next = self.peek_unsent()?;
         let full_sqns = self.sent as u64 >= u64::from(self.bounds.sqns);
@@ -108,12 +115,34 @@ impl TransmitWindow {
         if !(full_sqns || full_bytes) {
             return None;
         }
-        Some(self.packets.front()?.sent_at? + hold)
+        Self::held_until(self.packets.front()?, hold)
     }
 
-    /// Evicts sent packets beyond the window bounds, but never one sent less than `hold` ago
-    /// by the count or byte bound (the sender holds new data back instead,
-    /// [`TransmitWindow::hold_release`]). Returns `(first evicted, count)`.
+    /// Until when the count and byte bounds may not evict `p`: one `hold` (the NAK horizon)
+    /// after it was sent, and one after its latest repair, for at most
+    /// [`MAX_HOLD_HORIZONS`] after it was sent. A repair lost on the way (in the source's
+    /// own full queue, say) leaves the receiver a whole NAK round to ask again, and the
+    /// packet is still there to answer; a receiver that keeps asking pins it for a bounded
+    /// time only. `None` while unsent.
+    pub(crate) fn held_until(p: &TxPacket, hold: Duration) -> Option<Instant> {
+        let sent = p.sent_at?;
+        let from = p.hold_from.map_or(sent, |r| r.max(sent));
+        Some((from + hold).min(sent + hold * MAX_HOLD_HORIZONS))
+    }
+
+    /// A repair for sent packets `first ..= first + count - 1` (those still held) went out
+    /// at `now` (parity for their transmission group).
+    pub(crate) fn note_repair(&mut self, first: u32, count: u32, now: Instant) {
+        for i in 0..count {
+            if let Some(p) = self.get_sent_mut(first.wrapping_add(i)) {
+                p.hold_from = Some(now);
+            }
+        }
+    }
+
+    /// Evicts sent packets beyond the window bounds, but never one still held
+    /// ([`TransmitWindow::held_until`]) by the count or byte bound (the sender holds new data
+    /// back instead, [`TransmitWindow::hold_release`]). Returns `(first evicted, count)`.
     pub(crate) fn evict(&mut self, now: Instant, hold: Duration) -> (u32, u32) {
         let first = self.front;
         let mut n = 0u32;
@@ -130,9 +159,7 @@ impl TransmitWindow {
                 (Some(age), Some(t)) => now.saturating_duration_since(t) > age && self.sent > 1,
                 _ => false,
             };
-            let young = oldest
-                .sent_at
-                .is_some_and(|t| now.saturating_duration_since(t) < hold);
+            let young = Self::held_until(oldest, hold).is_some_and(|t| now < t);
             if !(too_old || (over_sqns || over_bytes) && !young) {
                 break;
             }
@@ -187,6 +214,7 @@ mod tests {
             fragment: None,
             sent_at: None,
             repaired_at: None,
+            hold_from: None,
             naks: 0,
         }
     }
@@ -268,5 +296,42 @@ mod tests {
         assert_eq!(w.hold_release(hold), Some(t(1100)));
         // Without a hold the bounds evict at once, as before.
         assert_eq!(w.mark_sent(t(1000), Duration::ZERO), (1, 1));
+    }
+
+    #[test]
+    fn a_repaired_packet_is_held_one_horizon_after_its_latest_repair_up_to_four_after_sending() {
+        let bounds = Bounds {
+            sqns: 2,
+            bytes: None,
+            age: None,
+        };
+        let hold = Duration::from_secs(1);
+        let t = |ms: u64| Instant::ZERO + Duration::from_millis(ms);
+        let mut w = TransmitWindow::new(0, bounds);
+        for i in 0..4 {
+            w.push(pkt(i, 10));
+        }
+        w.mark_sent(t(0), hold);
+        w.mark_sent(t(100), hold);
+        assert_eq!(
+            w.hold_release(hold),
+            Some(t(1000)),
+            "not repaired: one horizon"
+        );
+        // Repaired at 0.8 s (say, its parity group): held until 1.8 s.
+        w.note_repair(0, 2, t(800));
+        assert_eq!(w.hold_release(hold), Some(t(1800)));
+        assert_eq!(w.evict(t(1799), hold), (0, 0));
+        // Repaired again and again: never beyond four horizons after it was sent.
+        for ms in [1700, 2600, 3500] {
+            w.note_repair(0, 1, t(ms));
+        }
+        assert_eq!(w.hold_release(hold), Some(t(4000)));
+        assert_eq!(w.mark_sent(t(4000), hold), (0, 1));
+        // The next one was repaired only at 0.8 s.
+        assert_eq!(w.hold_release(hold), Some(t(1800)));
+        // A repair of a packet no longer held is ignored.
+        w.note_repair(0, 1, t(4100));
+        assert_eq!(w.trail(), 1);
     }
 }
