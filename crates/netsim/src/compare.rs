@@ -36,23 +36,6 @@ use crate::scenario::{self, Scenario, ScenarioError};
 use crate::summary::{mean_between, Summary};
 use crate::units;
 
-/// Flow keys only the pgmcc controllers ([`Controller::is_pgmcc`]) understand.
-const PGMCC_KNOBS: [&str; 13] = [
-    "c",
-    "model",
-    "rtt_unit",
-    "adaptive_timeout",
-    "accounting",
-    "recovery",
-    "report_bar",
-    "slow_start",
-    "loss_report",
-    "election",
-    "silent_receivers",
-    "acker_reports",
-    "repair_accounting",
-];
-
 /// Band around the phase's final mean that counts as settled (+-25%).
 pub const SETTLE_BAND: f64 = 0.25;
 
@@ -266,7 +249,11 @@ pub fn build(topo: &Topology, controller: &str, seed: u64) -> Result<Scenario, S
     if !matches!(table.get("flow"), Some(toml::Value::Array(_))) {
         return Err(fail("flow", "the base scenario has no [[flow]]".into()));
     }
-    let drop: &[&str] = if ctl.is_pgmcc() { &[] } else { &PGMCC_KNOBS };
+    let drop: &[&str] = if ctl.is_pgmcc() {
+        &[]
+    } else {
+        &scenario::PGMCC_KNOBS
+    };
     let changed = scenario::set_pgm_cc(
         &mut table,
         ctl,

@@ -174,18 +174,7 @@ pub fn load_with_pgmcc(
                 .and_then(|c| c.as_str())
                 .is_none_or(|c| c.parse::<Controller>().is_ok_and(Controller::is_pgmcc))
         },
-        &[
-            "accounting",
-            "recovery",
-            "report_bar",
-            "slow_start",
-            "loss_report",
-            "election",
-            "silent_receivers",
-            "acker_reports",
-            "repair_accounting",
-            "fec",
-        ],
+        &[super::PRESET_KNOBS, &["fec"]].concat(),
     );
     let text = toml::to_string(&table).map_err(|e| fail(e.to_string()))?;
     let stem = path

@@ -19,6 +19,7 @@
 
 mod build;
 mod knobs;
+pub(crate) use knobs::{PGMCC_KNOBS, PRESET_KNOBS};
 mod schema;
 mod validate;
 

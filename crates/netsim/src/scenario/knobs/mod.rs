@@ -4,6 +4,7 @@
 
 mod lowweight;
 mod pgmcc;
+pub(crate) use pgmcc::{PGMCC_KNOBS, PRESET_KNOBS};
 mod pseudofed;
 
 use ::pgmcc::cc::throughput::SwitchBias;

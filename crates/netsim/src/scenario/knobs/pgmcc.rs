@@ -1,5 +1,5 @@
-//! pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`, `repair_accounting`), for
-//! `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their refusal elsewhere.
+//! pgmcc's knobs ([`PGMCC_KNOBS`]), for `cc = "pgmcc"` and `cc = "pgmcc-paper"`, and their
+//! refusal elsewhere.
 
 use pgmcc::cc::pgmcc::{
     Accounting, Election, LossReport, PgmccConfig, Recovery, RttUnit, SlowStart,
@@ -12,8 +12,54 @@ use crate::scenario::schema::FlowSpec;
 use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
-/// pgmcc's knobs (`c`, `model`, `rtt_unit`, `adaptive_timeout`, `accounting`, `recovery`, `report_bar`, `slow_start`, `loss_report`, `election`, `silent_receivers`, `acker_reports`, `repair_accounting`) on the
-/// defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
+/// pgmcc's own flow keys: what [`apply`] reads, what [`refuse`] refuses under another
+/// controller, and what `pgmcc compare` drops from a flow it reruns under one. The first four
+/// mean the same under both presets; the rest are where the presets differ
+/// ([`PRESET_KNOBS`]).
+pub(crate) const PGMCC_KNOBS: [&str; 13] = [
+    "c",
+    "model",
+    "rtt_unit",
+    "adaptive_timeout",
+    "accounting",
+    "recovery",
+    "report_bar",
+    "slow_start",
+    "loss_report",
+    "election",
+    "silent_receivers",
+    "acker_reports",
+    "repair_accounting",
+];
+
+/// The pgmcc keys whose defaults differ between `pgmcc` and `pgmcc-paper`: a scenario rerun
+/// under the other preset (the reproduction's second column) drops them, so that each
+/// column runs its preset's own choices.
+pub(crate) const PRESET_KNOBS: &[&str] = PGMCC_KNOBS.split_at(4).1;
+
+/// Whether flow `fl` sets pgmcc key `k` (one of [`PGMCC_KNOBS`], or the retired
+/// `realign_tokens`).
+fn is_set(fl: &FlowSpec, k: &str) -> bool {
+    match k {
+        "c" => fl.c.is_some(),
+        "model" => fl.model.is_some(),
+        "rtt_unit" => fl.rtt_unit.is_some(),
+        "adaptive_timeout" => fl.adaptive_timeout.is_some(),
+        "accounting" => fl.accounting.is_some(),
+        "recovery" => fl.recovery.is_some(),
+        "report_bar" => fl.report_bar.is_some(),
+        "slow_start" => fl.slow_start.is_some(),
+        "loss_report" => fl.loss_report.is_some(),
+        "election" => fl.election.is_some(),
+        "silent_receivers" => fl.silent_receivers.is_some(),
+        "acker_reports" => fl.acker_reports.is_some(),
+        "repair_accounting" => fl.repair_accounting.is_some(),
+        "realign_tokens" => fl.realign_tokens.is_some(),
+        _ => false,
+    }
+}
+
+/// pgmcc's knobs ([`PGMCC_KNOBS`]) on the defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
 /// what replaced it.
 pub(super) fn apply(
     fl: &FlowSpec,
@@ -186,23 +232,9 @@ pub(super) fn refuse(
     allow_c: bool,
     cx: &Ctx<'_>,
 ) -> Result<(), ScenarioError> {
-    for (k, present) in [
-        ("c", fl.c.is_some() && !allow_c),
-        ("model", fl.model.is_some()),
-        ("rtt_unit", fl.rtt_unit.is_some()),
-        ("adaptive_timeout", fl.adaptive_timeout.is_some()),
-        ("accounting", fl.accounting.is_some()),
-        ("recovery", fl.recovery.is_some()),
-        ("report_bar", fl.report_bar.is_some()),
-        ("slow_start", fl.slow_start.is_some()),
-        ("loss_report", fl.loss_report.is_some()),
-        ("election", fl.election.is_some()),
-        ("silent_receivers", fl.silent_receivers.is_some()),
-        ("acker_reports", fl.acker_reports.is_some()),
-        ("repair_accounting", fl.repair_accounting.is_some()),
-        ("realign_tokens", fl.realign_tokens.is_some()),
-    ] {
-        if present {
+    let keys = PGMCC_KNOBS.iter().chain(&["realign_tokens"]);
+    for &k in keys.filter(|&&k| !(k == "c" && allow_c)) {
+        if is_set(fl, k) {
             return cx.err(
                 fl.kind.span(),
                 &format!("flow.{k}"),
@@ -211,4 +243,31 @@ pub(super) fn refuse(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every key of the list is one `is_set` knows: a flow that sets them all sets each, and
+    /// one that sets none sets none. (A key added to the list but not to `is_set` would
+    /// never be refused.)
+    #[test]
+    fn every_pgmcc_key_is_recognised() {
+        let all: FlowSpec = toml::from_str(
+            "name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\nc = 0.75\nmodel = \"pftk\"\n\
+             rtt_unit = \"ms\"\nadaptive_timeout = true\naccounting = \"pipe\"\n\
+             recovery = \"hold\"\nreport_bar = true\nslow_start = \"fixed\"\n\
+             loss_report = \"filter\"\nelection = \"paper\"\nsilent_receivers = \"cap\"\n\
+             acker_reports = \"check\"\nrepair_accounting = \"outside\"\nrealign_tokens = true",
+        )
+        .unwrap();
+        let none: FlowSpec =
+            toml::from_str("name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"").unwrap();
+        for k in PGMCC_KNOBS.iter().chain(&["realign_tokens"]) {
+            assert!(is_set(&all, k), "{k}");
+            assert!(!is_set(&none, k), "{k}");
+        }
+        assert_eq!(PRESET_KNOBS.first(), Some(&"accounting"));
+    }
 }
