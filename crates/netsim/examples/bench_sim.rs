@@ -105,12 +105,7 @@ fn main() {
         n - first,
         secs / 2
     );
-    println!("  wall time           {wall:.2} s");
-    let ratio = secs as f64 / wall;
-    // Below 10x, a decimal: 0.4x is not "0x".
-    let digits = usize::from(ratio < 10.0);
-    println!("  simulated/wall      {ratio:.digits$}x real time");
-    println!("  threads             {threads}");
+    common::print_speed(secs as f64, wall, threads);
     println!(
         "  events              {} ({:.2} M events per wall second)",
         sim.events_processed,

@@ -175,12 +175,7 @@ fn main() {
     } else {
         println!("independent loss: {n} receivers each behind a 1% lossy link, {secs} s simulated");
     }
-    println!("  wall time           {wall:.2} s");
-    let ratio = secs as f64 / wall;
-    // Below 10x, a decimal: 0.4x is not "0x".
-    let digits = usize::from(ratio < 10.0);
-    println!("  simulated/wall      {ratio:.digits$}x real time");
-    println!("  threads             {threads}");
+    common::print_speed(secs as f64, wall, threads);
     if let Some(m) = common::peak_rss_mib() {
         println!("  peak memory         {m:.0} MiB");
     }

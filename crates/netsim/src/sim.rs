@@ -550,17 +550,12 @@ impl Sim {
             }
             Dest::Group(g) => {
                 let member = in_link.is_some() && self.nodes[at].groups.contains(&g);
-                let Some(src) = self.addr_to_node.get(&p.src).copied() else {
-                    self.flush_deliveries();
-                    if member {
-                        self.deliver(at, &p);
-                    }
-                    return;
-                };
                 // By index, not a copy of the list: a hub forwards each packet onto
-                // thousands of links. Transmitting never changes the trees.
-                let t = self.mcast_tree(src, g);
-                let n = self.mcast_trees[t].1.get(at).map_or(0, Vec::len);
+                // thousands of links. Transmitting never changes the trees. No tree
+                // without a known source: delivery only.
+                let src = self.addr_to_node.get(&p.src).copied();
+                let t = src.map(|src| self.mcast_tree(src, g));
+                let n = t.map_or(0, |t| self.mcast_trees[t].1.get(at).map_or(0, Vec::len));
                 if member && n == 0 && self.threads > 1 {
                     // A leaf: delivery is all that happens here.
                     if self.node_deferred[at] {
@@ -575,6 +570,9 @@ impl Sim {
                 if member {
                     self.deliver(at, &p);
                 }
+                let Some(t) = t else {
+                    return;
+                };
                 for i in 0..n {
                     let l = self.mcast_trees[t].1[at][i];
                     self.transmit(l, p.clone());
@@ -646,53 +644,54 @@ impl Sim {
             tasks.extend(self.nodes[*node].agents.iter().map(|&a| (a, i)));
         }
         let now = self.now;
+        // Disjoint borrows of the agents, carved in id order (each agent is on one node,
+        // and a node is deferred at most once).
+        let mut order: Vec<usize> = (0..tasks.len()).collect();
+        order.sort_unstable_by_key(|&t| tasks[t].0);
+        let mut jobs = Vec::with_capacity(tasks.len());
+        let mut rest: &mut [(NodeId, Box<dyn Agent>)] = &mut self.agents;
+        let mut base = 0;
+        for &t in &order {
+            let a = tasks[t].0;
+            let Some((agent, tail)) = std::mem::take(&mut rest)
+                .get_mut(a - base..)
+                .and_then(<[_]>::split_first_mut)
+            else {
+                break;
+            };
+            let (node, i) = (agent.0, tasks[t].1);
+            jobs.push((t, agent.1.as_mut(), self.nodes[node].addr, &deferred[i].1));
+            rest = tail;
+            base = a + 1;
+        }
+        // A small batch on this thread alone: starting threads would cost more.
+        let workers = if jobs.len() < PARALLEL_MIN {
+            1
+        } else {
+            self.threads
+        };
+        if workers > 1 {
+            self.parallel_deliveries += jobs.len() as u64;
+        }
+        let per = jobs.len().div_ceil(workers).max(1);
+        let results: Vec<Vec<(usize, Delivered)>> = std::thread::scope(|scope| {
+            let mut chunks = jobs.chunks_mut(per);
+            let first = chunks.next();
+            let handles: Vec<_> = chunks
+                .map(|c| scope.spawn(move || run_chunk(c, now)))
+                .collect();
+            let mut all = vec![first.map(|c| run_chunk(c, now)).unwrap_or_default()];
+            for h in handles {
+                // A panicking agent is a bug in the simulator: pass it on.
+                all.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
+            }
+            all
+        });
+        drop(jobs);
         let mut done: Vec<Delivered> = Vec::with_capacity(tasks.len());
         done.resize_with(tasks.len(), Delivered::default);
-        if tasks.len() < PARALLEL_MIN {
-            for (d, &(a, i)) in done.iter_mut().zip(&tasks) {
-                let addr = self.nodes[deferred[i].0].addr;
-                *d = run_deferred(self.agents[a].1.as_mut(), now, addr, &deferred[i].1);
-            }
-        } else {
-            // Disjoint borrows of the agents, carved in id order (each agent is on one node,
-            // and a node is deferred at most once).
-            let mut order: Vec<usize> = (0..tasks.len()).collect();
-            order.sort_unstable_by_key(|&t| tasks[t].0);
-            let mut jobs = Vec::with_capacity(tasks.len());
-            let mut rest: &mut [(NodeId, Box<dyn Agent>)] = &mut self.agents;
-            let mut base = 0;
-            for &t in &order {
-                let a = tasks[t].0;
-                let Some((agent, tail)) = std::mem::take(&mut rest)
-                    .get_mut(a - base..)
-                    .and_then(<[_]>::split_first_mut)
-                else {
-                    break;
-                };
-                let (node, i) = (agent.0, tasks[t].1);
-                jobs.push((t, agent.1.as_mut(), self.nodes[node].addr, &deferred[i].1));
-                rest = tail;
-                base = a + 1;
-            }
-            self.parallel_deliveries += jobs.len() as u64;
-            let per = jobs.len().div_ceil(self.threads);
-            let results: Vec<Vec<(usize, Delivered)>> = std::thread::scope(|scope| {
-                let mut chunks = jobs.chunks_mut(per.max(1));
-                let first = chunks.next();
-                let handles: Vec<_> = chunks
-                    .map(|c| scope.spawn(move || run_chunk(c, now)))
-                    .collect();
-                let mut all = vec![first.map(|c| run_chunk(c, now)).unwrap_or_default()];
-                for h in handles {
-                    // A panicking agent is a bug in the simulator: pass it on.
-                    all.push(h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)));
-                }
-                all
-            });
-            drop(jobs);
-            for (t, d) in results.into_iter().flatten() {
-                done[t] = d;
-            }
+        for (t, d) in results.into_iter().flatten() {
+            done[t] = d;
         }
         for (&(a, _), d) in tasks.iter().zip(done) {
             if d.ran {
@@ -717,16 +716,8 @@ impl Sim {
     where
         F: FnOnce(&mut dyn Agent, Instant, &mut Ctx<'_>),
     {
-        let node = self.agents[a].0;
-        let mut out = Vec::new();
-        {
-            let mut ctx = Ctx {
-                addr: self.nodes[node].addr,
-                out: &mut out,
-            };
-            f(self.agents[a].1.as_mut(), self.now, &mut ctx);
-        }
-        let timer = self.agents[a].1.next_timer();
+        let addr = self.nodes[self.agents[a].0].addr;
+        let (out, timer) = run_detached(self.agents[a].1.as_mut(), self.now, addr, f);
         self.after_run(a, out, timer);
     }
 
@@ -869,10 +860,12 @@ impl Sim {
 
     fn handle(&mut self, kind: EventKind) {
         // Deferred deliveries come before anything that is not another delivery to a leaf.
-        let may_defer =
-            matches!(kind, EventKind::Arrive(l, _) if self.nodes[self.links[l].to].ne.is_none());
-        if !may_defer {
-            self.flush_deliveries();
+        if !self.deferred.is_empty() {
+            let may_defer = matches!(kind, EventKind::Arrive(l, _)
+                if self.nodes[self.links[l].to].ne.is_none());
+            if !may_defer {
+                self.flush_deliveries();
+            }
         }
         match kind {
             EventKind::TxDone(l) => {
@@ -952,20 +945,37 @@ fn run_deferred(agent: &mut dyn Agent, now: Instant, addr: IpAddr, p: &Packet) -
     if !agent.wants(p) {
         return Delivered::default();
     }
+    let (out, timer) = run_detached(agent, now, addr, |agent, now, ctx| {
+        agent.on_packet(now, p, ctx)
+    });
+    Delivered {
+        ran: true,
+        out,
+        timer,
+    }
+}
+
+/// Runs `f` on an agent of the node at `addr`: what it sent, and the timer it asks for next.
+/// Touches nothing but the agent, so it can run on any thread.
+fn run_detached<F>(
+    agent: &mut dyn Agent,
+    now: Instant,
+    addr: IpAddr,
+    f: F,
+) -> (Vec<Packet>, Option<Instant>)
+where
+    F: FnOnce(&mut dyn Agent, Instant, &mut Ctx<'_>),
+{
     let mut out = Vec::new();
-    agent.on_packet(
+    f(
+        agent,
         now,
-        p,
         &mut Ctx {
             addr,
             out: &mut out,
         },
     );
-    Delivered {
-        ran: true,
-        out,
-        timer: agent.next_timer(),
-    }
+    (out, agent.next_timer())
 }
 
 /// A worker's share of a batch: `(task, agent, node address, packet)`.

@@ -33,3 +33,13 @@ pub(crate) fn peak_rss_mib() -> Option<f64> {
 pub(crate) fn threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
+
+/// The lines both benchmarks start with: wall time, simulated/wall ratio, threads.
+pub(crate) fn print_speed(simulated_s: f64, wall_s: f64, threads: usize) {
+    println!("  wall time           {wall_s:.2} s");
+    let ratio = simulated_s / wall_s;
+    // Below 10x, a decimal: 0.4x is not "0x".
+    let digits = usize::from(ratio < 10.0);
+    println!("  simulated/wall      {ratio:.digits$}x real time");
+    println!("  threads             {threads}");
+}
