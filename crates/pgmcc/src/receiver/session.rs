@@ -91,14 +91,12 @@ impl Peer {
 
 /// Sessions by TSI, iterated in the order they were created (deterministic).
 ///
-/// Two short vectors searched linearly, not a hash map: a receiver tracks at most
+/// A short vector searched linearly, not a hash map: a receiver tracks at most
 /// `max_sessions` (64) sessions and usually one, and hashing a TSI on every packet cost more
 /// than the rest of the lookup (a tenth of a 10,000-receiver simulation).
 #[derive(Debug, Default)]
 pub(super) struct Sessions {
-    /// The TSIs, in creation order: what a lookup scans.
-    tsis: Vec<Tsi>,
-    /// The sessions, at the same index as their TSI.
+    /// The sessions, in creation order.
     peers: Vec<Peer>,
 }
 
@@ -120,7 +118,7 @@ pub(super) enum Admit {
 
 impl Sessions {
     fn index(&self, tsi: &Tsi) -> Option<usize> {
-        self.tsis.iter().position(|t| t == tsi)
+        self.peers.iter().position(|p| p.tsi == *tsi)
     }
 
     pub(super) fn get(&self, tsi: &Tsi) -> Option<&Peer> {
@@ -151,7 +149,7 @@ impl Sessions {
         self.peers.iter_mut().for_each(f);
     }
 
-    /// Makes sure `tsi` has an entry, heard at `now`; `new` builds it.
+    /// Makes sure `tsi` has an entry, heard at `now`; `new` builds it (for `tsi`).
     pub(super) fn ensure(
         &mut self,
         tsi: Tsi,
@@ -176,8 +174,9 @@ impl Sessions {
                 None => return Admit::Full,
             }
         }
-        self.tsis.push(tsi);
-        self.peers.push(new());
+        let peer = new();
+        debug_assert_eq!(peer.tsi, tsi);
+        self.peers.push(peer);
         admit
     }
 
@@ -199,8 +198,7 @@ impl Sessions {
             .position(|p| p.ended)
             .or_else(|| oldest_heard(&|p| !p.announced))
             .or_else(|| oldest_heard(&|p| now.saturating_duration_since(p.last_heard) >= expiry))?;
-        let tsi = self.tsis.remove(victim);
         let p = self.peers.remove(victim);
-        Some((tsi, !p.ended && p.announced))
+        Some((p.tsi, !p.ended && p.announced))
     }
 }

@@ -59,8 +59,8 @@ fn is_set(fl: &FlowSpec, k: &str) -> bool {
     }
 }
 
-/// pgmcc's knobs ([`PGMCC_KNOBS`]) on the defaults of the flow's controller, `pgmcc` or `pgmcc-paper`. The retired `realign_tokens` is refused with
-/// what replaced it.
+/// pgmcc's knobs ([`PGMCC_KNOBS`]) on the defaults of the flow's controller, `pgmcc` or
+/// `pgmcc-paper`. The retired `realign_tokens` is refused with what replaced it.
 pub(super) fn apply(
     fl: &FlowSpec,
     pc: &mut PgmccConfig,
