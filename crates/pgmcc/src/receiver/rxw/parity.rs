@@ -16,6 +16,11 @@ use crate::time::{Duration, Instant};
 struct Held {
     layout: Layout,
     shards: Vec<(u32, Vec<u8>)>,
+    /// A parity index already held came again while the group still missed packets: the
+    /// source's indices have wrapped (a parity packet's sequence number numbers it modulo
+    /// `k`, RFC 3208 §11.2; we do not send OPT_PARITY_GRP, which OpenPGM does not read), so
+    /// more parity may repeat what is held. The group's next NAK asks selectively instead.
+    wrapped: bool,
 }
 
 /// A received data packet: payload and OPT_FRAGMENT.
@@ -199,7 +204,10 @@ impl ReceiveWindow {
     /// missing packet of it then waits for the NCF. A gap in the group still being sent waits
     /// (backing off again) while the lead keeps moving, for at most `max_wait` since it was
     /// found; once the data pauses, or a slow session would keep it waiting longer, it is
-    /// NAKed selectively, as RFC 3208 §11.5 allows for a partial group.
+    /// NAKed selectively, as RFC 3208 §11.5 allows for a partial group. A complete group
+    /// whose parity indices have wrapped ([`Held`]) asks selectively for as many of its
+    /// missing packets as it needs, the first ones: the source has sent every index it can
+    /// number, so more parity may only repeat what is held, while each data packet counts.
     pub(super) fn split_parity_naks(
         &mut self,
         now: Instant,
@@ -230,22 +238,41 @@ impl ReceiveWindow {
                 Group::Partial | Group::Selective => selective.push(s),
             }
         }
-        *due = selective;
         let k = self.parity.as_ref().map_or(1, |p| p.k);
         for tg in groups {
             let needed = self.needed(tg);
+            let wrapped = self.wrapped(tg);
+            let mut ask = if wrapped { needed } else { 0 };
             for i in 0..k {
                 let s = tg.wrapping_add(i);
-                if needed > 0 {
+                if ask > 0 && self.is_missing(s) {
+                    // The first `needed` missing packets, selectively: any `needed` of them
+                    // complete the group.
+                    ask -= 1;
+                    selective.push(s);
+                    self.set_phase(s, Phase::WaitNcf, now + rpt_ivl);
+                } else if needed > 0 && !wrapped {
                     self.set_phase(s, Phase::WaitNcf, now + rpt_ivl);
                 } else {
                     self.set_phase(s, Phase::WaitData, now + rpt_ivl);
                 }
             }
-            if needed > 0 {
+            if needed > 0 && !wrapped {
                 parity.push(tg.wrapping_add(needed.min(k) - 1));
             }
         }
+        let base = self.base;
+        selective.sort_by_key(|&s| s.wrapping_sub(base));
+        selective.dedup();
+        *due = selective;
+    }
+
+    /// Whether group `tg`'s parity indices have wrapped at this receiver (see [`Held`]).
+    fn wrapped(&self, tg: u32) -> bool {
+        self.parity
+            .as_ref()
+            .and_then(|p| p.held.get(&tg))
+            .is_some_and(|h| h.wrapped)
     }
 
     /// How long slot `s` has been missing (zero if it is not).
@@ -254,6 +281,14 @@ impl ReceiveWindow {
             Some(Slot::Missing(st)) => now.saturating_duration_since(st.since),
             _ => Duration::ZERO,
         }
+    }
+
+    /// Whether slot `s` is missing.
+    fn is_missing(&self, s: u32) -> bool {
+        matches!(
+            self.index(s).and_then(|i| self.slots.get(i)),
+            Some(Slot::Missing(_))
+        )
     }
 
     /// Moves a missing slot to `phase` until `deadline` (nothing if it is not missing).
@@ -328,11 +363,13 @@ impl ReceiveWindow {
         let held = p.held.entry(tg).or_insert_with(|| Held {
             layout,
             shards: Vec::new(),
+            wrapped: false,
         });
         if held.layout != layout {
             return ParityInsert::Malformed;
         }
         if held.shards.iter().any(|(i, _)| *i == j) {
+            held.wrapped = true;
             return ParityInsert::Duplicate;
         }
         held.shards.push((j, shard));
@@ -466,6 +503,53 @@ mod tests {
         assert_eq!(parity_nak, vec![1]);
         // One parity packet is not enough; a selective repair of packet 1 then is.
         assert_eq!(w.insert_parity(0, 1, layout, parity), ParityInsert::Held);
+        assert_eq!(w.insert(1, &payload(1), None), super::super::Insert::New);
+        assert_eq!(
+            w.rebuild_if_ready(1),
+            Some(ParityInsert::Rebuilt {
+                filled: vec![2],
+                malformed: 0
+            })
+        );
+        assert_eq!(delivered(&mut w), (0..4).map(payload).collect::<Vec<_>>());
+    }
+
+    /// Runs NAK timers from `from` in 10 ms steps until a NAK of either kind is due.
+    fn next_naks(w: &mut ReceiveWindow, from: Instant) -> (Vec<u32>, Vec<u32>, Instant) {
+        let (t, mut rng) = (timers(), Rng::new(2));
+        let mut now = from;
+        for _ in 0..1000 {
+            now += Duration::from_millis(10);
+            let (mut nak, mut parity_nak) = (Vec::new(), Vec::new());
+            w.on_timeout(now, &t, &mut rng, true, &mut nak, Some(&mut parity_nak));
+            if !nak.is_empty() || !parity_nak.is_empty() {
+                return (nak, parity_nak, now);
+            }
+        }
+        panic!("no NAK in 10 s");
+    }
+
+    #[test]
+    fn once_parity_indices_repeat_a_group_asks_selectively_for_what_it_needs() {
+        let (mut w, layout, parity, now) = setup();
+        // Packets 1 and 2 missing: a parity NAK for two.
+        let (nak, parity_nak, now) = next_naks(&mut w, now);
+        assert_eq!((nak, parity_nak), (vec![], vec![1]));
+        assert_eq!(
+            w.insert_parity(0, 1, layout, parity.clone()),
+            ParityInsert::Held
+        );
+        // Still one short: parity again, for one.
+        let (nak, parity_nak, now) = next_naks(&mut w, now);
+        assert_eq!((nak, parity_nak), (vec![], vec![0]));
+        // The source's indices wrapped: index 1 again is no use, and more parity could
+        // repeat it again; the next NAK asks for one of the missing packets instead.
+        assert_eq!(
+            w.insert_parity(0, 1, layout, parity),
+            ParityInsert::Duplicate
+        );
+        let (nak, parity_nak, _) = next_naks(&mut w, now);
+        assert_eq!((nak, parity_nak), (vec![1], vec![]));
         assert_eq!(w.insert(1, &payload(1), None), super::super::Insert::New);
         assert_eq!(
             w.rebuild_if_ready(1),
