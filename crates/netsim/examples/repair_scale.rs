@@ -6,7 +6,9 @@
 //!        either with `--fec K`: on-demand parity over groups of K packets (default: none),
 //!        and `--proactive H` with it: H pro-active parity packets after every group;
 //!        `--threads N`: threads for the receivers' handling of a multicast packet (default:
-//!        every processor; the run is the same, only its wall time changes)
+//!        every processor; the run is the same, only its wall time changes);
+//!        `--poll-ivl S`: the source polls its receivers every S seconds for the group size
+//!        (default: the source's default; 0: no polls)
 //!
 //! `independent`: one `pgmcc` source; every receiver behind its own link with 1% random loss
 //! (1 Mbit/s, 50 ms, 30 KB queue: RTT ~100 ms), all from 0 s, reliable. Prints RDATA per
@@ -36,9 +38,9 @@ mod common;
 
 fn usage() -> ! {
     eprintln!(
-        "usage: repair_scale independent [RECEIVERS] [SECONDS] [--fec K [--proactive H]] [--threads N]\n       \
+        "usage: repair_scale independent [RECEIVERS] [SECONDS] [--fec K [--proactive H]] [--threads N] [--poll-ivl S]\n       \
          repair_scale shared [RECEIVERS] [SECONDS] [MIN_RTT_MS] [MAX_RTT_MS] \
-         [--fec K [--proactive H]] [--threads N]"
+         [--fec K [--proactive H]] [--threads N] [--poll-ivl S]"
     );
     std::process::exit(2)
 }
@@ -63,6 +65,7 @@ fn main() {
         std::process::exit(2);
     }
     let proactive = take_flag(&mut args, "--proactive").unwrap_or(0);
+    let poll_ivl = take_flag(&mut args, "--poll-ivl");
     let threads = take_flag(&mut args, "--threads").map_or_else(common::threads, |n| n as usize);
     if proactive > 0 && fec.is_none_or(|k| proactive > k) {
         eprintln!("--proactive: at most the --fec group size, and only with --fec");
@@ -100,6 +103,9 @@ fn main() {
     cfg.max_tpdu = 1400 + 84;
     cfg.fec = fec;
     cfg.proactive_parity = proactive;
+    if let Some(s) = poll_ivl {
+        cfg.group_poll_ivl = (s > 0).then(|| Duration::from_secs(u64::from(s)));
+    }
     let tx = sim.add_agent(
         s,
         Box::new(PgmSenderAgent::new(1, group, cfg, None)),

@@ -62,6 +62,11 @@ impl GroupRtt {
         self.table.push((addr, rtt, now));
     }
 
+    /// Whether no sample is held (none recorded yet, or all made room for newer ones).
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
     /// The GRTT in seconds at `now`: the largest unexpired entry, `None` before any sample
     /// (or once all have expired).
     pub fn secs(&self, now: Instant) -> Option<f64> {

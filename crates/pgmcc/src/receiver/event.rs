@@ -126,6 +126,10 @@ pub struct ReceiverStats {
     pub implausible_spms: u64,
     /// Delivery reports sent to sources (`Receiver::report`).
     pub reports_sent: u64,
+    /// General polls received (RFC 3208 Appendix D).
+    pub polls_received: u64,
+    /// Poll responses sent.
+    pub polrs_sent: u64,
     /// Downstream packets of a session other than `ReceiverConfig::session`: dropped.
     pub other_session: u64,
     /// Datagrams longer than `ReceiverConfig::max_tpdu`: dropped.

@@ -25,6 +25,9 @@
 
 mod config;
 mod event;
+mod poll;
+#[cfg(test)]
+pub(crate) use poll::poll_matches;
 pub(crate) mod rxw;
 mod session;
 mod transmit;
@@ -51,6 +54,9 @@ use transmit::{Outbox, Pending};
 /// forged SPM half the sequence space ahead cannot make every real one look old.
 const MAX_SPM_SQN_JUMP: u32 = 1 << 20;
 
+/// Mixed into the seed for the poll generators ("POLL").
+const POLL_SEED: u64 = 0x504f_4c4c;
+
 /// A PGM receiver.
 #[derive(Debug)]
 pub struct Receiver {
@@ -58,6 +64,11 @@ pub struct Receiver {
     timers: NakTimers,
     feedback: FeedbackConfig,
     rng: Rng,
+    /// RAND_NODE_ID (RFC 3208 §14.5), matched against the source's polls, and the
+    /// generator of poll replies' back-offs: both apart from `rng`, so answering polls does
+    /// not move the NAK back-offs' draws.
+    node_id: u32,
+    poll_rng: Rng,
     sessions: Sessions,
     transmits: Outbox,
     events: VecDeque<ReceiverEvent>,
@@ -72,6 +83,8 @@ impl Receiver {
             timers: config.timers(),
             feedback: config.feedback(),
             rng: Rng::new(config.seed),
+            node_id: Rng::new(config.seed ^ POLL_SEED).below(1 << 32) as u32,
+            poll_rng: Rng::new((config.seed ^ POLL_SEED).wrapping_add(1)),
             sessions: Sessions::default(),
             transmits: Outbox::default(),
             events: VecDeque::new(),
@@ -161,7 +174,7 @@ impl Receiver {
         let parity = repr.header_flags & OPT_PARITY != 0;
         let downstream = matches!(
             repr.body,
-            Body::Odata(_) | Body::Rdata(_) | Body::Spm(_) | Body::Ncf(_)
+            Body::Odata(_) | Body::Rdata(_) | Body::Spm(_) | Body::Ncf(_) | Body::Poll(_)
         );
         if downstream && self.config.session.is_some_and(|t| t != repr.tsi()) {
             self.stats.other_session += 1;
@@ -191,6 +204,14 @@ impl Receiver {
             Body::Nak(n) if repr.sport == self.config.dport && n.group == self.config.group => {
                 // Another receiver's NAK, heard on a shared segment.
                 self.on_ncf(now, &repr, &n, true);
+            }
+            Body::Poll(p) if repr.dport == self.config.dport => {
+                self.stats.polls_received += 1;
+                let (node_id, rng) = (self.node_id, &mut self.poll_rng);
+                // Only a session already heard from: a poll does not open one.
+                if let Some(peer) = self.sessions.get_mut(&repr.tsi()) {
+                    peer.poll.on_poll(now, &p, node_id, rng);
+                }
             }
             _ => self.stats.ignored += 1,
         }
@@ -234,6 +255,7 @@ impl Receiver {
                 manifest: None,
                 next_spmr: now,
                 grtt: None,
+                poll: Default::default(),
             },
         );
         match admit {
@@ -634,6 +656,9 @@ impl Receiver {
                     stats.acks_coalesced += 1;
                 }
             }
+            if let Some(r) = peer.poll.take_due(now) {
+                transmits.push(tsi, Pending::Polr(r));
+            }
             let can_nak = peer.path.is_some();
             let timers = peer.timers(&base);
             let Some(w) = peer.rxw.as_mut() else {
@@ -675,6 +700,7 @@ impl Receiver {
                 [
                     p.rxw.as_ref().and_then(|w| w.next_deadline()),
                     p.fb.next_deadline(),
+                    p.poll.reply.map(|r| r.at),
                 ]
             })
             .flatten()
@@ -712,6 +738,7 @@ impl Receiver {
                         }
                         Pending::Spmr(_) => self.stats.spmrs_sent += 1,
                         Pending::Report(_) => self.stats.reports_sent += 1,
+                        Pending::Polr(_) => self.stats.polrs_sent += 1,
                         Pending::Ack { fb, .. } => {
                             self.stats.acks_sent += 1;
                             fb.count_sent(&mut self.stats.cc);

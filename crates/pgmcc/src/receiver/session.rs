@@ -45,6 +45,8 @@ pub(super) struct Peer {
     pub(super) next_spmr: Instant,
     /// The source's latest OPT_GRTT (group RTT, group size), from an SPM or NCF.
     pub(super) grtt: Option<(Duration, u32)>,
+    /// The source's general polls and this receiver's reply.
+    pub(super) poll: super::poll::PollState,
 }
 
 impl Peer {

@@ -27,6 +27,8 @@ pub(super) enum Pending {
     Ack { fb: FeedbackAck, since: u32 },
     /// A delivery report for the source (OPT_OUTCOME on a POLR; `Receiver::report`).
     Report(Box<pgm_wire::Outcome>),
+    /// A reply to the source's general poll (RFC 3208 §14.5).
+    Polr(super::poll::PollReply),
 }
 
 /// Packets queued for a driver that does not poll them: beyond this the oldest go (a NAK's
@@ -141,6 +143,14 @@ impl Pending {
                     Repr::upstream(tsi, dport, body).with_options(opts),
                     Destination::Unicast(source),
                 ))
+            }
+            Pending::Polr(r) => {
+                let body = Body::Polr(pgm_wire::PolrRepr {
+                    sqn: r.sqn,
+                    round: r.round,
+                });
+                // To the interface the POLL came from (its path NLA).
+                Some((Repr::upstream(tsi, dport, body), Destination::Unicast(r.to)))
             }
             Pending::Spmr(to) => Some((
                 Repr::upstream(tsi, dport, Body::Spmr),

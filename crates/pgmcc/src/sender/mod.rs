@@ -30,6 +30,7 @@
 //!   [`SenderConfig::join_window`] is set, and OPT_FIN on SPMs after [`Sender::close`].
 
 mod parity;
+mod poll;
 mod rate;
 mod txw;
 
@@ -239,6 +240,16 @@ pub struct SenderConfig {
     /// How long one receiver's RTT counts towards the group RTT, and its reports towards the
     /// group size (see [`crate::grtt`]). Default 30 s.
     pub grtt_expiry: Duration,
+    /// Count the receivers with general polls (RFC 3208 Appendix D) this often, for the
+    /// group size OPT_GRTT advertises: receivers that neither NAK nor ACK are otherwise not
+    /// counted, and their NAK back-offs then lean too early for the group's size. The group
+    /// size is the larger of the poll's estimate (while no older than three intervals) and
+    /// the receivers heard within `grtt_expiry`. Polls start once a group RTT is measured,
+    /// only with `advertise_grtt`; a poll takes a few rounds of about four group RTTs
+    /// each, and its replies come at most a handful per round (`docs/core.md`, "Group
+    /// size"). OpenPGM's receivers answer general polls too. `None`: no polls. Default
+    /// 30 s.
+    pub group_poll_ivl: Option<Duration>,
     /// Repair budget (ours; `docs/core.md`): NCFs and RDATA together may send at most this
     /// fraction of the controller's current rate (a rate-based controller's rate; a
     /// window-based one's window per group RTT), in bytes of `max_tpdu`-sized packets, with a
@@ -337,6 +348,7 @@ impl SenderConfig {
             advertise_grtt: true,
             hold_for_naks: true,
             grtt_expiry: Duration::from_secs(30),
+            group_poll_ivl: Some(Duration::from_secs(30)),
             proactive_parity: 0,
             repair_budget: Some(2.0),
             nak_source_share: Some(1.0),
@@ -395,6 +407,11 @@ pub struct SenderStats {
     pub reports_received: u64,
     /// Delivery reports from new addresses dropped because [`MAX_REPORTS`] were kept.
     pub reports_dropped: u64,
+    /// General polls sent to count the receivers ([`SenderConfig::group_poll_ivl`]), one
+    /// per round.
+    pub polls_sent: u64,
+    /// Poll responses counted (one per receiver per round).
+    pub polrs_received: u64,
     /// Signed mode: digest lists queued (one per block, counted in `odata_packets` too when
     /// sent).
     pub signed_lists: u64,
@@ -520,6 +537,8 @@ pub struct Sender {
     /// Receivers heard from (NAK or ACK) and when last: the group size estimate. Bounded by
     /// [`MAX_GROUP_TRACKED`].
     heard: HashMap<IpAddr, Instant>,
+    /// General polls counting the receivers.
+    poll: Option<poll::GroupPoll>,
     spm_sqn: u32,
     next_ambient: Instant,
     next_heartbeat: Option<Instant>,
@@ -601,6 +620,10 @@ impl Sender {
             parity: parity_for(&config),
             grtt: GroupRtt::new(GRTT_ENTRIES, config.grtt_expiry),
             heard: HashMap::new(),
+            poll: config
+                .group_poll_ivl
+                .filter(|_| config.advertise_grtt)
+                .map(|ivl| poll::GroupPoll::new(ivl, &config.tsi, now)),
             spm_sqn: 0,
             next_ambient: now + config.spm_ambient,
             next_heartbeat: None,
@@ -972,6 +995,13 @@ impl Sender {
                     self.on_report(from, outcome);
                 }
             }
+            Body::Polr(r) if repr.tsi() == self.config.tsi && repr.sport == self.config.dport => {
+                let nla = self.config.source_nla;
+                if let Some(p) = self.poll.as_mut() {
+                    p.on_polr(now, from, r.sqn, r.round, nla);
+                    self.stats.polrs_received = p.polrs_received;
+                }
+            }
             _ => self.stats.ignored += 1,
         }
         self.refresh_budget(now);
@@ -1206,13 +1236,18 @@ impl Sender {
         self.heard.keys().copied()
     }
 
-    /// Receivers heard from (NAK or ACK) within [`SenderConfig::grtt_expiry`].
+    /// The group size OPT_GRTT advertises: the larger of the receivers heard from (NAK or
+    /// ACK) within [`SenderConfig::grtt_expiry`] and the latest poll's estimate
+    /// ([`SenderConfig::group_poll_ivl`]).
     pub fn group_size(&self, now: Instant) -> usize {
         let expiry = self.config.grtt_expiry;
-        self.heard
+        let heard = self
+            .heard
             .values()
             .filter(|&&t| now.saturating_duration_since(t) < expiry)
-            .count()
+            .count();
+        let polled = self.poll.as_ref().and_then(|p| p.estimate(now));
+        heard.max(polled.map_or(0, |n| usize::try_from(n).unwrap_or(usize::MAX)))
     }
 
     /// OPT_GRTT for an SPM or NCF, when advertised and measured.
@@ -1402,6 +1437,15 @@ impl Sender {
         let (first, n) = self.txw.evict(now, self.nak_hold);
         self.forget_repairs(first, n);
         self.refresh_budget(now);
+        self.run_poll(now);
+    }
+
+    /// Starts or ends the rounds of the group poll that are due.
+    fn run_poll(&mut self, now: Instant) {
+        let (grtt, nla) = (self.grtt(now), self.config.source_nla);
+        if let Some(p) = self.poll.as_mut() {
+            p.on_timeout(now, grtt, nla);
+        }
     }
 
     fn forget_repairs(&mut self, first: u32, n: u32) {
@@ -1481,6 +1525,11 @@ impl Sender {
         if let Some(at) = self.cc.as_ref().and_then(|c| c.poll_timeout()) {
             t = t.min(at);
         }
+        // Polls wait for a group RTT: no wake-ups before the first sample.
+        let polling = self.aborted.is_none() && !self.grtt.is_empty();
+        if let Some(p) = self.poll.as_ref().filter(|_| polling) {
+            t = t.min(p.deadline());
+        }
         Some(t)
     }
 
@@ -1505,6 +1554,12 @@ impl Sender {
             || self.heartbeat_at().is_some_and(|h| now >= h);
         if spm_due {
             return self.emit_spm(now, buf);
+        }
+        self.run_poll(now);
+        if let Some(poll) = self.poll.as_mut().and_then(|p| p.take_pending()) {
+            self.stats.polls_sent += 1;
+            let repr = Repr::downstream(self.config.tsi, self.config.dport, Body::Poll(poll));
+            return self.finish(now, &repr, Destination::Group, buf);
         }
         while let Some(&r) = self.repairs.front() {
             let Some(len) = self.repair_len(r) else {
