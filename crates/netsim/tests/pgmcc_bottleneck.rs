@@ -376,18 +376,27 @@ fn mixed_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
 
 #[test]
 fn a_receiver_without_reports_bounds_the_window_at_tcps() {
-    // Measured (seeds 1-3, with the default per-source NAK limit, which refuses some of
-    // PR2's repair requests here): pgmcc 734-956 kbit/s, TCP 964-1,191, 6.4-8.9% dropped
-    // on PR2's link, nothing unrecoverable. (Before that limit: pgmcc 322-721, TCP
-    // 1,208-1,618, 7.6-7.8%.)
-    for seed in [1, 2] {
+    // One seed's 50 s is one trajectory of a chaotic system (PR2's path is shared with TCP
+    // and the window bound follows PR2's NAKs), so the means over seeds 1-8 are checked, and
+    // every seed's losses. Measured: pgmcc 295-1,061 kbit/s, mean 766; TCP 863-1,645, mean
+    // 1,162; 6.0-10.1% dropped on PR2's link; nothing unrecoverable (at 394070e, before the
+    // parity fallback and the group polls: pgmcc 438-956, mean 767; TCP mean 1,159). With
+    // the default per-source NAK limit, which refuses some of PR2's repair requests here.
+    // (Before that limit, seeds 1-3: pgmcc 322-721, TCP 1,208-1,618.)
+    let seeds = 1..=8u64;
+    let (mut pgm_sum, mut tcp_sum) = (0.0, 0.0);
+    for seed in seeds.clone() {
         let (pgm, tcp, dropped, lost) = mixed_run("cap", seed);
         eprintln!("cap, seed {seed}: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped");
-        assert!((650.0..1000.0).contains(&pgm), "seed {seed}: pgmcc {pgm}");
-        assert!((950.0..1300.0).contains(&tcp), "seed {seed}: TCP {tcp}");
+        pgm_sum += pgm;
+        tcp_sum += tcp;
         assert!(dropped < 0.11, "seed {seed}: {dropped}");
         assert_eq!(lost, 0, "seed {seed}");
     }
+    let n = seeds.count() as f64;
+    let (pgm, tcp) = (pgm_sum / n, tcp_sum / n);
+    assert!((650.0..900.0).contains(&pgm), "mean pgmcc {pgm}");
+    assert!((1000.0..1350.0).contains(&tcp), "mean TCP {tcp}");
     // The paper's election alone: PR1 clocks the session, TCP starves, PR2 gives up.
     let (pgm, tcp, dropped, lost) = mixed_run("ignore", 1);
     eprintln!("ignore: pgmcc {pgm:.0}, TCP {tcp:.0} kbit/s, {dropped:.3} dropped, {lost} lost");
