@@ -490,6 +490,20 @@ mod tests {
             .collect()
     }
 
+    /// With packets 0 and 3 and one parity packet held, a repair of packet 1 rebuilds
+    /// packet 2 and the whole group goes up.
+    fn repair_1_completes_the_group(w: &mut ReceiveWindow) {
+        assert_eq!(w.insert(1, &payload(1), None), super::super::Insert::New);
+        assert_eq!(
+            w.rebuild_if_ready(1),
+            Some(ParityInsert::Rebuilt {
+                filled: vec![2],
+                malformed: 0
+            })
+        );
+        assert_eq!(delivered(w), (0..4).map(payload).collect::<Vec<_>>());
+    }
+
     #[test]
     fn a_complete_group_asks_for_what_it_misses_and_parity_rebuilds_it() {
         let (mut w, layout, parity, now) = setup();
@@ -503,15 +517,7 @@ mod tests {
         assert_eq!(parity_nak, vec![1]);
         // One parity packet is not enough; a selective repair of packet 1 then is.
         assert_eq!(w.insert_parity(0, 1, layout, parity), ParityInsert::Held);
-        assert_eq!(w.insert(1, &payload(1), None), super::super::Insert::New);
-        assert_eq!(
-            w.rebuild_if_ready(1),
-            Some(ParityInsert::Rebuilt {
-                filled: vec![2],
-                malformed: 0
-            })
-        );
-        assert_eq!(delivered(&mut w), (0..4).map(payload).collect::<Vec<_>>());
+        repair_1_completes_the_group(&mut w);
     }
 
     /// Runs NAK timers from `from` in 10 ms steps until a NAK of either kind is due.
@@ -550,15 +556,7 @@ mod tests {
         );
         let (nak, parity_nak, _) = next_naks(&mut w, now);
         assert_eq!((nak, parity_nak), (vec![1], vec![]));
-        assert_eq!(w.insert(1, &payload(1), None), super::super::Insert::New);
-        assert_eq!(
-            w.rebuild_if_ready(1),
-            Some(ParityInsert::Rebuilt {
-                filled: vec![2],
-                malformed: 0
-            })
-        );
-        assert_eq!(delivered(&mut w), (0..4).map(payload).collect::<Vec<_>>());
+        repair_1_completes_the_group(&mut w);
     }
 
     #[test]
