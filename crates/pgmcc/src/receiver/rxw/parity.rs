@@ -18,8 +18,9 @@ struct Held {
     shards: Vec<(u32, Vec<u8>)>,
     /// A parity index already held came again while the group still missed packets: the
     /// source's indices have wrapped (a parity packet's sequence number numbers it modulo
-    /// `k`, RFC 3208 §11.2; we do not send OPT_PARITY_GRP, which OpenPGM does not read), so
-    /// more parity may repeat what is held. The group's next NAK asks selectively instead.
+    /// `k`, RFC 3208 §11.2; we do not send OPT_PARITY_GRP, which OpenPGM defines but does
+    /// not read), so more parity may repeat what is held. The group's next NAK asks
+    /// selectively instead.
     wrapped: bool,
 }
 
