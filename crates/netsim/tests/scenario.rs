@@ -283,6 +283,12 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
     assert_refused(&with("txw_sqns = 0"), &["flow.txw_sqns", "1 to 1048576"]);
     assert_refused(&with("txw_sqns = 2000000"), &["flow.txw_sqns"]);
     assert_refused(&with("hold_for_naks = 1"), &["expected a boolean"]);
+    assert_refused(&with("nak_backoff = \"soon\""), &["flow.nak_backoff"]);
+    // A fixed NAK back-off is accepted and reaches the receivers: it changes this run.
+    assert_ne!(
+        summary(&recommended),
+        summary(&with("cc = \"pgmcc\"\nnak_backoff = \"30ms\""))
+    );
     assert_refused(
         &with("proactive_parity = 80"),
         &["flow.proactive_parity", "group size (64)"],

@@ -557,6 +557,10 @@ fn build_pgm(
     // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
     let loss_events = cfg.cc.receiver_loss_events();
     let txw_sqns = cfg.txw_sqns;
+    let nak_backoff = match &fl.nak_backoff {
+        Some(b) => Some(cx.dur(b, "flow.nak_backoff")?),
+        None => None,
+    };
     let sender = sim.add_agent(
         from,
         Box::new(PgmSenderAgent::new(id, group, cfg, fl.bytes)),
@@ -583,6 +587,11 @@ fn build_pgm(
         rcfg.total_bytes = rcfg.total_bytes.max(span_bytes);
         if let Some(rtt) = loss_events {
             rcfg.loss_events = Some(rtt);
+        }
+        // `nak_backoff`: RFC 3208's fixed NAK_BO_IVL instead of the group-RTT back-off.
+        if let Some(b) = nak_backoff {
+            rcfg.nak_bo_ivl = b;
+            rcfg.nak_bo_grtts = None;
         }
         // `reports = false`: a receiver that NAKs without pgmcc reports and never ACKs, as
         // OpenPGM's do (`pgmcc recv --no-pgmcc`).

@@ -118,6 +118,7 @@ pub(super) struct FlowSpec {
     pub(super) txw_sqns: Option<Spanned<u32>>,
     pub(super) proactive_parity: Option<Spanned<u32>>,
     pub(super) hold_for_naks: Option<bool>,
+    pub(super) nak_backoff: Option<Spanned<String>>,
     pub(super) realign_tokens: Option<bool>,
     pub(super) accounting: Option<Spanned<String>>,
     pub(super) recovery: Option<Spanned<String>>,

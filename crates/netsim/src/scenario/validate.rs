@@ -429,6 +429,7 @@ pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("txw_sqns", fl.txw_sqns.is_some()),
         ("proactive_parity", fl.proactive_parity.is_some()),
         ("hold_for_naks", fl.hold_for_naks.is_some()),
+        ("nak_backoff", fl.nak_backoff.is_some()),
         ("cc", fl.cc.is_some()),
     ] {
         if present {

@@ -50,8 +50,11 @@ pub struct ReceiverConfig {
     /// With OPT_GRTT, the NAK back-off spans this many group RTTs, drawn from NORM's
     /// truncated exponential (RFC 5740 §5.3; λ = ln(group size) + 1), so that among many
     /// receivers missing the same packet one NAKs early and the NCF silences the rest.
-    /// Default 4 (NORM's `K`).
-    pub nak_bo_grtts: f64,
+    /// Default `Some(4.0)` (NORM's `K`). `None`: the back-off stays uniform in
+    /// `[0, nak_bo_ivl]` whatever group RTT the source advertises (RFC 3208 and the
+    /// simulators of its era: ns-2's PGM receiver draws from 30 ms); the NCF and RDATA
+    /// waits and the give-up time still scale.
+    pub nak_bo_grtts: Option<f64>,
     /// How long a missing sequence number is NAKed before it is given up (reported
     /// `Unrecoverable`), counted from when it was found missing; at least 20 group RTTs
     /// when the source advertises one, for the largest group RTT it advertised meanwhile
@@ -136,7 +139,7 @@ impl ReceiverConfig {
             nak_bo_ivl: Duration::from_millis(50),
             nak_rpt_ivl: Duration::from_secs(2),
             nak_rdata_ivl: Duration::from_secs(2),
-            nak_bo_grtts: DEFAULT_NAK_BO_GRTTS,
+            nak_bo_grtts: Some(DEFAULT_NAK_BO_GRTTS),
             nak_give_up: Duration::from_secs(30),
             rxw_sqns: 8192,
             max_apdu: 65535,

@@ -36,8 +36,9 @@ pub(crate) struct NakTimers {
     pub(crate) rdata_ivl: Duration,
     /// How long a sequence number may stay missing before it is given up.
     pub(crate) give_up: Duration,
-    /// Back-off span in group RTTs, once the source advertises one.
-    pub(crate) bo_grtts: f64,
+    /// Back-off span in group RTTs, once the source advertises one; `None`: the back-off
+    /// stays as configured.
+    pub(crate) bo_grtts: Option<f64>,
 }
 
 /// Smallest NCF and RDATA wait derived from a group RTT: covers a source's own scheduling
@@ -49,9 +50,16 @@ impl NakTimers {
     /// (`docs/core.md`, "NAK timers").
     pub(crate) fn scaled(&self, grtt: Duration, gsize: u32) -> NakTimers {
         let wait = (grtt * 2).max(MIN_SCALED_WAIT);
+        let (bo_ivl, bo_lambda) = match self.bo_grtts {
+            Some(k) => (
+                Duration::from_secs_f64(grtt.as_secs_f64() * k.clamp(0.0, 100.0)),
+                Some(f64::from(gsize.max(1)).ln() + 1.0),
+            ),
+            None => (self.bo_ivl, self.bo_lambda),
+        };
         NakTimers {
-            bo_ivl: Duration::from_secs_f64(grtt.as_secs_f64() * self.bo_grtts.clamp(0.0, 100.0)),
-            bo_lambda: Some(f64::from(gsize.max(1)).ln() + 1.0),
+            bo_ivl,
+            bo_lambda,
             rpt_ivl: wait,
             rdata_ivl: wait,
             give_up: self.give_up.max(grtt * 20),
@@ -712,7 +720,7 @@ mod tests {
             rpt_ivl: Duration::from_secs(2),
             rdata_ivl: Duration::from_secs(2),
             give_up: Duration::from_secs(30),
-            bo_grtts: 4.0,
+            bo_grtts: Some(4.0),
         }
     }
 
@@ -761,6 +769,23 @@ mod tests {
             t.without_backoff().backoff(&mut Rng::new(1)),
             Duration::ZERO
         );
+    }
+
+    #[test]
+    fn without_a_back_off_span_in_group_rtts_the_back_off_stays_as_configured() {
+        let fixed = NakTimers {
+            bo_ivl: Duration::from_millis(30),
+            bo_grtts: None,
+            ..base()
+        };
+        let t = fixed.scaled(Duration::from_millis(800), 3);
+        assert_eq!((t.bo_ivl, t.bo_lambda), (Duration::from_millis(30), None));
+        // The waits and the give-up time still follow the group RTT.
+        assert_eq!(
+            (t.rpt_ivl, t.rdata_ivl),
+            (Duration::from_millis(1600), Duration::from_millis(1600))
+        );
+        assert!((mean_fraction(&t) - 0.5).abs() < 0.01);
     }
 
     /// Runs the window's timers at `at` seconds; returns how many sequence numbers are

@@ -447,7 +447,7 @@ mod tests {
             rpt_ivl: Duration::from_millis(200),
             rdata_ivl: Duration::from_millis(200),
             give_up: Duration::from_secs(30),
-            bo_grtts: 4.0,
+            bo_grtts: Some(4.0),
         }
     }
 
