@@ -378,8 +378,9 @@ fn mixed_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
 fn a_receiver_without_reports_bounds_the_window_at_tcps() {
     // One seed's 50 s is one trajectory of a chaotic system (PR2's path is shared with TCP
     // and the window bound follows PR2's NAKs), so the means over seeds 1-8 are checked, and
-    // every seed's losses. Measured: pgmcc 295-1,061 kbit/s, mean 766; TCP 863-1,645, mean
-    // 1,162; 6.0-10.1% dropped on PR2's link; nothing unrecoverable (at 394070e, before the
+    // every seed's losses. Measured: pgmcc 334-910 kbit/s, mean 714; TCP 1,014-1,605, mean
+    // 1,215; 5.8-9.2% dropped on PR2's link; nothing unrecoverable (before the bound kept
+    // its fraction: pgmcc 295-1,061, mean 766; TCP mean 1,162; at 394070e, before the
     // parity fallback and the group polls: pgmcc 438-956, mean 767; TCP mean 1,159). With
     // the default per-source NAK limit, which refuses some of PR2's repair requests here.
     // (Before that limit, seeds 1-3: pgmcc 322-721, TCP 1,208-1,618.)

@@ -767,9 +767,9 @@ impl Pgmcc {
         }
         if let Some(cap) = self.silent.window_cap(now, lead) {
             tracing::trace!(t_ns = now.as_nanos(), lead, cap, w = self.window.window(), worst = ?self.silent.worst(now, lead), "silent cap");
-            if self.window.window() > f64::from(cap) {
+            if self.window.window() > cap {
                 self.stats.silent_caps += 1;
-                self.window.cap(cap);
+                self.window.cap_fraction(cap);
             }
         }
     }

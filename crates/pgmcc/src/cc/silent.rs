@@ -204,8 +204,8 @@ impl SilentReceivers {
     /// The window bound the silent receivers set, in packets: for each, TCP's window at its
     /// loss event rate `p`, `sqrt(1.5 / p)`, scaled by the acker's round trip over its own
     /// (the least ratio of packets in flight to it over the source's window among its last
-    /// NAKs); the smallest, at least 1. `None` when none has had a loss event.
-    pub fn window_cap(&self, now: Instant, lead: u32) -> Option<u32> {
+    /// NAKs); the smallest, at least 1 (in packets, fractions kept). `None` when none has had a loss event.
+    pub fn window_cap(&self, now: Instant, lead: u32) -> Option<f64> {
         self.live(now)
             .filter_map(|e| {
                 let p = e.loss_event_rate(lead)?;
@@ -214,10 +214,10 @@ impl SilentReceivers {
                     .iter()
                     .map(|&(pkts, w)| f64::from(pkts) / f64::from(w))
                     .reduce(f64::min)?;
-                (p > 0.0).then(|| ((1.5 / p).sqrt() / ratio.max(1e-3)) as u32)
+                (p > 0.0).then(|| (1.5 / p).sqrt() / ratio.max(1e-3))
             })
-            .min()
-            .map(|c| c.max(1))
+            .reduce(f64::min)
+            .map(|c| c.max(1.0))
     }
 
     /// Receivers tracked.
@@ -269,13 +269,16 @@ mod tests {
         assert!((p - 0.01).abs() < 1e-9, "{p}");
         // TCP's window at a 1% loss event rate is sqrt(1.5 / 0.01) = 12.2 packets; the NAKs
         // came 8 packets after their newest loss with a window of 10: this receiver's round
-        // trip is 0.8 of the acker's, so the source's window may be 12.2 / 0.8 = 15.3.
-        assert_eq!(s.window_cap(t, 1000), Some(15));
+        // trip is 0.8 of the acker's, so the source's window may be 12.2 / 0.8 = 15.3 (the
+        // fraction kept: at a window of 2.9, rounding down would take a third).
+        let cap = s.window_cap(t, 1000).expect("a bound");
+        assert!((cap - 1.5f64.sqrt() * 10.0 / 0.8).abs() < 1e-9, "{cap}");
         // Had they come 20 packets after, its round trip would be twice the acker's: half of
         // TCP's window.
         let mut far = s.clone();
         far.entries[0].flight = VecDeque::from(vec![(20, 10); 8]);
-        assert_eq!(far.window_cap(t, 1000), Some(6));
+        let cap = far.window_cap(t, 1000).expect("a bound");
+        assert!((cap - 1.5f64.sqrt() * 10.0 / 2.0).abs() < 1e-9, "{cap}");
         // A long loss-free stretch opens the newest interval: the rate falls.
         let (_, later) = s.worst(t, 3000).expect("tracked");
         assert!(later < 0.01 / 2.0, "{later}");

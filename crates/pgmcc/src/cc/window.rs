@@ -170,7 +170,13 @@ impl Window {
 
     /// Holds W at most `max` packets, and the tokens at most W.
     pub fn cap(&mut self, max: u32) {
-        let max = u64::from(max.max(1)) * ONE;
+        self.cap_fraction(f64::from(max));
+    }
+
+    /// Holds W at most `max` packets (fractions count, at least one packet), and the tokens
+    /// at most W.
+    pub fn cap_fraction(&mut self, max: f64) {
+        let max = (max.max(1.0) * ONE as f64).min(u64::MAX as f64) as u64;
         self.w = self.w.min(max);
         self.t = self.t.min(self.w as i64);
     }
@@ -215,6 +221,22 @@ impl Window {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_fractional_cap_keeps_its_fraction_and_never_goes_below_one_packet() {
+        let mut w = Window::new(6);
+        w.set_max(64);
+        for _ in 0..10 {
+            w.on_ack(1);
+        }
+        w.cap_fraction(2.9);
+        assert!((w.window() - 2.9).abs() < 1e-4, "{}", w.window());
+        assert!(w.tokens() <= 2);
+        w.cap_fraction(0.2);
+        assert_eq!(w.window(), 1.0);
+        w.cap_fraction(f64::NAN);
+        assert_eq!(w.window(), 1.0);
+    }
 
     #[test]
     fn starts_with_one_token() {
