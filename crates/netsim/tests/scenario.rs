@@ -350,3 +350,45 @@ fn host_jitter_is_a_named_key_off_by_default_and_changes_the_run() {
         "off {off:.0} auto {auto:.0}"
     );
 }
+
+#[test]
+fn the_tcp_model_keys_of_ns2_are_checked_and_only_for_tcp() {
+    let base = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/fairness-set1-newreno.toml"),
+    )
+    .unwrap();
+    let tcp = |extra: &str| {
+        base.replacen(
+            "kind = \"tcp-newreno\"\n",
+            &format!("kind = \"tcp-newreno\"\n{extra}\n"),
+            1,
+        )
+    };
+    parse(
+        "ok.toml",
+        &tcp(
+            "rwnd = 20\ninitial_window = 2\npartial_ack_restarts_timer = true\n\
+              fast_retransmit_restarts_timer = true",
+        ),
+        "x",
+        None,
+    )
+    .unwrap();
+    assert_refused(&tcp("rwnd = 0"), &["flow.rwnd", "1 to 1000000"]);
+    assert_refused(&tcp("initial_window = 0"), &["flow.initial_window"]);
+    let sack = base.replacen("kind = \"tcp-newreno\"", "kind = \"tcp-sack\"", 1);
+    let sack = sack.replacen(
+        "kind = \"tcp-sack\"\n",
+        "kind = \"tcp-sack\"\npartial_ack_restarts_timer = true\n",
+        1,
+    );
+    assert_refused(&sack, &["flow.partial_ack_restarts_timer", "tcp-newreno"]);
+    let pgm = base.replacen(
+        "cc = \"pgmcc-paper\"\n",
+        "cc = \"pgmcc-paper\"\nrwnd = 20\n",
+        1,
+    );
+    assert_ne!(pgm, base);
+    assert_refused(&pgm, &["flow.rwnd", "only for TCP flows"]);
+}

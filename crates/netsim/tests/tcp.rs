@@ -512,3 +512,55 @@ fn the_sink_reports_three_sack_blocks_most_recent_first() {
     assert_eq!(acks, &expect);
     assert_eq!(sim.agent(rx).goodput_bytes(), 500);
 }
+
+#[test]
+fn newreno_can_restart_its_timer_on_every_partial_ack() {
+    // NewReno fills one hole per round trip (100 ms here): fifteen holes outlast a 1 s
+    // timeout restarted by the first partial ACK only (RFC 6582's Impatient variant), not
+    // one restarted by every partial ACK (Slow-but-Steady, ns-2's default).
+    let holes: Vec<u64> = (0..15).map(|i| 100 + 2 * i).collect();
+    let run = |every| {
+        let cfg = TcpConfig {
+            bytes: Some(400 * 1460),
+            partial_ack_restarts_timer: every,
+            ..TcpConfig::default()
+        };
+        scripted_losses_with(TcpVariant::NewReno, &holes, cfg)
+    };
+    let (impatient, impatient_to, delivered, _) = run(false);
+    assert_eq!(delivered, 400 * 1460);
+    let (steady, steady_to, delivered, _) = run(true);
+    assert_eq!(delivered, 400 * 1460);
+    eprintln!(
+        "impatient: {impatient_to} timeouts, {} retransmits; steady: {steady_to}, {}",
+        counter(&impatient, "retransmits"),
+        counter(&steady, "retransmits")
+    );
+    assert_eq!(impatient_to, 1);
+    assert_eq!(steady_to, 0);
+    assert_eq!(counter(&steady, "retransmits"), 15.0);
+}
+
+#[test]
+fn a_fast_retransmit_can_restart_the_timer() {
+    // Segment 60 and its fast retransmission are lost: the timeout that resends it fires one
+    // RTO after the last ACK of new data (RFC 6298), or one RTO after the fast retransmit
+    // (ns-2), which came three duplicate ACKs later.
+    for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
+        let run = |restart| {
+            let cfg = TcpConfig {
+                bytes: Some(200 * 1460),
+                fast_retransmit_restarts_timer: restart,
+                ..TcpConfig::default()
+            };
+            scripted_losses_with(v, &[60, 60], cfg)
+        };
+        let (_, rfc_to, delivered, rfc_done) = run(false);
+        assert_eq!((rfc_to, delivered), (1, 200 * 1460), "{v:?}");
+        let (_, ns2_to, delivered, ns2_done) = run(true);
+        assert_eq!((ns2_to, delivered), (1, 200 * 1460), "{v:?}");
+        let later = ns2_done.unwrap() - rfc_done.unwrap();
+        eprintln!("{}: done {later:.3} s later", v.kind());
+        assert!((0.0..0.2).contains(&later) && later > 0.0, "{v:?}: {later}");
+    }
+}

@@ -661,6 +661,32 @@ fn build_tcp(
     if let Some(lt) = fl.limited_transmit {
         cfg.limited_transmit = lt;
     }
+    if let Some(w) = &fl.rwnd {
+        // The receiver's advertised window, in segments (ns-2's `window_`).
+        if !(1..=1_000_000).contains(w.get_ref()) {
+            return cx.err(w.span(), "flow.rwnd", "use 1 to 1000000 segments");
+        }
+        cfg.max_window = u64::from(*w.get_ref()) * u64::from(cfg.mss);
+    }
+    if let Some(w) = &fl.initial_window {
+        if !(1..=1000).contains(w.get_ref()) {
+            return cx.err(w.span(), "flow.initial_window", "use 1 to 1000 segments");
+        }
+        cfg.initial_cwnd = *w.get_ref();
+    }
+    if let Some(p) = fl.partial_ack_restarts_timer {
+        if variant != TcpVariant::NewReno {
+            return cx.err(
+                fl.kind.span(),
+                "flow.partial_ack_restarts_timer",
+                "only for tcp-newreno",
+            );
+        }
+        cfg.partial_ack_restarts_timer = p;
+    }
+    if let Some(f) = fl.fast_retransmit_restarts_timer {
+        cfg.fast_retransmit_restarts_timer = f;
+    }
     let dst = sim.addr(to);
     let sender = sim.add_agent(
         from,

@@ -382,6 +382,16 @@ pub(super) fn refuse_tcp_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("delayed_ack", fl.delayed_ack.is_some()),
         ("min_rto", fl.min_rto.is_some()),
         ("limited_transmit", fl.limited_transmit.is_some()),
+        ("rwnd", fl.rwnd.is_some()),
+        ("initial_window", fl.initial_window.is_some()),
+        (
+            "partial_ack_restarts_timer",
+            fl.partial_ack_restarts_timer.is_some(),
+        ),
+        (
+            "fast_retransmit_restarts_timer",
+            fl.fast_retransmit_restarts_timer.is_some(),
+        ),
     ] {
         if present {
             return cx.err(fl.kind.span(), &format!("flow.{k}"), "only for TCP flows");

@@ -66,6 +66,14 @@ pub struct TcpConfig {
     /// can still collect the duplicate ACKs fast retransmit needs instead of timing out.
     /// Linux does it, and so does ns-2 since 2001 (`singledup_ 1`). Default false.
     pub limited_transmit: bool,
+    /// NewReno restarts its retransmission timer on every partial ACK (RFC 6582's
+    /// "Slow-but-Steady"; ns-2's `newreno_changes1_ 0`) instead of the first only
+    /// ("Impatient"). Default false.
+    pub partial_ack_restarts_timer: bool,
+    /// A fast retransmit restarts the retransmission timer, as ns-2's agents do
+    /// (`reset_rtx_timer` in `dupack_action`); RFC 6298 restarts it only on an ACK of new
+    /// data. Default false.
+    pub fast_retransmit_restarts_timer: bool,
 }
 
 impl Default for TcpConfig {
@@ -83,6 +91,8 @@ impl Default for TcpConfig {
             clock_granularity: Duration::from_millis(1),
             bytes: None,
             limited_transmit: false,
+            partial_ack_restarts_timer: false,
+            fast_retransmit_restarts_timer: false,
         }
     }
 }
@@ -400,6 +410,9 @@ impl TcpSender {
         }
         self.in_recovery = true;
         self.first_partial = true;
+        if self.config.fast_retransmit_restarts_timer {
+            self.rto_deadline = Some(now + self.rto());
+        }
         let mss = f64::from(self.mss());
         match self.variant {
             TcpVariant::Reno | TcpVariant::NewReno => {
@@ -453,7 +466,8 @@ impl TcpSender {
                             self.cwnd += mss;
                         }
                         self.cwnd = self.cwnd.max(mss);
-                        restart_timer = self.first_partial;
+                        restart_timer =
+                            self.first_partial || self.config.partial_ack_restarts_timer;
                         self.first_partial = false;
                     }
                     TcpVariant::Sack if full => {
