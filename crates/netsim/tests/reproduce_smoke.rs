@@ -178,24 +178,26 @@ fn every_reproduction_row_has_a_smoke_test() {
 // notes that at 300 s the unfairness "was not clear", so this one stays longer.
 // Since the receivers' NAK timers scale to the group RTT and the source holds off repeat
 // repairs (issue 20), the repair storm that took ~0.7 s of queue is gone. With host jitter
-// (the reproduction's scenarios since issue 19) f against Reno is 75% here, over seeds 1-3
-// (published 74%), NewReno 82% and SACK 83% (published 92% each). The adaptive timeout makes
-// pgmcc *slower* than TCP (f = 136%; published 96%): it stalls about every 11 s. Asserted as measured; the
-// adaptive timeout's stalls are open (issue 19).
+// (the reproduction's scenarios since issue 19) and ns-2's TCP of the benchmark's era
+// (receiver window 20, initial window 2, limited transmit, timer restarts) f against Reno is
+// 71% here (published 74%), NewReno 78% and SACK 89% (published 92% each). The adaptive
+// timeout makes pgmcc *slower* than TCP (f = 126%; published 96%): its timer restarts only
+// once a repair has crossed the full queue (docs/reproduction.md). Asserted as measured.
 #[test]
 fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
     let reno = smoke("fairness-set1-reno.toml", 1000, 100.0, &[]).f;
     let adaptive = smoke("fairness-set1-reno-adaptive.toml", 1000, 100.0, &[]).f;
     let newreno = smoke("fairness-set1-newreno.toml", 1000, 100.0, &[]).f;
     let sack = smoke("fairness-set1-sack.toml", 1000, 100.0, &[]).f;
+    eprintln!("Set 1: Reno {reno:.2} NewReno {newreno:.2} SACK {sack:.2} adaptive {adaptive:.2}");
     assert!((0.63..0.83).contains(&reno), "{reno}");
-    assert!((0.76..0.96).contains(&newreno), "{newreno}");
-    assert!((0.70..0.90).contains(&sack), "{sack}");
+    assert!((0.68..0.88).contains(&newreno), "{newreno}");
+    assert!((0.79..0.99).contains(&sack), "{sack}");
     assert!(adaptive > 1.2, "{adaptive}");
 }
 
 // Set 2, high loss: pgmcc is close to fair to TCP1 (f1 = 78%) and unfair to TCP2 on the 8%
-// loss path (f2 = 54%; we measure 41%, same direction). TCP2 gets about half of TCP1 (RTO
+// loss path (f2 = 54%; we measure 53%). TCP2 gets about half of TCP1 (RTO
 // timeouts at 8% loss), so no pgmcc rate is fair to both: the recommended `pgmcc` (TCP's
 // slow-start threshold) sits nearer TCP2, the slowest receiver's TCP, than `pgmcc-paper`
 // does (docs/pgmcc.md, "Slow start").
@@ -213,17 +215,22 @@ fn set2_high_loss_pgmcc_is_unfair_to_the_high_loss_tcp() {
 }
 
 // Set 2, low loss: the benchmark has f1 = 82%, f2 = 85%. We knowingly disagree with the
-// paper's token rule: the acker flaps between the two equal receivers and pgmcc gets about
-// 70-85% of what either TCP gets (f1 = 140%, f2 = 117% over seeds 1-3); under our
-// recommended `pgmcc` (pipe accounting across switches) f1 is 121%.
+// paper's token rule: the acker flaps between the two equal receivers and pgmcc gets less
+// than either TCP (f1 = 110%, f2 = 123% here, with ns-2's TCP of the era; 140% and 117%
+// with ours); under our recommended `pgmcc` (pipe accounting across switches) f1 is 96%.
 // Asserted: what we measure.
 #[test]
 fn set2_low_loss_acker_flapping_costs_pgmcc_paper_not_pgmcc() {
     let f1 = smoke("fairness-set2-low-f1.toml", 1000, 100.0, &[]);
     let f2 = smoke("fairness-set2-low-f2.toml", 1000, 100.0, &[]).f;
     let realign = smoke("fairness-set2-low-f1.toml", 1000, 100.0, &[RECOMMENDED]).f;
+    eprintln!(
+        "Set 2 low: f1 {:.2} f2 {f2:.2} switches {} recommended f1 {realign:.2}",
+        f1.f,
+        f1.acker_switches()
+    );
     assert!(
-        f1.f > 1.3,
+        f1.f > 1.0,
         "disagreement with the paper's 82% changed: {}",
         f1.f
     );
@@ -246,6 +253,12 @@ fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
     let supp = smoke("fairness-set3-suppression.toml", 1000, 100.0, &[]);
     let aware = smoke("fairness-set3-loss-aware.toml", 1000, 100.0, &[]).f;
     let prob = smoke("fairness-set3-probabilistic.toml", 1000, 100.0, &[]).f;
+    eprintln!(
+        "Set 3: none {:.2} (MR3 {:.2}) elimination {:.2} aware {aware:.2} probabilistic {prob:.2}",
+        none.f,
+        none.acker_share("MR3"),
+        supp.f
+    );
     // Disagreement: pgmcc is only a little ahead under elimination (published 23%), about as
     // without an NE, and the fixes change that by a few points.
     assert!((0.7..1.0).contains(&supp.f), "{}", supp.f);
@@ -265,7 +278,7 @@ fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
 // Set 3b (5-packet bottleneck queue): MR3 is clearly the slowest receiver. We measure MR3
 // as the acker almost throughout with every policy: one NAK of MR3 that escapes elimination
 // elects it, and its ACKs (never eliminated) keep it there, so elimination changes nothing
-// and neither do the fixes. pgmcc still gets about twice TCP's rate (f = 47-54%), through
+// and neither do the fixes. pgmcc still gets 1.7-2 times TCP's rate (f = 51-59%), through
 // Reno's timeouts behind the small queue. Asserted: what we measure (the benchmark expected the acker to
 // stay on MR1/MR2 under elimination, and fairness with the fixes).
 #[test]
@@ -275,8 +288,11 @@ fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
     let aware = smoke("fairness-set3b-loss-aware.toml", 300, 50.0, &[]);
     let prob = smoke("fairness-set3b-probabilistic.toml", 300, 50.0, &[]);
     for r in [&none, &supp, &aware, &prob] {
+        eprintln!("Set 3b: f {:.2} MR3 {:.2}", r.f, r.acker_share("MR3"));
+    }
+    for r in [&none, &supp, &aware, &prob] {
         assert!(r.acker_share("MR3") > 0.9, "{}", r.acker_share("MR3"));
-        assert!(r.f < 0.6, "{}", r.f);
+        assert!(r.f < 0.65, "{}", r.f);
     }
     for r in [&aware, &prob] {
         assert!((r.f - supp.f).abs() < 0.08, "{} vs {}", r.f, supp.f);
@@ -285,18 +301,24 @@ fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
 
 // Set 4: with 200 ms to MR3 the acker switches between far and near receivers and pgmcc's
 // throughput becomes "too low", TCP's "much higher" (164% in the Fig. 10 caption). With
-// host jitter we measure both `pgmcc-paper` (f = 0.95 over seeds 1-3) and our recommended
-// `pgmcc` (0.84) close to fair: the switching penalty is not reproduced. Asserted as measured
-// (one seed alone ranged 0.93-1.28 across small changes elsewhere).
+// host jitter and ns-2's TCP of the era (receiver window 20) we measure `pgmcc-paper` ahead
+// of TCP (f = 0.75) and our recommended `pgmcc` more so (0.68): the switching penalty is not
+// reproduced. Asserted as measured (one seed alone ranged 0.93-1.28 across small changes
+// elsewhere, before the TCP model).
 #[test]
 fn set4_acker_switching_costs_pgmcc_paper_not_pgmcc() {
     let sw = smoke("fairness-set4-switching.toml", 1000, 100.0, &[]);
     let realign = smoke("fairness-set4-switching.toml", 1000, 100.0, &[RECOMMENDED]).f;
+    eprintln!(
+        "Set 4: pgmcc-paper {:.2} ackers {} pgmcc {realign:.2}",
+        sw.f,
+        sw.ackers()
+    );
     // Without host jitter this run was one phase-locked trajectory where the stalling
     // `pgmcc-paper` got *more* than TCP (f = 0.52); asserted as measured so any change shows.
-    assert!((0.8..1.2).contains(&sw.f), "{}", sw.f);
+    assert!((0.65..0.9).contains(&sw.f), "{}", sw.f);
     assert!(sw.ackers() >= 2);
-    assert!((0.75..1.1).contains(&realign), "{realign}");
+    assert!((0.58..0.8).contains(&realign), "{realign}");
 }
 
 // pgmcc paper Fig. 5 (full 300 s: the row measures 120-240 s). While TCP shares L2 the two

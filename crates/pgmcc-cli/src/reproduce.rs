@@ -212,9 +212,14 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     if let Some(parent) = args.doc.parent() {
         std::fs::create_dir_all(parent)?;
     }
-    // The fairness grid's sections belong to `make grid`: keep them.
+    // The fairness grid's sections belong to `make grid` (and its more-seeds section to
+    // whoever measured it): keep them.
     let old = std::fs::read_to_string(&args.doc).unwrap_or_default();
-    for m in [crate::grid::GRID, crate::grid::SWEEP] {
+    for m in [
+        crate::grid::GRID,
+        crate::grid::MORE_SEEDS,
+        crate::grid::SWEEP,
+    ] {
         if let Some(section) = crate::grid::section_of(&old, m) {
             doc = crate::grid::splice(&doc, section, m);
         }
