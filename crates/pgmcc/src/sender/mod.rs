@@ -997,9 +997,12 @@ impl Sender {
             }
             Body::Polr(r) if repr.tsi() == self.config.tsi && repr.sport == self.config.dport => {
                 let nla = self.config.source_nla;
-                if let Some(p) = self.poll.as_mut() {
-                    p.on_polr(now, from, r.sqn, r.round, nla);
-                    self.stats.polrs_received = p.polrs_received;
+                if self
+                    .poll
+                    .as_mut()
+                    .is_some_and(|p| p.on_polr(now, from, r.sqn, r.round, nla))
+                {
+                    self.stats.polrs_received += 1;
                 }
             }
             _ => self.stats.ignored += 1,

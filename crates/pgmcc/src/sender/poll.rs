@@ -65,9 +65,6 @@ pub(super) struct GroupPoll {
     next_bits: u32,
     /// Rounds of this poll asked again at the same probability.
     repeats: u32,
-    /// Rounds sent, and replies counted.
-    pub(super) polls_sent: u64,
-    pub(super) polrs_received: u64,
 }
 
 impl GroupPoll {
@@ -96,8 +93,6 @@ impl GroupPoll {
             estimate: None,
             next_bits: FIRST_BITS,
             repeats: 0,
-            polls_sent: 0,
-            polrs_received: 0,
         }
     }
 
@@ -202,7 +197,8 @@ impl GroupPoll {
         self.phase = Phase::Idle(now + self.ivl);
     }
 
-    /// A POLR from `from` (its POLR_SQN and POLR_ROUND).
+    /// A POLR from `from` (its POLR_SQN and POLR_ROUND); true when it counted (a first reply
+    /// to the round being collected).
     pub(super) fn on_polr(
         &mut self,
         now: Instant,
@@ -210,14 +206,13 @@ impl GroupPoll {
         sqn: u32,
         round: u16,
         nla: IpAddr,
-    ) {
+    ) -> bool {
         let Phase::Collecting(_) = self.phase else {
-            return;
+            return false;
         };
         if sqn != self.sqn || round != self.round || self.replies.contains(&from) {
-            return;
+            return false;
         }
-        self.polrs_received += 1;
         self.replies.push(from);
         if self.replies.len() >= ABORT_REPLIES {
             // Far more than the round was set for: a lower bound is estimate enough, and a
@@ -228,15 +223,12 @@ impl GroupPoll {
             self.pending = Some(self.poll(nla, u32::MAX));
             self.finish(now, est, true);
         }
+        true
     }
 
     /// The POLL to send now, if any.
     pub(super) fn take_pending(&mut self) -> Option<PollRepr> {
-        let p = self.pending.take();
-        if p.is_some() {
-            self.polls_sent += 1;
-        }
-        p
+        self.pending.take()
     }
 }
 
@@ -350,13 +342,12 @@ mod tests {
         let poll = p.take_pending().expect("a poll");
         assert_eq!(poll.mask, 0b11);
         for i in 0..ABORT_REPLIES as u32 {
-            p.on_polr(now, addr(i + 1), poll.sqn, poll.round, addr(0));
+            assert!(p.on_polr(now, addr(i + 1), poll.sqn, poll.round, addr(0)));
         }
         let cancel = p.take_pending().expect("a cancelling poll");
         assert_eq!((cancel.sqn, cancel.mask), (poll.sqn + 1, u32::MAX));
         assert_eq!(p.estimate(now), Some((ABORT_REPLIES as u64) << 2));
         // Late replies to the aborted poll are not counted.
-        p.on_polr(now, addr(999), poll.sqn, poll.round, addr(0));
-        assert_eq!(p.polrs_received, ABORT_REPLIES as u64);
+        assert!(!p.on_polr(now, addr(999), poll.sqn, poll.round, addr(0)));
     }
 }
