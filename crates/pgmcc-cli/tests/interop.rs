@@ -503,11 +503,14 @@ fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
                 .stderr(Stdio::piped())
                 .spawn()
                 .unwrap();
+            let rx_stats = dir.path().join("recv.json");
             let rx = lab
                 .cmd("r2")
                 .arg(pgmcc())
                 .args(["recv", "--group", &group, "-q", "--idle-timeout", "20s"])
                 .args(*ours)
+                .arg("--stats")
+                .arg(&rx_stats)
                 .arg("--out")
                 .arg(&ours_out)
                 .stdout(Stdio::null())
@@ -525,6 +528,10 @@ fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
                 .args(*ours);
             if lossy {
                 tx.args(["--drop-every", "40"]);
+            } else {
+                // Long enough (about 5 s) for a group poll's nine rounds to end while both
+                // receivers still listen.
+                tx.args(["--rate-max", "8Mbit"]);
             }
             let tx = tx.arg(&input).stderr(Stdio::piped()).spawn().unwrap();
             finish_ok(tx, Duration::from_secs(60), "the sender");
@@ -549,9 +556,28 @@ fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
                 s["status"]["acker"], s["status"]["cc"]
             );
             assert!(secs < 10.0, "the session did not crawl");
+            let r = &stats(&rx_stats)["status"]["stats"];
+            let polrs = st["polrs_received"].as_u64().unwrap();
+            let ours_sent = r["polrs_sent"].as_u64().unwrap();
+            eprintln!(
+                "polls: {} sent, {polrs} POLRs received; our receiver got {} and answered {ours_sent}",
+                st["polls_sent"], r["polls_received"]
+            );
+            if !lossy {
+                // The last round asks everyone: our receiver answers it. libpgm's receiver
+                // parses a general POLL but never sends the POLR (OpenPGM 5.3's receiver.c,
+                // on_general_poll: "TODO: schedule poll-response"), so every POLR counted is
+                // ours and polls count OpenPGM receivers as nobody (docs/core.md).
+                assert!(ours_sent >= 1, "our receiver answered no poll: {r}");
+                assert_eq!(polrs, ours_sent, "a POLR not from our receiver");
+            }
             record(&Cell {
                 id: format!("3-mixed-{e}-1-{}", u8::from(lossy)),
-                source: "`pgmcc send` (pgmcc, `--fec 0`)".into(),
+                source: if lossy {
+                    "`pgmcc send` (pgmcc, `--fec 0`)".into()
+                } else {
+                    "`pgmcc send` (pgmcc, `--fec 0`, `--rate-max 8Mbit`)".into()
+                },
                 receivers: "`pgmcc recv` + libpgm `pgm-recv`".into(),
                 encap,
                 cc: "PGMCC",
@@ -563,8 +589,9 @@ fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
                 bytes: LEN,
                 verified: "byte-identical (sha256) at every receiver",
                 detail: format!(
-                    "our receiver the acker; sent in {secs:.1} s; {} NAKs, {} RDATA",
-                    st["naks_received"], st["rdata_packets"]
+                    "our receiver the acker; sent in {secs:.1} s; {} NAKs, {} RDATA; {} POLLs, \
+                     {polrs} POLRs received ({ours_sent} sent by our receiver)",
+                    st["naks_received"], st["rdata_packets"], st["polls_sent"]
                 ),
                 seconds: started.elapsed().as_secs_f64(),
                 test: TEST,

@@ -247,8 +247,8 @@ pub struct SenderConfig {
     /// the receivers heard within `grtt_expiry`. Polls start once a group RTT is measured,
     /// only with `advertise_grtt`; a poll takes a few rounds of about four group RTTs
     /// each, and its replies come at most a handful per round (`docs/core.md`, "Group
-    /// size"). OpenPGM's receivers answer general polls too. `None`: no polls. Default
-    /// 30 s.
+    /// size"). OpenPGM's receivers do not answer (libpgm 5.3 never sends the POLR).
+    /// `None`: no polls. Default 30 s.
     pub group_poll_ivl: Option<Duration>,
     /// Repair budget (ours; `docs/core.md`): NCFs and RDATA together may send at most this
     /// fraction of the controller's current rate (a rate-based controller's rate; a
