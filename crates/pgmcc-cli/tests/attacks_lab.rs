@@ -2087,9 +2087,9 @@ impl LiarBitmap {
 /// own address, as `pgmcc recv` sends them. Unlike `pgmcc recv` it answers an election
 /// request (acker 0.0.0.0) at once instead of after a random wait, every report claims loss
 /// rate `claim` (65535: all but certain loss) whatever it received, and its echo (the
-/// packet's timestamp plus the time it held it) is moved back by `claim_rtt_ms`: it claims to be that much farther
-/// from the source than it is (why: the test). Reports what it saw: the data, the packets
-/// that named it and when.
+/// packet's timestamp plus the time it held it) is moved back by `claim_rtt_ms`: it claims
+/// to be that much farther from the source than it is (why: the test). Reports what it saw:
+/// the data, the packets that named it and when.
 fn attack_liar(a: &mut Attacker) {
     use pgm_wire::{AckProof, PgmccFeedback, OPT_PARITY};
     let claim = a.spec["claim"].as_u64().unwrap() as u16;
