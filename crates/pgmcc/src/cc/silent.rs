@@ -204,7 +204,8 @@ impl SilentReceivers {
     /// The window bound the silent receivers set, in packets: for each, TCP's window at its
     /// loss event rate `p`, `sqrt(1.5 / p)`, scaled by the acker's round trip over its own
     /// (the least ratio of packets in flight to it over the source's window among its last
-    /// NAKs); the smallest, at least 1 (in packets, fractions kept). `None` when none has had a loss event.
+    /// NAKs); the smallest, at least 1 (in packets, fractions kept). `None` when none has
+    /// had a loss event.
     pub fn window_cap(&self, now: Instant, lead: u32) -> Option<f64> {
         self.live(now)
             .filter_map(|e| {
