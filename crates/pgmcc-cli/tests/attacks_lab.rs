@@ -1127,10 +1127,9 @@ fn hijack_run(lab: &Lab, input: &Path, cc: &str, max_duration: &str, idle: &str)
 /// receiver (r1) sits behind a 4 Mbit/s link of its own; the liar (r2, [`attack_liar`]) has
 /// the lab's whole 40 Mbit/s path (the source is capped at 20 Mbit/s: [`HIJACK_RATE_CAP`]),
 /// answers the first election request at once, ACKs what it is named for with valid proofs
-/// of receipt, and claims all but certain loss in every report (50% until a CI run in which the
-/// honest receiver's real loss, 52%, won the trusted role back after 603 packets). Two
-/// transfers of the same 2 MB, one after
-/// the other: the recommended controller (`--cc pgmcc`), which checks the acker's reports
+/// of receipt, and claims all but certain loss in every report (50% until a CI run in which
+/// the honest receiver's real loss, 52%, won the trusted role back after 603 packets). Two
+/// transfers of the same 2 MB, one after the other: the recommended controller (`--cc pgmcc`), which checks the acker's reports
 /// against its ACKs, then the paper's (`--cc pgmcc-paper`), which trusts them: the control
 /// that shows the attack works here.
 ///

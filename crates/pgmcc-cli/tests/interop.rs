@@ -470,6 +470,10 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
     });
 }
 
+/// The lossless mixed-group cells' rate cap: the 5 MB then take about 5 s, long enough for a
+/// group poll's nine rounds to end while both receivers still listen.
+const MIXED_RATE_MAX: &str = "8Mbit";
+
 /// Issue 24's matrix, mixed groups: pgmcc on, our receiver and a libpgm one. Ours is the
 /// only one that can ACK, so it becomes the acker and the libpgm receiver follows the
 /// session (pgmcc paper §3.1). UDP and raw IP, without and with loss (every 40th ODATA
@@ -529,9 +533,7 @@ fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
             if lossy {
                 tx.args(["--drop-every", "40"]);
             } else {
-                // Long enough (about 5 s) for a group poll's nine rounds to end while both
-                // receivers still listen.
-                tx.args(["--rate-max", "8Mbit"]);
+                tx.args(["--rate-max", MIXED_RATE_MAX]);
             }
             let tx = tx.arg(&input).stderr(Stdio::piped()).spawn().unwrap();
             finish_ok(tx, Duration::from_secs(60), "the sender");
@@ -576,7 +578,7 @@ fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
                 source: if lossy {
                     "`pgmcc send` (pgmcc, `--fec 0`)".into()
                 } else {
-                    "`pgmcc send` (pgmcc, `--fec 0`, `--rate-max 8Mbit`)".into()
+                    format!("`pgmcc send` (pgmcc, `--fec 0`, `--rate-max {MIXED_RATE_MAX}`)")
                 },
                 receivers: "`pgmcc recv` + libpgm `pgm-recv`".into(),
                 encap,

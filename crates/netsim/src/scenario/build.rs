@@ -557,10 +557,11 @@ fn build_pgm(
     // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
     let loss_events = cfg.cc.receiver_loss_events();
     let txw_sqns = cfg.txw_sqns;
-    let nak_backoff = match &fl.nak_backoff {
-        Some(b) => Some(cx.dur(b, "flow.nak_backoff")?),
-        None => None,
-    };
+    let nak_backoff = fl
+        .nak_backoff
+        .as_ref()
+        .map(|b| cx.dur(b, "flow.nak_backoff"))
+        .transpose()?;
     let sender = sim.add_agent(
         from,
         Box::new(PgmSenderAgent::new(id, group, cfg, fl.bytes)),
@@ -661,18 +662,11 @@ fn build_tcp(
     if let Some(lt) = fl.limited_transmit {
         cfg.limited_transmit = lt;
     }
-    if let Some(w) = &fl.rwnd {
-        // The receiver's advertised window, in segments (ns-2's `window_`).
-        if !(1..=1_000_000).contains(w.get_ref()) {
-            return cx.err(w.span(), "flow.rwnd", "use 1 to 1000000 segments");
-        }
-        cfg.max_window = u64::from(*w.get_ref()) * u64::from(cfg.mss);
+    if let Some(w) = validate::rwnd(fl, cx)? {
+        cfg.max_window = u64::from(w) * u64::from(cfg.mss);
     }
-    if let Some(w) = &fl.initial_window {
-        if !(1..=1000).contains(w.get_ref()) {
-            return cx.err(w.span(), "flow.initial_window", "use 1 to 1000 segments");
-        }
-        cfg.initial_cwnd = *w.get_ref();
+    if let Some(w) = validate::initial_window(fl, cx)? {
+        cfg.initial_cwnd = w;
     }
     if let Some(p) = fl.partial_ack_restarts_timer {
         if variant != TcpVariant::NewReno {

@@ -347,16 +347,57 @@ pub(super) fn proactive_parity(
 
 /// `flow.txw_sqns`: the source's transmit window in packets (TXW_SQNS).
 pub(super) fn txw_sqns(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<u32>, ScenarioError> {
-    let Some(n) = &fl.txw_sqns else {
+    count_in(
+        &fl.txw_sqns,
+        "flow.txw_sqns",
+        1..=TXW_SQNS_MAX,
+        "packets kept for repair",
+        cx,
+    )
+}
+
+/// `flow.rwnd`, TCP's receiver window in segments (ns-2's `window_`), if set.
+pub(super) fn rwnd(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<u32>, ScenarioError> {
+    count_in(
+        &fl.rwnd,
+        "flow.rwnd",
+        1..=1_000_000,
+        "segments of the receiver's window",
+        cx,
+    )
+}
+
+/// `flow.initial_window`, TCP's initial congestion window in segments, if set.
+pub(super) fn initial_window(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<Option<u32>, ScenarioError> {
+    count_in(
+        &fl.initial_window,
+        "flow.initial_window",
+        1..=1000,
+        "segments of the initial window",
+        cx,
+    )
+}
+
+/// An optional whole-number key within `range`; the error names the key, what it counts
+/// and the range.
+fn count_in(
+    v: &Option<Spanned<u32>>,
+    key: &str,
+    range: std::ops::RangeInclusive<u32>,
+    what: &str,
+    cx: &Ctx<'_>,
+) -> Result<Option<u32>, ScenarioError> {
+    let Some(n) = v else {
         return Ok(None);
     };
-    match *n.get_ref() {
-        n @ 1..=TXW_SQNS_MAX => Ok(Some(n)),
-        _ => cx.err(
+    if range.contains(n.get_ref()) {
+        Ok(Some(*n.get_ref()))
+    } else {
+        cx.err(
             n.span(),
-            "flow.txw_sqns",
-            format!("packets kept for repair: 1 to {TXW_SQNS_MAX}"),
-        ),
+            key,
+            format!("{what}: {} to {}", range.start(), range.end()),
+        )
     }
 }
 
