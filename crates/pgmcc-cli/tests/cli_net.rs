@@ -1096,3 +1096,56 @@ fn a_signed_tree_is_written_from_its_signed_manifest() {
         vec![b'b'; 300_000]
     );
 }
+
+/// A rate-capped transfer on a sub-millisecond path with loss used to crawl: the window
+/// limit (what the transmit window keeps per round trip) read the LAN's round trip as 0 ms
+/// and held the window to one packet, so each loss, with no later packet to reveal it,
+/// cost a 3 s stall (5 MB at `--rate-max 8Mbit` with every 40th packet lost: 14 s, 3 stalls,
+/// against 5.2 s without loss). The limit now counts at least 1 ms and four packets.
+#[test]
+fn a_rate_capped_transfer_with_loss_on_a_lan_does_not_stall() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data.bin");
+    std::fs::write(
+        &data,
+        (0..5_000_000u32)
+            .map(|i| (i % 239) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let lo = Loopback {
+        group: "239.255.77.66:7500",
+        ports: "41601,41602",
+    };
+    let out = dir.path().join("out.bin");
+    let rx = lo.recv(
+        "127.0.0.41",
+        &[std::ffi::OsStr::new("--out"), out.as_os_str()],
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = dir.path().join("send.json");
+    let stats_arg = stats.to_string_lossy().into_owned();
+    lo.send_ok(
+        &data,
+        &[
+            "--rate-max",
+            "8Mbit",
+            "--fec",
+            "0",
+            "--drop-every",
+            "40",
+            "--stats",
+            &stats_arg,
+        ],
+    );
+    received_ok(rx);
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&data).unwrap());
+    let s: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&stats).unwrap()).unwrap();
+    let cc = &s["status"]["cc"];
+    assert!(cc["loss_events"].as_u64().unwrap() > 10, "{cc}");
+    assert_eq!(cc["stalls"].as_u64(), Some(0), "{cc}");
+    // 5 MB at 8 Mbit/s is 5 s; one stall alone would add 3.
+    let secs = s["sending_seconds"].as_f64().unwrap();
+    assert!(secs < 7.5, "{secs} s");
+}
