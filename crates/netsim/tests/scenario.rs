@@ -313,6 +313,21 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
         summary(&recommended),
         summary(&with("cc = \"pgmcc\"\nrepair_budget = inf"))
     );
+    // The stall timeout: `true` names the benchmark's rule, `false` the fixed 3 s, and
+    // "draft" (every ACK of new data restarts the timer) is a third, refused misspelt.
+    assert_eq!(
+        summary(&with("adaptive_timeout = true")),
+        summary(&with("adaptive_timeout = \"benchmark\""))
+    );
+    assert_eq!(
+        summary(&recommended),
+        summary(&with("cc = \"pgmcc\"\nadaptive_timeout = false"))
+    );
+    summary(&with("adaptive_timeout = \"draft\""));
+    assert_refused(
+        &with("adaptive_timeout = \"rfc\""),
+        &["flow.adaptive_timeout", "\"draft\""],
+    );
     let e = error_of(&with("realign_tokens = true"));
     assert!(
         e.contains("flow.realign_tokens") && e.contains("retired"),

@@ -659,3 +659,32 @@ fn repairs_in_the_window_take_one_round_trip_of_room_from_the_data_after_them() 
     // The paper's (§3.8): repairs go on top of a full window.
     assert_eq!(data_after_repairs(false), [40, 40, 40]);
 }
+
+/// The draft's stall timeout (§2.7: TCP's RTO, restarted by every ACK of the acker) against
+/// the benchmark's (restarted only by an ACK whose bitmap has no hole): with every 20th
+/// packet lost for good every bitmap has a hole, so the benchmark's timer runs from the
+/// last clean ACK and fires while ACKs still flow; the draft's does not, and still fires
+/// about 1 s after the ACKs stop.
+#[test]
+fn the_drafts_timeout_restarts_on_every_ack_the_benchmarks_only_on_clean_ones() {
+    let stalls = |cfg: PgmccConfig| {
+        let mut l = Loop::new(cfg, 40);
+        l.run(500, &mut |_| false);
+        l.run(4000, &mut |s: u32| s > 400 && s % 20 == 0);
+        (l.cc.metrics().stats.stalls, l)
+    };
+    let (bench, _) = stalls(PgmccConfig::default().with_adaptive_timeout());
+    let (draft, mut l) = stalls(PgmccConfig::default().with_draft_timeout());
+    assert!(bench > 0, "the benchmark's timer never fired");
+    assert_eq!(draft, 0, "the draft's timer fired while ACKs flowed");
+    let silent_from = l.now;
+    let mut stalled_at = None;
+    for _ in 0..1500 {
+        l.tick(&mut |_| true);
+        if stalled_at.is_none() && l.cc.metrics().stats.stalls == 1 {
+            stalled_at = Some(l.now - silent_from);
+        }
+    }
+    let t = stalled_at.expect("no stall after the ACKs stopped");
+    assert!((950..1050).contains(&t), "stalled after {t} ms");
+}

@@ -105,7 +105,7 @@ pub(super) struct FlowSpec {
     pub(super) c: Option<Spanned<f64>>,
     pub(super) model: Option<Spanned<String>>,
     pub(super) rtt_unit: Option<Spanned<String>>,
-    pub(super) adaptive_timeout: Option<bool>,
+    pub(super) adaptive_timeout: Option<Spanned<BoolOrName>>,
     pub(super) rate_limit: Option<Spanned<String>>,
     pub(super) delayed_ack: Option<bool>,
     pub(super) min_rto: Option<Spanned<String>>,
@@ -143,4 +143,14 @@ pub(super) struct FlowSpec {
     /// Low-weight knobs (`cc = "lowweight"`, docs/lowweight.md).
     pub(super) rate_floor: Option<Spanned<String>>,
     pub(super) rate_ceiling: Option<Spanned<String>>,
+}
+
+/// A key that takes `true` / `false` or a variant's name (`adaptive_timeout`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub(super) enum BoolOrName {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A name, checked where the key is read.
+    Name(String),
 }

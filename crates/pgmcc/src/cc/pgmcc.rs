@@ -43,11 +43,11 @@ pub enum RttUnit {
 /// When the sender gives up waiting for ACKs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum TimeoutPolicy {
-    /// A fixed stall timeout (the paper; OpenPGM uses 3 s).
+    /// A fixed stall timeout (OpenPGM's 3 s; the paper gives no value).
     Fixed(Duration),
-    /// The fairness benchmark's fix (Set 1): an RFC 6298 estimator on ACK RTTs, reset only
-    /// when the ACK bitmap shows no hole; after an acker switch `fixed` applies until the new
-    /// acker's first RTT sample.
+    /// An RFC 6298 estimator on the acker's ACK RTTs (`SRTT + 4 RTTVAR`, backed off on
+    /// stalls in a row); after an acker switch `fixed` applies until the new acker's first
+    /// RTT sample (the draft, §2.7: "restarted from the beginning" on ACKER changes).
     Adaptive {
         /// Lower bound of the RTO (RFC 6298: 1 s).
         min: Duration,
@@ -55,7 +55,19 @@ pub enum TimeoutPolicy {
         max: Duration,
         /// Timeout used before any sample of the current acker exists.
         fixed: Duration,
+        /// Which ACKs restart the timer.
+        restart: RtoRestart,
     },
+}
+
+/// Which ACKs restart an adaptive stall timer ([`TimeoutPolicy::Adaptive`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum RtoRestart {
+    /// The fairness benchmark's fix (Set 1): only an ACK whose bitmap shows no hole.
+    CleanBitmap,
+    /// The draft's (§2.7 and its pseudo-code's `update_timeout` on every ACK from the
+    /// acker) and TCP's (RFC 6298 §5.3): every ACK that acknowledges new data.
+    NewData,
 }
 
 /// Every knob of the controller; defaults are the paper's values.
@@ -284,14 +296,27 @@ impl PgmccConfig {
         }
     }
 
-    /// The fairness benchmark's adaptive timeout with RFC 6298 bounds.
+    /// The fairness benchmark's adaptive timeout with RFC 6298 bounds (restarted only by an
+    /// ACK whose bitmap shows no hole).
     pub fn with_adaptive_timeout(mut self) -> PgmccConfig {
-        self.timeout = TimeoutPolicy::Adaptive {
+        self.timeout = Self::rfc6298(RtoRestart::CleanBitmap);
+        self
+    }
+
+    /// The draft's stall timeout (§2.7): TCP's RTO, RFC 6298's bounds, 3 s before the
+    /// acker's first sample, restarted by every ACK of new data.
+    pub fn with_draft_timeout(mut self) -> PgmccConfig {
+        self.timeout = Self::rfc6298(RtoRestart::NewData);
+        self
+    }
+
+    fn rfc6298(restart: RtoRestart) -> TimeoutPolicy {
+        TimeoutPolicy::Adaptive {
             min: Duration::from_secs(1),
             max: Duration::from_secs(60),
             fixed: Duration::from_secs(3),
-        };
-        self
+            restart,
+        }
     }
 }
 
@@ -538,7 +563,9 @@ impl Pgmcc {
     fn fixed_timeout(&self) -> Duration {
         match self.cfg.timeout {
             TimeoutPolicy::Fixed(d) => d,
-            TimeoutPolicy::Adaptive { min, max, fixed } => self.rto.rto(min, max, fixed),
+            TimeoutPolicy::Adaptive {
+                min, max, fixed, ..
+            } => self.rto.rto(min, max, fixed),
         }
     }
 
@@ -1021,7 +1048,10 @@ impl CongestionControl for Pgmcc {
             self.stalls_in_a_row = 0;
             let reset = match self.cfg.timeout {
                 TimeoutPolicy::Fixed(_) => true,
-                TimeoutPolicy::Adaptive { .. } => self.tracker.no_holes(),
+                TimeoutPolicy::Adaptive { restart, .. } => match restart {
+                    RtoRestart::CleanBitmap => self.tracker.no_holes(),
+                    RtoRestart::NewData => true,
+                },
             };
             if reset {
                 self.timer_from = now;

@@ -8,7 +8,7 @@ use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
 
 use super::switch_bias;
-use crate::scenario::schema::FlowSpec;
+use crate::scenario::schema::{BoolOrName, FlowSpec};
 use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
@@ -94,8 +94,26 @@ pub(super) fn apply(
             cx,
         )?;
     }
-    if fl.adaptive_timeout.unwrap_or(false) {
-        *pc = pc.with_adaptive_timeout();
+    if let Some(t) = &fl.adaptive_timeout {
+        match t.get_ref() {
+            BoolOrName::Bool(false) => {}
+            BoolOrName::Bool(true) => *pc = pc.with_adaptive_timeout(),
+            BoolOrName::Name(n) => {
+                let draft = choice(
+                    &Spanned::new(t.span(), n.clone()),
+                    "flow.adaptive_timeout",
+                    &[("benchmark", false), ("draft", true)],
+                    "use true or \"benchmark\" (restarted only by an ACK without holes), \
+                     \"draft\" (restarted by every ACK of new data), or false",
+                    cx,
+                )?;
+                *pc = if draft {
+                    pc.with_draft_timeout()
+                } else {
+                    pc.with_adaptive_timeout()
+                };
+            }
+        }
     }
     if fl.realign_tokens.is_some() {
         return cx.err(
