@@ -371,18 +371,8 @@ fn adaptive_timeout_follows_the_rtt_instead_of_a_fixed_three_seconds() {
     let cfg = PgmccConfig::default().with_adaptive_timeout();
     let mut l = Loop::new(cfg, 40);
     l.run(500, &mut |_| false);
-    let silent_from = l.now;
     // The acker dies. With a 40 ms RTT the RFC 6298 RTO is its 1 s floor.
-    let mut stalled_at = None;
-    for _ in 0..3500 {
-        l.tick(&mut |_| true);
-        if stalled_at.is_none() && l.cc.metrics().stats.stalls == 1 {
-            stalled_at = Some(l.now - silent_from);
-        }
-    }
-    // ACKs come in window-sized bursts, so the last one may precede the silence by up to
-    // one RTT: the stall comes 1 s after it, i.e. within [1 s - RTT, 1 s + RTT] of silence.
-    let t = stalled_at.unwrap();
+    let t = first_stall_after_silence(&mut l, 3500).unwrap();
     assert!(
         (950..1050).contains(&t),
         "stalled after {t} ms, not the fixed 3 s"
@@ -677,14 +667,22 @@ fn the_drafts_timeout_restarts_on_every_ack_the_benchmarks_only_on_clean_ones() 
     let (draft, mut l) = stalls(PgmccConfig::default().with_draft_timeout());
     assert!(bench > 0, "the benchmark's timer never fired");
     assert_eq!(draft, 0, "the draft's timer fired while ACKs flowed");
+    let t = first_stall_after_silence(&mut l, 1500).expect("no stall after the ACKs stopped");
+    assert!((950..1050).contains(&t), "stalled after {t} ms");
+}
+
+/// Drops every data packet for `ms_` ms and returns how long after the silence began the
+/// first stall came. ACKs come in window-sized bursts, so the last one may precede the
+/// silence by up to one RTT: a stall 1 s after it comes within [1 s - RTT, 1 s + RTT].
+fn first_stall_after_silence(l: &mut Loop, ms_: u64) -> Option<u64> {
     let silent_from = l.now;
+    let before = l.cc.metrics().stats.stalls;
     let mut stalled_at = None;
-    for _ in 0..1500 {
+    for _ in 0..ms_ {
         l.tick(&mut |_| true);
-        if stalled_at.is_none() && l.cc.metrics().stats.stalls == 1 {
+        if stalled_at.is_none() && l.cc.metrics().stats.stalls == before + 1 {
             stalled_at = Some(l.now - silent_from);
         }
     }
-    let t = stalled_at.expect("no stall after the ACKs stopped");
-    assert!((950..1050).contains(&t), "stalled after {t} ms");
+    stalled_at
 }
