@@ -1047,11 +1047,15 @@ impl CongestionControl for Pgmcc {
         if out.newly_acked > 0 {
             self.stalls_in_a_row = 0;
             let reset = match self.cfg.timeout {
-                TimeoutPolicy::Fixed(_) => true,
-                TimeoutPolicy::Adaptive { restart, .. } => match restart {
-                    RtoRestart::CleanBitmap => self.tracker.no_holes(),
-                    RtoRestart::NewData => true,
-                },
+                TimeoutPolicy::Fixed(_)
+                | TimeoutPolicy::Adaptive {
+                    restart: RtoRestart::NewData,
+                    ..
+                } => true,
+                TimeoutPolicy::Adaptive {
+                    restart: RtoRestart::CleanBitmap,
+                    ..
+                } => self.tracker.no_holes(),
             };
             if reset {
                 self.timer_from = now;

@@ -99,19 +99,19 @@ pub(super) fn apply(
             BoolOrName::Bool(false) => {}
             BoolOrName::Bool(true) => *pc = pc.with_adaptive_timeout(),
             BoolOrName::Name(n) => {
-                let draft = choice(
+                type With = fn(PgmccConfig) -> PgmccConfig;
+                let with = choice(
                     &Spanned::new(t.span(), n.clone()),
                     "flow.adaptive_timeout",
-                    &[("benchmark", false), ("draft", true)],
+                    &[
+                        ("benchmark", PgmccConfig::with_adaptive_timeout as With),
+                        ("draft", PgmccConfig::with_draft_timeout),
+                    ],
                     "use true or \"benchmark\" (restarted only by an ACK without holes), \
                      \"draft\" (restarted by every ACK of new data), or false",
                     cx,
                 )?;
-                *pc = if draft {
-                    pc.with_draft_timeout()
-                } else {
-                    pc.with_adaptive_timeout()
-                };
+                *pc = with(*pc);
             }
         }
     }
