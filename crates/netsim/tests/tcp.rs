@@ -412,6 +412,37 @@ fn limited_transmit_turns_a_small_window_timeout_into_a_fast_retransmit() {
 }
 
 #[test]
+fn limited_transmit_segments_are_not_halved_by_fast_retransmit() {
+    // RFC 5681 §3.2 step 2: the segments limited transmit sent on the first two duplicate
+    // ACKs "MUST NOT be included" in the FlightSize that sets ssthresh. The runs are the
+    // same until segment 30's first duplicate ACK, so both must leave recovery with the
+    // same ssthresh (counting them gave one segment more, a TCP stronger than ns-2's or
+    // Linux's, which halve cwnd).
+    for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
+        let run = |limited_transmit| {
+            let cfg = TcpConfig {
+                initial_ssthresh: Some(6 * 1460),
+                bytes: Some(60 * 1460),
+                limited_transmit,
+                ..TcpConfig::default()
+            };
+            let (r, to, delivered, _) = scripted_losses_with(v, &[30], cfg);
+            assert_eq!((to, delivered), (0, 60 * 1460), "{v:?}");
+            assert_eq!(counter(&r, "fast_retransmits"), 1.0, "{v:?}");
+            (
+                counter(&r, "ssthresh_bytes"),
+                counter(&r, "limited_transmits"),
+            )
+        };
+        let (plain, _) = run(false);
+        let (lt, sent) = run(true);
+        assert_eq!(sent, 2.0, "{v:?}");
+        assert!(plain > 2.0 * 1460.0, "{v:?}: ssthresh {plain}");
+        assert_eq!(lt, plain, "{v:?}");
+    }
+}
+
+#[test]
 fn a_lost_retransmission_needs_the_timeout() {
     for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
         // Segment 60 and its fast retransmission are both lost.

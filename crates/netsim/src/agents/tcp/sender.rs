@@ -136,6 +136,9 @@ pub struct TcpSender {
     timeouts: u64,
     fast_retransmits: u64,
     limited_transmits: u64,
+    /// Bytes limited transmit sent since the last ACK of new data: not part of the FlightSize
+    /// that fast retransmit halves (RFC 5681 §3.2 step 2).
+    limited_bytes: u64,
     acks_received: u64,
 }
 
@@ -176,6 +179,7 @@ impl TcpSender {
             timeouts: 0,
             fast_retransmits: 0,
             limited_transmits: 0,
+            limited_bytes: 0,
             acks_received: 0,
         }
     }
@@ -278,10 +282,10 @@ impl TcpSender {
         self.snd_max - self.snd_una
     }
 
-    /// RFC 5681 eq. (4): `ssthresh = max(FlightSize / 2, 2·SMSS)`.
-    fn halve(&mut self) {
+    /// RFC 5681 eq. (4): `ssthresh = max(FlightSize / 2, 2·SMSS)`, for a `flight` in bytes.
+    fn halve(&mut self, flight: u64) {
         let mss = f64::from(self.mss());
-        self.ssthresh = (self.flight() as f64 / 2.0).max(2.0 * mss);
+        self.ssthresh = (flight as f64 / 2.0).max(2.0 * mss);
     }
 
     fn transmit(&mut self, now: Instant, seq: u64, ctx: &mut Ctx<'_>) {
@@ -347,6 +351,7 @@ impl TcpSender {
             self.transmit(now, self.snd_nxt, ctx);
             self.snd_nxt += u64::from(len);
             self.limited_transmits += 1;
+            self.limited_bytes += u64::from(len);
         }
     }
 
@@ -402,7 +407,9 @@ impl TcpSender {
 
     fn enter_recovery(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
         self.fast_retransmits += 1;
-        self.halve();
+        // RFC 5681 §3.2 step 2: "When [RFC3042] is in use, additional data sent in limited
+        // transmit MUST NOT be included in this calculation" (ns-2 and Linux halve cwnd).
+        self.halve(self.flight().saturating_sub(self.limited_bytes));
         // Reno (RFC 5681) may fast-retransmit again in the same window; only a timeout
         // sets its recovery point.
         if self.variant != TcpVariant::Reno {
@@ -436,6 +443,7 @@ impl TcpSender {
         let mss = f64::from(self.mss());
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
+            self.limited_bytes = 0;
             self.rtt.on_ack(ack, now);
             self.scoreboard.acked(ack);
             self.snd_una = ack;
@@ -530,8 +538,9 @@ impl TcpSender {
         // during fast recovery also keeps the ssthresh that recovery set (one reduction per
         // loss episode, as Linux does), rather than halving a flight inflated by recovery.
         if self.last_rto_una != Some(self.snd_una) && !self.in_recovery {
-            self.halve();
+            self.halve(self.flight());
         }
+        self.limited_bytes = 0;
         self.last_rto_una = Some(self.snd_una);
         self.rtt.back_off();
         self.cwnd = f64::from(self.mss());
