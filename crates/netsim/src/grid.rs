@@ -34,6 +34,14 @@ use crate::summary::Summary;
 pub const WIRE_BYTES: u32 = 1500;
 /// TCP payload for [`WIRE_BYTES`] (40 bytes of IP and TCP headers).
 pub const TCP_PAYLOAD: u32 = 1460;
+/// Keys every TCP flow of the grid and of the receiver sweep ([`crate::sweep`]) carries:
+/// limited transmit (RFC 3042), which RFC 5681 §3.2 says a TCP SHOULD use, Linux does and
+/// ns-2 has done by default since 2001 (`singledup_`). Without it a TCP flow whose window is
+/// 3-4 segments cannot collect three duplicate ACKs and waits for its 1 s RTO instead: in the
+/// grid's 4-packet cells (1 Mbit/s x 20 ms) TCP SACK and NewReno timed out 103-154 times a
+/// run, so those cells measured an old TCP's timeouts rather than TCP-friendliness
+/// (docs/pgmcc.md, "The 4-packet cells").
+pub const TCP_KEYS: &str = "limited_transmit = true";
 /// pgmcc payload for [`WIRE_BYTES`] (IP, UDP, PGM, ODATA and PGMCC option headers: 72).
 pub const PGM_PAYLOAD: u32 = 1428;
 /// Smallest queue in packets.
@@ -302,7 +310,7 @@ impl Cell {
                 let _ = writeln!(
                     s,
                     "[[flow]]\nname = \"multicast\"\nkind = \"{}\"\nfrom = \"S\"\nto = \"MR\"\n\
-                     payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"",
+                     payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"\n{TCP_KEYS}",
                     kind.name()
                 );
             }
@@ -310,7 +318,7 @@ impl Cell {
         let _ = writeln!(
             s,
             "[[flow]]\nname = \"tcp\"\nkind = \"{}\"\nfrom = \"T\"\nto = \"TR\"\n\
-             payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"",
+             payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"\n{TCP_KEYS}",
             tcp.name()
         );
         s

@@ -25,7 +25,7 @@ use std::fmt::Write as _;
 use pgmcc::cc::Controller;
 use pgmcc::rng::Rng;
 
-use crate::grid::{PGM_PAYLOAD, TCP_PAYLOAD};
+use crate::grid::{PGM_PAYLOAD, TCP_KEYS, TCP_PAYLOAD};
 use crate::scenario::{self, FlowKind, ScenarioError};
 use crate::summary::Summary;
 
@@ -146,7 +146,7 @@ impl Sweep {
         let _ = writeln!(
             s,
             "[[flow]]\nname = \"tcp\"\nkind = \"{}\"\nfrom = \"T\"\nto = \"TR\"\n\
-             payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"",
+             payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"\n{TCP_KEYS}",
             tcp.name()
         );
         s

@@ -138,7 +138,7 @@ fn markdown(
          size's scenario in `out/grid/scenarios/sweep-*`. Each receiver has its own link behind \
          a shared 10 Mbit/s bottleneck, with a one-way delay drawn from {dmin}-{dmax} ms and a \
          random loss from {pmin}-{pmax}%; receiver PR0 is the slowest by the TCP equation \
-         ({dmax} ms, {pmax}%), and one TCP flow runs on a link like PR0's \
+         ({dmax} ms, {pmax}%), and one TCP flow (with limited transmit) runs on a link like PR0's \
          (`crates/netsim/src/sweep.rs` says why). f = TCP goodput / `{cc}` goodput over \
          {from:.0}-{to:.0} s, mean (min-max) over seeds 1-{seeds}, in percent; **bold** = outside \
          [{lo:.0}, {hi:.0}]%. Rate = `{cc}`'s goodput, and its ratio to the rate with 10 \

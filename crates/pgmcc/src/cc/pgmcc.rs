@@ -40,6 +40,9 @@ pub enum RttUnit {
     Millis,
 }
 
+/// OpenPGM's stall timeout, and the draft's before the acker's first RTT sample.
+const STALL_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// When the sender gives up waiting for ACKs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum TimeoutPolicy {
@@ -93,7 +96,8 @@ pub struct PgmccConfig {
     pub model: ThroughputModel,
     /// RTT unit for election (§3.2.1: packets).
     pub rtt_unit: RttUnit,
-    /// Stall handling (paper: fixed; OpenPGM's 3 s).
+    /// Stall handling (paper: fixed, OpenPGM's 3 s; our recommended controller: the draft's,
+    /// [`PgmccConfig::with_draft_timeout`]).
     pub timeout: TimeoutPolicy,
     /// Stalls in a row after which the next data packet asks for a new election (§3.6: "a
     /// couple": 2).
@@ -161,7 +165,7 @@ impl Default for PgmccConfig {
             election: Election::Paper,
             model: ThroughputModel::Simple,
             rtt_unit: RttUnit::Packets,
-            timeout: TimeoutPolicy::Fixed(Duration::from_secs(3)),
+            timeout: TimeoutPolicy::Fixed(STALL_TIMEOUT),
             stalls_before_election: 2,
             accounting: Accounting::Tokens,
             min_interval: None,
@@ -282,9 +286,11 @@ pub enum Recovery {
 impl PgmccConfig {
     /// Our recommended controller: the paper's with [`Accounting::Pipe`],
     /// [`Recovery::Hold`], the report bar, [`SlowStart::Adaptive`],
-    /// [`Election::LikeWithLike`] and the window bound for silent receivers.
+    /// [`Election::LikeWithLike`], the window bound for silent receivers, the check of the
+    /// acker's reports and the draft's stall timeout ([`PgmccConfig::with_draft_timeout`]).
     pub fn recommended() -> PgmccConfig {
         PgmccConfig {
+            timeout: Self::rfc6298(RtoRestart::NewData),
             accounting: Accounting::Pipe,
             recovery: Recovery::Hold,
             advertise_report_bar: true,
@@ -294,6 +300,12 @@ impl PgmccConfig {
             check_reports: true,
             ..PgmccConfig::default()
         }
+    }
+
+    /// OpenPGM's fixed 3 s stall timeout (the paper gives no value; `pgmcc-paper`'s).
+    pub fn with_fixed_timeout(mut self) -> PgmccConfig {
+        self.timeout = TimeoutPolicy::Fixed(STALL_TIMEOUT);
+        self
     }
 
     /// The fairness benchmark's adaptive timeout with RFC 6298 bounds (restarted only by an
@@ -314,7 +326,7 @@ impl PgmccConfig {
         TimeoutPolicy::Adaptive {
             min: Duration::from_secs(1),
             max: Duration::from_secs(60),
-            fixed: Duration::from_secs(3),
+            fixed: STALL_TIMEOUT,
             restart,
         }
     }

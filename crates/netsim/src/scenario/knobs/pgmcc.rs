@@ -13,7 +13,7 @@ use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
 /// pgmcc's own flow keys: what [`apply`] reads, what [`refuse`] refuses under another
-/// controller, and what `pgmcc compare` drops from a flow it reruns under one. The first four
+/// controller, and what `pgmcc compare` drops from a flow it reruns under one. The first three
 /// mean the same under both presets; the rest are where the presets differ
 /// ([`PRESET_KNOBS`]).
 pub(crate) const PGMCC_KNOBS: [&str; 13] = [
@@ -35,7 +35,7 @@ pub(crate) const PGMCC_KNOBS: [&str; 13] = [
 /// The pgmcc keys whose defaults differ between `pgmcc` and `pgmcc-paper`: a scenario rerun
 /// under the other preset (the reproduction's second column) drops them, so that each
 /// column runs its preset's own choices.
-pub(crate) const PRESET_KNOBS: &[&str] = PGMCC_KNOBS.split_at(4).1;
+pub(crate) const PRESET_KNOBS: &[&str] = PGMCC_KNOBS.split_at(3).1;
 
 /// Whether flow `fl` sets pgmcc key `k` (one of [`PGMCC_KNOBS`], or the retired
 /// `realign_tokens`).
@@ -96,7 +96,7 @@ pub(super) fn apply(
     }
     if let Some(t) = &fl.adaptive_timeout {
         match t.get_ref() {
-            BoolOrName::Bool(false) => {}
+            BoolOrName::Bool(false) => *pc = pc.with_fixed_timeout(),
             BoolOrName::Bool(true) => *pc = pc.with_adaptive_timeout(),
             BoolOrName::Name(n) => {
                 type With = fn(PgmccConfig) -> PgmccConfig;
@@ -286,6 +286,37 @@ mod tests {
             assert!(is_set(&all, k), "{k}");
             assert!(!is_set(&none, k), "{k}");
         }
-        assert_eq!(PRESET_KNOBS.first(), Some(&"accounting"));
+        assert_eq!(PRESET_KNOBS.first(), Some(&"adaptive_timeout"));
+    }
+
+    /// The stall timeout's values on each preset: the key names a rule whatever the
+    /// preset's own (`pgmcc`: the draft's; `pgmcc-paper`: the fixed 3 s).
+    #[test]
+    fn adaptive_timeout_names_the_same_rule_under_both_presets() {
+        let timeout = |base: PgmccConfig, value: &str| {
+            let src = format!("name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\n{value}");
+            let fl: FlowSpec = toml::from_str(&src).unwrap();
+            let cx = Ctx {
+                file: "t.toml",
+                src: &src,
+                emulation: false,
+            };
+            let mut pc = base;
+            apply(&fl, &mut pc, &cx).unwrap();
+            pc.timeout
+        };
+        let (rec, paper) = (PgmccConfig::recommended(), PgmccConfig::default());
+        let fixed = PgmccConfig::default().with_fixed_timeout().timeout;
+        let draft = PgmccConfig::default().with_draft_timeout().timeout;
+        let bench = PgmccConfig::default().with_adaptive_timeout().timeout;
+        assert_eq!(rec.timeout, draft);
+        assert_eq!(paper.timeout, fixed);
+        for base in [rec, paper] {
+            assert_eq!(timeout(base, "adaptive_timeout = false"), fixed);
+            assert_eq!(timeout(base, "adaptive_timeout = true"), bench);
+            assert_eq!(timeout(base, "adaptive_timeout = \"benchmark\""), bench);
+            assert_eq!(timeout(base, "adaptive_timeout = \"draft\""), draft);
+            assert_eq!(timeout(base, ""), base.timeout);
+        }
     }
 }
