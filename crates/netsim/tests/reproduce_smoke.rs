@@ -180,9 +180,11 @@ fn every_reproduction_row_has_a_smoke_test() {
 // repairs (issue 20), the repair storm that took ~0.7 s of queue is gone. With host jitter
 // (the reproduction's scenarios since issue 19) and ns-2's TCP of the benchmark's era
 // (receiver window 20, initial window 2, limited transmit, timer restarts) f against Reno is
-// 71% here (published 74%), NewReno 78% and SACK 89% (published 92% each). The adaptive
-// timeout makes pgmcc *slower* than TCP (f = 126%; published 96%): its timer restarts only
-// once a repair has crossed the full queue (docs/reproduction.md). Asserted as measured.
+// 64% here (published 74%), NewReno 75% and SACK 81% (published 92% each). The adaptive
+// timeout makes pgmcc slower than TCP (f = 110%; published 96%): its timer restarts only
+// once a repair has crossed the full queue (docs/reproduction.md). (Before TCP's limited
+// transmit segments were left out of the FlightSize it halves, RFC 5681 §3.2: 71%, 78%, 89%
+// and 126%.) Asserted as measured.
 #[test]
 fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
     let reno = smoke("fairness-set1-reno.toml", 1000, 100.0, &[]).f;
@@ -193,11 +195,11 @@ fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
     assert!((0.63..0.83).contains(&reno), "{reno}");
     assert!((0.68..0.88).contains(&newreno), "{newreno}");
     assert!((0.79..0.99).contains(&sack), "{sack}");
-    assert!(adaptive > 1.2, "{adaptive}");
+    assert!((1.0..1.2).contains(&adaptive), "{adaptive}");
 }
 
 // Set 2, high loss: pgmcc is close to fair to TCP1 (f1 = 78%) and unfair to TCP2 on the 8%
-// loss path (f2 = 54%; we measure 53%). TCP2 gets about half of TCP1 (RTO
+// loss path (f2 = 54%; we measure 48% here). TCP2 gets about half of TCP1 (RTO
 // timeouts at 8% loss), so no pgmcc rate is fair to both: the recommended `pgmcc` (TCP's
 // slow-start threshold) sits nearer TCP2, the slowest receiver's TCP, than `pgmcc-paper`
 // does (docs/pgmcc.md, "Slow start").
@@ -211,7 +213,7 @@ fn set2_high_loss_pgmcc_is_unfair_to_the_high_loss_tcp() {
     let r2 = smoke("fairness-set2-high-f2.toml", 1000, 100.0, &[RECOMMENDED]).f;
     eprintln!("pgmcc-paper f1 {f1:.2} f2 {f2:.2}; pgmcc f1 {r1:.2} f2 {r2:.2}");
     assert!(r2 > f2 + 0.1 && r2 < 1.0, "recommended f2 {r2} vs {f2}");
-    assert!(r1 > 1.15, "recommended f1 {r1}");
+    assert!((1.02..1.22).contains(&r1), "recommended f1 {r1}");
 }
 
 // Set 2, low loss: the benchmark has f1 = 82%, f2 = 85%. We knowingly disagree with the
