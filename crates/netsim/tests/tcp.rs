@@ -382,20 +382,23 @@ fn sack_repairs_six_holes_in_one_round_trip() {
     assert!(done[1] + 0.3 < done[0], "{done:?}");
 }
 
+/// A transfer of `segments` segments whose slow start ends at `ssthresh` segments.
+fn small_window(ssthresh: u64, segments: u64, limited_transmit: bool) -> TcpConfig {
+    TcpConfig {
+        initial_ssthresh: Some(ssthresh * 1460),
+        bytes: Some(segments * 1460),
+        limited_transmit,
+        ..TcpConfig::default()
+    }
+}
+
 #[test]
 fn limited_transmit_turns_a_small_window_timeout_into_a_fast_retransmit() {
     // The slow-start threshold of 2 segments keeps the window near 3 when segment 4 is lost:
     // only two later segments are out, two duplicate ACKs, no fast retransmit.
     for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
-        let run = |limited_transmit| {
-            let cfg = TcpConfig {
-                initial_ssthresh: Some(2 * 1460),
-                bytes: Some(40 * 1460),
-                limited_transmit,
-                ..TcpConfig::default()
-            };
-            scripted_losses_with(v, &[4], cfg)
-        };
+        let run =
+            |limited_transmit| scripted_losses_with(v, &[4], small_window(2, 40, limited_transmit));
         let (plain, plain_to, delivered, _) = run(false);
         assert_eq!(delivered, 40 * 1460);
         assert_eq!(
@@ -420,12 +423,7 @@ fn limited_transmit_segments_are_not_halved_by_fast_retransmit() {
     // Linux's, which halve cwnd).
     for v in [TcpVariant::Reno, TcpVariant::NewReno, TcpVariant::Sack] {
         let run = |limited_transmit| {
-            let cfg = TcpConfig {
-                initial_ssthresh: Some(6 * 1460),
-                bytes: Some(60 * 1460),
-                limited_transmit,
-                ..TcpConfig::default()
-            };
+            let cfg = small_window(6, 60, limited_transmit);
             let (r, to, delivered, _) = scripted_losses_with(v, &[30], cfg);
             assert_eq!((to, delivered), (0, 60 * 1460), "{v:?}");
             assert_eq!(counter(&r, "fast_retransmits"), 1.0, "{v:?}");
