@@ -290,7 +290,6 @@ impl PgmccConfig {
     /// acker's reports and the draft's stall timeout ([`PgmccConfig::with_draft_timeout`]).
     pub fn recommended() -> PgmccConfig {
         PgmccConfig {
-            timeout: Self::rfc6298(RtoRestart::NewData),
             accounting: Accounting::Pipe,
             recovery: Recovery::Hold,
             advertise_report_bar: true,
@@ -300,6 +299,7 @@ impl PgmccConfig {
             check_reports: true,
             ..PgmccConfig::default()
         }
+        .with_draft_timeout()
     }
 
     /// OpenPGM's fixed 3 s stall timeout (the paper gives no value; `pgmcc-paper`'s).
