@@ -190,8 +190,9 @@ fn same_seed_same_run() {
 /// receivers"), so the acker churns among the receivers near the slowest and pgmcc runs
 /// faster than TCP on the slowest path. The recommended election compares like with like
 /// (the acker's report just after its latest loss); loss intervals (`loss_report =
-/// "intervals"`) are the other remedy. The receiver sweep's 10-receiver topology, TCP SACK on
-/// the slowest path, seeds 1-2.
+/// "intervals"`) are the other remedy. The recommended controller also compares RTTs in
+/// milliseconds (docs/pgmcc.md, difference 2); each variant below changes one key of it. The
+/// receiver sweep's 10-receiver topology, TCP SACK on the slowest path, seeds 1-2.
 #[test]
 fn the_acker_stays_near_the_slowest_of_a_heterogeneous_group() {
     use netsim::scenario::FlowKind;
@@ -216,24 +217,35 @@ fn the_acker_stays_near_the_slowest_of_a_heterogeneous_group() {
     let (f_like, changes_like) = mean(&recommended);
     let (f_intervals, changes_intervals) =
         mean(&with("election = \"paper\"\nloss_report = \"intervals\""));
+    let (f_packets, changes_packets) = mean(&with("rtt_unit = \"packets\""));
     eprintln!(
         "paper election: f = {f_paper:.3}, {changes_paper} changes; like with like: \
-         f = {f_like:.3}, {changes_like}; intervals: f = {f_intervals:.3}, {changes_intervals}"
+         f = {f_like:.3}, {changes_like}; intervals: f = {f_intervals:.3}, {changes_intervals}; \
+         RTTs in packets: f = {f_packets:.3}, {changes_packets}"
     );
     // The band is the election's, not TCP's: f = 1 needs PR0 itself as the acker, and
     // c = 0.75 lets any receiver within 1/c of it keep the role.
-    assert!((0.78..0.87).contains(&f_paper), "paper f = {f_paper}");
-    assert!(changes_paper > 70.0, "{changes_paper}");
+    assert!((0.82..0.91).contains(&f_paper), "paper f = {f_paper}");
+    assert!(changes_paper > 45.0, "{changes_paper}");
     assert!(
-        (0.93..1.05).contains(&f_like),
+        (0.98..1.08).contains(&f_like),
         "like with like f = {f_like}"
     );
-    assert!(changes_like < 20.0, "{changes_like}");
+    assert!(changes_like < 6.0, "{changes_like}");
     assert!(
-        (0.88..0.97).contains(&f_intervals),
+        (1.0..1.12).contains(&f_intervals),
         "intervals f = {f_intervals}"
     );
-    assert!(changes_intervals < 25.0, "{changes_intervals}");
+    assert!(changes_intervals < 6.0, "{changes_intervals}");
+    // RTTs counted in packets (the paper's unit, the recommended one before session 28):
+    // samples taken at different rates are not comparable, and the role changes hands
+    // several times as often.
+    assert!(
+        (0.93..1.01).contains(&f_packets),
+        "RTTs in packets f = {f_packets}"
+    );
+    assert!(changes_packets > 8.0, "{changes_packets}");
+    assert!(changes_packets > 3.0 * changes_like, "{changes_packets}");
 }
 
 /// What one run of `scenarios/tree-slow-branch.toml` did: the share of the packets crossing

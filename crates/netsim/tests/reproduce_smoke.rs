@@ -202,7 +202,8 @@ fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
 // loss path (f2 = 54%; we measure 48% here). TCP2 gets about half of TCP1 (RTO
 // timeouts at 8% loss), so no pgmcc rate is fair to both: the recommended `pgmcc` (TCP's
 // slow-start threshold) sits nearer TCP2, the slowest receiver's TCP, than `pgmcc-paper`
-// does (docs/pgmcc.md, "Slow start").
+// does (docs/pgmcc.md, "Slow start"). (f1 was 1.12 before it compared RTTs in
+// milliseconds, docs/pgmcc.md difference 2.)
 #[test]
 fn set2_high_loss_pgmcc_is_unfair_to_the_high_loss_tcp() {
     let f1 = smoke("fairness-set2-high-f1.toml", 1000, 100.0, &[]).f;
@@ -213,7 +214,7 @@ fn set2_high_loss_pgmcc_is_unfair_to_the_high_loss_tcp() {
     let r2 = smoke("fairness-set2-high-f2.toml", 1000, 100.0, &[RECOMMENDED]).f;
     eprintln!("pgmcc-paper f1 {f1:.2} f2 {f2:.2}; pgmcc f1 {r1:.2} f2 {r2:.2}");
     assert!(r2 > f2 + 0.1 && r2 < 1.0, "recommended f2 {r2} vs {f2}");
-    assert!((1.02..1.22).contains(&r1), "recommended f1 {r1}");
+    assert!((0.91..1.11).contains(&r1), "recommended f1 {r1}");
 }
 
 // Set 2, low loss: the benchmark has f1 = 82%, f2 = 85%. We knowingly disagree with the

@@ -33,10 +33,13 @@ use crate::time::{Duration, Instant};
 /// How receivers' RTTs are expressed for comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub enum RttUnit {
-    /// Data packets sent during one RTT (the paper, §3.2.1).
+    /// Data packets sent during one RTT (the paper, §3.2.1): `pgmcc-paper`'s. Two samples
+    /// taken while the rate differs (a candidate's NAK in slow start against the acker's
+    /// smoothed RTT, or any report in a burst) are not comparable (docs/pgmcc.md,
+    /// difference 2).
     #[default]
     Packets,
-    /// Milliseconds.
+    /// Milliseconds, from the same echo (OpenPGM's unit): our recommended `pgmcc`'s.
     Millis,
 }
 
@@ -94,7 +97,7 @@ pub struct PgmccConfig {
     pub election: Election,
     /// Throughput model for election (§3.5: the simple formula).
     pub model: ThroughputModel,
-    /// RTT unit for election (§3.2.1: packets).
+    /// RTT unit for election (§3.2.1: packets; our recommended controller: milliseconds).
     pub rtt_unit: RttUnit,
     /// Stall handling (paper: fixed, OpenPGM's 3 s; our recommended controller: the draft's,
     /// [`PgmccConfig::with_draft_timeout`]).
@@ -287,7 +290,8 @@ impl PgmccConfig {
     /// Our recommended controller: the paper's with [`Accounting::Pipe`],
     /// [`Recovery::Hold`], the report bar, [`SlowStart::Adaptive`],
     /// [`Election::LikeWithLike`], the window bound for silent receivers, the check of the
-    /// acker's reports and the draft's stall timeout ([`PgmccConfig::with_draft_timeout`]).
+    /// acker's reports, RTTs compared in milliseconds ([`RttUnit::Millis`]) and the draft's
+    /// stall timeout ([`PgmccConfig::with_draft_timeout`]).
     pub fn recommended() -> PgmccConfig {
         PgmccConfig {
             accounting: Accounting::Pipe,
@@ -297,6 +301,7 @@ impl PgmccConfig {
             election: Election::LikeWithLike,
             cap_for_silent: true,
             check_reports: true,
+            rtt_unit: RttUnit::Millis,
             ..PgmccConfig::default()
         }
         .with_draft_timeout()

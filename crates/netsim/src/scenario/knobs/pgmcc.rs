@@ -13,7 +13,7 @@ use crate::scenario::validate::{Ctx, ScenarioError};
 use toml::Spanned;
 
 /// pgmcc's own flow keys: what [`apply`] reads, what [`refuse`] refuses under another
-/// controller, and what `pgmcc compare` drops from a flow it reruns under one. The first three
+/// controller, and what `pgmcc compare` drops from a flow it reruns under one. The first two
 /// mean the same under both presets; the rest are where the presets differ
 /// ([`PRESET_KNOBS`]).
 pub(crate) const PGMCC_KNOBS: [&str; 13] = [
@@ -35,7 +35,7 @@ pub(crate) const PGMCC_KNOBS: [&str; 13] = [
 /// The pgmcc keys whose defaults differ between `pgmcc` and `pgmcc-paper`: a scenario rerun
 /// under the other preset (the reproduction's second column) drops them, so that each
 /// column runs its preset's own choices.
-pub(crate) const PRESET_KNOBS: &[&str] = PGMCC_KNOBS.split_at(3).1;
+pub(crate) const PRESET_KNOBS: &[&str] = PGMCC_KNOBS.split_at(2).1;
 
 /// Whether flow `fl` sets pgmcc key `k` (one of [`PGMCC_KNOBS`], or the retired
 /// `realign_tokens`).
@@ -286,7 +286,7 @@ mod tests {
             assert!(is_set(&all, k), "{k}");
             assert!(!is_set(&none, k), "{k}");
         }
-        assert_eq!(PRESET_KNOBS.first(), Some(&"adaptive_timeout"));
+        assert_eq!(PRESET_KNOBS.first(), Some(&"rtt_unit"));
     }
 
     /// The stall timeout's values on each preset: the key names a rule whatever the
