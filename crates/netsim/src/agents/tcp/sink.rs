@@ -1,7 +1,7 @@
 //! [`TcpSink`]: the receiving end of a TCP flow, cumulative ACKs with up to three SACK
 //! blocks (RFC 2018), optionally delayed (RFC 5681 §4.2), and its knobs [`TcpSinkConfig`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
 
 use pgmcc::{Duration, Instant};
@@ -35,6 +35,10 @@ impl Default for TcpSinkConfig {
     }
 }
 
+/// Entries of [`TcpSink::recent`] allowed beyond twice the out-of-order blocks before it is
+/// pruned.
+const RECENT_SLACK: usize = 64;
+
 /// A TCP receiver: cumulative ACKs with SACK blocks, counting in-order delivered bytes.
 #[derive(Debug)]
 pub struct TcpSink {
@@ -45,8 +49,11 @@ pub struct TcpSink {
     /// Out-of-order blocks `start -> end` above `rcv_nxt`, disjoint and not adjacent.
     ooo: BTreeMap<u64, u64>,
     /// Sequence numbers of recently received out-of-order segments, most recent first
-    /// (each names the block that contains it).
-    recent: Vec<u64>,
+    /// (each names the block that contains it). Entries whose block was delivered, or
+    /// that name the same block as an earlier entry, never matter again (blocks only grow
+    /// and merge) and are dropped lazily: [`TcpSink::sack_blocks`] drops those it walks
+    /// past, and [`TcpSink::prune_recent`] bounds the rest.
+    recent: VecDeque<u64>,
     /// Where ACKs go (the source of the data).
     peer: Option<IpAddr>,
     /// An in-order segment is waiting for its delayed ACK.
@@ -71,7 +78,7 @@ impl TcpSink {
             config,
             rcv_nxt: 0,
             ooo: BTreeMap::new(),
-            recent: Vec::new(),
+            recent: VecDeque::new(),
             peer: None,
             pending: false,
             delack_deadline: None,
@@ -106,12 +113,18 @@ impl TcpSink {
             .map(|(&s, &e)| (s, e))
     }
 
-    /// Up to three SACK blocks, the most recently changed first (RFC 2018 §4); prunes
-    /// `recent` to the entries that still name distinct blocks.
+    /// Up to three SACK blocks, the most recently changed first (RFC 2018 §4): the blocks
+    /// of the first entries of `recent` that name distinct blocks. Walks `recent` only until
+    /// it has three and drops the entries it walked past; a walk over every entry on every
+    /// ACK cost time quadratic in the number of holes (three quarters of a run's time at
+    /// 100 Mbit/s x 400 ms, after a slow-start overshoot left thousands).
     fn sack_blocks(&mut self) -> Vec<(u64, u64)> {
-        let mut blocks: Vec<(u64, u64)> = Vec::new();
-        let mut kept = Vec::new();
-        for &s in &self.recent {
+        let mut blocks: Vec<(u64, u64)> = Vec::with_capacity(3);
+        let mut kept: Vec<u64> = Vec::with_capacity(3);
+        while blocks.len() < 3 {
+            let Some(s) = self.recent.pop_front() else {
+                break;
+            };
             if let Some(b) = self.block_of(s) {
                 if !blocks.contains(&b) {
                     blocks.push(b);
@@ -119,9 +132,28 @@ impl TcpSink {
                 }
             }
         }
-        self.recent = kept;
-        blocks.truncate(3);
+        for &s in kept.iter().rev() {
+            self.recent.push_front(s);
+        }
         blocks
+    }
+
+    /// Keeps `recent` within [`RECENT_SLACK`] plus twice the out-of-order blocks: drops
+    /// every entry whose block was delivered or is named by an earlier entry.
+    fn prune_recent(&mut self) {
+        if self.recent.len() <= 2 * self.ooo.len() + RECENT_SLACK {
+            return;
+        }
+        let mut named = BTreeSet::new();
+        let mut kept = VecDeque::with_capacity(self.ooo.len());
+        for &s in &self.recent {
+            if let Some((b, _)) = self.block_of(s) {
+                if named.insert(b) {
+                    kept.push_back(s);
+                }
+            }
+        }
+        self.recent = kept;
     }
 
     fn send_ack(&mut self, ctx: &mut Ctx<'_>) {
@@ -171,12 +203,19 @@ impl TcpSink {
     }
 
     fn on_data(&mut self, now: Instant, seq: u64, len: u32, ctx: &mut Ctx<'_>) {
+        if self.receive(now, seq, len) {
+            self.send_ack(ctx);
+        }
+    }
+
+    /// Takes in the segment `[seq, seq + len)`; true when it is to be acknowledged now.
+    fn receive(&mut self, now: Instant, seq: u64, len: u32) -> bool {
         self.segments_received += 1;
         let end = seq.saturating_add(u64::from(len));
         if end <= self.rcv_nxt {
             // Duplicate: acknowledge at once so the sender learns where we are.
             self.duplicate_segments += 1;
-            self.send_ack(ctx);
+            true
         } else if seq <= self.rcv_nxt {
             let filled_hole = !self.ooo.is_empty();
             self.rcv_nxt = end;
@@ -188,17 +227,19 @@ impl TcpSink {
                 self.ooo.remove(&s);
             }
             if filled_hole || !self.config.delayed_ack || self.pending {
-                self.send_ack(ctx);
+                true
             } else {
                 self.pending = true;
                 self.delack_deadline = Some(now + self.config.delack_timeout);
+                false
             }
         } else {
             self.out_of_order_segments += 1;
             self.insert_block(seq, end);
-            self.recent.retain(|&r| r != seq);
-            self.recent.insert(0, seq);
-            self.send_ack(ctx);
+            // An older entry for `seq` names the same block and is dropped later.
+            self.recent.push_front(seq);
+            self.prune_recent();
+            true
         }
     }
 }
@@ -247,5 +288,88 @@ impl Agent for TcpSink {
             out_of_order_segments: self.out_of_order_segments,
             acks_sent: self.acks_sent,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pgmcc::rng::Rng;
+
+    /// RFC 2018 §4 the slow way: every received segment kept; the blocks are the maximal
+    /// runs of received bytes above the cumulative point, ordered by the most recent
+    /// out-of-order arrival inside each.
+    #[derive(Default)]
+    struct Reference {
+        got: BTreeSet<u64>,
+        arrivals: Vec<u64>,
+    }
+
+    impl Reference {
+        fn receive(&mut self, seq: u64, rcv_nxt: u64) {
+            if seq > rcv_nxt {
+                self.arrivals.insert(0, seq);
+            }
+            self.got.insert(seq);
+        }
+
+        fn blocks(&self, rcv_nxt: u64, mss: u64) -> Vec<(u64, u64)> {
+            let mut out: Vec<(u64, u64)> = Vec::new();
+            for &a in &self.arrivals {
+                if a < rcv_nxt {
+                    continue;
+                }
+                let mut s = a;
+                while s >= mss && s - mss >= rcv_nxt && self.got.contains(&(s - mss)) {
+                    s -= mss;
+                }
+                let mut e = a + mss;
+                while self.got.contains(&e) {
+                    e += mss;
+                }
+                if s > rcv_nxt && !out.contains(&(s, e)) {
+                    out.push((s, e));
+                }
+                if out.len() == 3 {
+                    break;
+                }
+            }
+            out
+        }
+    }
+
+    /// The lazily pruned list gives the blocks the full walk gave, in the same order, over
+    /// random arrival orders with losses and duplicates, and stays bounded.
+    #[test]
+    fn sack_blocks_match_a_full_walk_and_recent_stays_bounded() {
+        const MSS: u64 = 1000;
+        let mut rng = Rng::new(7);
+        for round in 0..20 {
+            let mut sink = TcpSink::new(1);
+            let mut reference = Reference::default();
+            let (mut longest, mut most_blocks) = (0, 0);
+            for i in 0..3000u64 {
+                // Mostly in order, with holes that are filled later and some duplicates.
+                let seq = if rng.below(10) < 7 {
+                    (i + rng.below(40)) * MSS
+                } else {
+                    rng.below(i + 1) * MSS
+                };
+                let before = sink.rcv_nxt;
+                sink.receive(Instant::from_nanos(i), seq, MSS as u32);
+                reference.receive(seq, before);
+                assert_eq!(
+                    sink.sack_blocks(),
+                    reference.blocks(sink.rcv_nxt, MSS),
+                    "round {round}, arrival {i}"
+                );
+                // Bounded by the most blocks it has had to remember (the list is pruned
+                // when an out-of-order segment arrives, not when a hole fills).
+                most_blocks = most_blocks.max(sink.ooo.len());
+                longest = longest.max(sink.recent.len());
+                assert!(sink.recent.len() <= 2 * most_blocks + RECENT_SLACK + 1);
+            }
+            assert!(longest > 3, "the test exercised pruning: {longest}");
+        }
     }
 }
