@@ -67,9 +67,12 @@ pub const PACKET_BUDGET: f64 = 1.5e6;
 /// fifth 0.92-1.11, over cycles 6-10 1.01-1.05 (pgmcc) and 0.89-1.20 (the control).
 pub const CONVERGE_CYCLES: f64 = 5.0;
 /// Upper bound on the data packets a whole run (warm-up and measurement) may cost at the
-/// bottleneck rate for a cell to be measured in steady state ([`Cell::steady`]): 30 minutes
-/// of simulation per run on this project's 2-core reference machine. The cells of 100
-/// Mbit/s at 400 ms, whose sawtooth cycles last 10-33 minutes, need 5-16 times more.
+/// bottleneck rate for a cell to be measured in steady state ([`Cell::steady`]), unless
+/// `pgmcc grid --steady-budget` says otherwise. A run of that size takes about a minute on
+/// this project's 2-core reference machine (100 Mbit/s x 100 ms x 2 BDP slow, 13.6 million
+/// packets: 62 s). The cells of 100 Mbit/s at 400 ms, whose sawtooth cycles last 10-33
+/// minutes, need 68-217 million packets per run ([`Cell::steady_packets`]): 3-10 minutes
+/// each, about 3.6 hours of CPU for their 72 runs, which `make grid` does not spend.
 pub const STEADY_BUDGET: f64 = 15e6;
 
 /// Speed of the senders' access links relative to the bottleneck.
@@ -119,6 +122,10 @@ pub struct Cell {
     pub queue_bdp: f64,
     /// Senders' access links.
     pub access: Access,
+    /// Upper bound on the data packets a whole run may cost at the bottleneck rate for the
+    /// cell to be measured in steady state ([`Cell::steady`]); [`STEADY_BUDGET`] in
+    /// [`standard`].
+    pub steady_budget: f64,
 }
 
 /// The standard grid: {1, 10, 100} Mbit/s x {20, 100, 400} ms x {0.5, 1, 2} BDP x access
@@ -134,6 +141,7 @@ pub fn standard() -> Vec<Cell> {
                         rtt_ms,
                         queue_bdp,
                         access,
+                        steady_budget: STEADY_BUDGET,
                     });
                 }
             }
@@ -196,11 +204,18 @@ impl Cell {
     }
 
     /// Whether the cell can be run long enough to measure the two flows in steady state:
-    /// the run of [`Cell::steady_span`] costs at most [`STEADY_BUDGET`] packets at the
+    /// the run of [`Cell::steady_span`] costs at most [`Cell::steady_budget`] packets at the
     /// bottleneck rate.
     pub fn steady(&self) -> bool {
         let (warm, measure) = self.steady_span();
-        (warm + measure) * self.packet_rate() <= STEADY_BUDGET
+        (warm + measure) * self.packet_rate() <= self.steady_budget
+    }
+
+    /// The packets a steady-state run of this cell costs at the bottleneck rate (its
+    /// [`Cell::steady_budget`] decides whether it gets one).
+    pub fn steady_packets(&self) -> f64 {
+        let (warm, measure) = self.steady_span();
+        (warm + measure) * self.packet_rate()
     }
 
     /// Warm-up before the measurement, whole seconds: [`CONVERGE_CYCLES`] cycles (at least
@@ -420,6 +435,35 @@ mod tests {
         }
     }
 
+    /// The default budget leaves exactly the 100 Mbit/s x 400 ms cells to start-up
+    /// measurement, at the costs [`STEADY_BUDGET`] documents; 250 million packets a run
+    /// measures every cell in steady state.
+    #[test]
+    fn the_budget_decides_which_cells_reach_steady_state() {
+        let cells = standard();
+        let start_up: Vec<&Cell> = cells.iter().filter(|c| !c.steady()).collect();
+        assert_eq!(start_up.len(), 6);
+        assert!(start_up
+            .iter()
+            .all(|c| c.rate_bps == 100_000_000 && c.rtt_ms == 400));
+        let cost: Vec<f64> = start_up.iter().map(|c| c.steady_packets() / 1e6).collect();
+        let (lo, hi) = (
+            cost.iter().cloned().fold(f64::MAX, f64::min),
+            cost.iter().cloned().fold(0.0, f64::max),
+        );
+        assert!(
+            (67.0..69.0).contains(&lo) && (216.0..218.0).contains(&hi),
+            "{cost:?}"
+        );
+        for c in cells {
+            assert!(Cell {
+                steady_budget: 250e6,
+                ..c
+            }
+            .steady());
+        }
+    }
+
     #[test]
     fn sizes_follow_the_bandwidth_delay_product() {
         let c = Cell {
@@ -427,6 +471,7 @@ mod tests {
             rtt_ms: 100,
             queue_bdp: 1.0,
             access: Access::Faster,
+            steady_budget: STEADY_BUDGET,
         };
         assert!((c.bdp_packets() - 83.33).abs() < 0.01);
         assert_eq!(c.queue_packets(), 83);
@@ -435,6 +480,7 @@ mod tests {
             rtt_ms: 20,
             queue_bdp: 0.5,
             access: Access::Slower,
+            steady_budget: STEADY_BUDGET,
         };
         assert_eq!(small.queue_packets(), MIN_QUEUE);
     }

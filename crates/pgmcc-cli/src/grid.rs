@@ -73,6 +73,13 @@ pub(crate) struct Args {
     /// Skip the control (TCP SACK against TCP SACK on the same cell).
     #[arg(long)]
     pub(crate) no_control: bool,
+    /// Millions of packets a run may cost for its cell to be measured in steady state
+    /// (5 sawtooth cycles of warm-up, then at least 8); cells that need more are measured
+    /// over 200 RTTs after start-up and marked *start-up*. The default keeps runs to about
+    /// a minute; 250 measures every cell in steady state (the 100 Mbit/s x 400 ms cells
+    /// then take 3-10 minutes a run).
+    #[arg(long, value_name = "MPACKETS", default_value_t = grid::STEADY_BUDGET / 1e6)]
+    pub(crate) steady_budget: f64,
     /// Parallel runs (default: available cores).
     #[arg(long)]
     pub(crate) jobs: Option<usize>,
@@ -127,7 +134,20 @@ fn cells(args: &Args) -> Result<Vec<Cell>> {
     if v.is_empty() {
         bail!("no cell of the grid matches --rates/--rtts/--queues/--access");
     }
-    Ok(distinct(v))
+    if !(args.steady_budget.is_finite() && args.steady_budget >= 0.0) {
+        bail!(
+            "--steady-budget: `{}` is not a number of millions of packets",
+            args.steady_budget
+        );
+    }
+    let budget = args.steady_budget * 1e6;
+    Ok(distinct(v)
+        .into_iter()
+        .map(|c| Cell {
+            steady_budget: budget,
+            ..c
+        })
+        .collect())
 }
 
 /// `cells` without repeats: queue sizes that round to the same packet count (the 4-packet
@@ -383,7 +403,7 @@ fn markdown(
         lo = BAND.0 * 100.0,
         hi = BAND.1 * 100.0,
         conv = grid::CONVERGE_CYCLES,
-        budget = grid::STEADY_BUDGET / 1e6,
+        budget = args.steady_budget,
     );
     let mut head = String::from("| bottleneck | RTT | queue | access |");
     let mut rule = String::from("|---|---|---|---|");
