@@ -77,7 +77,7 @@ pub(crate) struct Args {
     /// (5 sawtooth cycles of warm-up, then at least 8); cells that need more are measured
     /// over 200 RTTs after start-up and marked *start-up*. The default keeps runs to about
     /// a minute; 250 measures every cell in steady state (the 100 Mbit/s x 400 ms cells
-    /// then take 3-10 minutes a run).
+    /// then take 8-28 minutes a run).
     #[arg(long, value_name = "MPACKETS", default_value_t = grid::STEADY_BUDGET / 1e6)]
     pub(crate) steady_budget: f64,
     /// Parallel runs (default: available cores).
