@@ -209,8 +209,7 @@ impl Cell {
     /// the run of [`Cell::steady_span`] costs at most [`Cell::steady_budget`] packets at the
     /// bottleneck rate.
     pub fn steady(&self) -> bool {
-        let (warm, measure) = self.steady_span();
-        (warm + measure) * self.packet_rate() <= self.steady_budget
+        self.steady_packets() <= self.steady_budget
     }
 
     /// The packets a steady-state run of this cell costs at the bottleneck rate (its

@@ -187,7 +187,7 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
         "pgmcc is the default"
     );
     let paper_piped =
-        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true\nslow_start = \"adaptive\"\nelection = \"like-with-like\"\nadaptive_timeout = \"draft\"");
+        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true\nslow_start = \"adaptive\"\nelection = \"like-with-like\"\nadaptive_timeout = \"draft\"\nrtt_unit = \"ms\"");
     assert_eq!(summary(&recommended), summary(&paper_piped));
     // ... and not the paper's token rule (an acker switch at 30 s).
     let paper = with("cc = \"pgmcc-paper\"");
@@ -195,7 +195,7 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
     assert_eq!(
         summary(&paper),
         summary(&with(
-            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false\nslow_start = \"fixed\"\nloss_report = \"filter\"\nelection = \"paper\"\nadaptive_timeout = false"
+            "accounting = \"tokens\"\nrecovery = \"grow\"\nreport_bar = false\nslow_start = \"fixed\"\nloss_report = \"filter\"\nelection = \"paper\"\nadaptive_timeout = false\nrtt_unit = \"packets\""
         ))
     );
 
