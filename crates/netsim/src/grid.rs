@@ -20,7 +20,7 @@
 //! of the warm-up to the end of the run. Where [`STEADY_BUDGET`] allows ([`Cell::steady`]),
 //! the warm-up lasts [`CONVERGE_CYCLES`] of TCP's sawtooth cycles, long enough for two
 //! window-based flows to converge from whatever start-up left them with, and the measurement
-//! at least 8 cycles; elsewhere the measurement still spans at least 200 RTTs, but f then
+//! at least [`MIN_CYCLES`], [`PRECISE_CYCLES`] where the budget affords them; elsewhere the measurement still spans at least 200 RTTs, but f then
 //! mostly reflects start-up ([`Outcome::cycles`] says how many cycles it covered).
 
 use std::fmt::Write as _;
@@ -53,7 +53,7 @@ pub const MIN_QUEUE: u32 = 4;
 /// about 0.05 (docs/reproduction.md, "Fairness grid").
 pub const MIN_MEASURE_S: f64 = 500.0;
 /// Upper bound on the data packets [`MIN_MEASURE_S`] may cost at the bottleneck rate; the
-/// 8-cycle and 200-RTT minimums win over it.
+/// cycle and 200-RTT minimums win over it.
 pub const PACKET_BUDGET: f64 = 1.5e6;
 /// Warm-up of a [`Cell::steady`] cell, in TCP sawtooth cycles. Two window-based flows that
 /// start a few RTTs apart on a large bandwidth-delay product leave slow start far apart: the
@@ -66,6 +66,22 @@ pub const PACKET_BUDGET: f64 = 1.5e6;
 /// seeds each): f over the first cycle 0.26-2.63 (whichever flow started first), over the
 /// fifth 0.92-1.11, over cycles 6-10 1.01-1.05 (pgmcc) and 0.89-1.20 (the control).
 pub const CONVERGE_CYCLES: f64 = 5.0;
+/// Fewest TCP sawtooth cycles a [`Cell::steady`] cell is measured over.
+pub const MIN_CYCLES: f64 = 8.0;
+/// TCP sawtooth cycles a [`Cell::steady`] cell is measured over where a run of that length
+/// stays within [`STEADY_BUDGET`]. Two window-based flows trade the larger share back and
+/// forth over several cycles (a drop that hits one flow alone leaves it behind for about 5
+/// cycles, docs/pgmcc.md), TCP against TCP as much as pgmcc against TCP, so f over a few
+/// cycles is noisy. Measured on two cells whose runs had 8 cycles (the grid's scenarios run
+/// 48 and 66 cycles past the warm-up, seeds 1-10, pgmcc against TCP SACK and the control,
+/// f over consecutive windows): the standard deviation of f over windows of 8 cycles was
+/// 0.19 and 0.18 (pgmcc and control, 10 Mbit/s x 400 ms x 2 BDP slow) and 0.20 and 0.22
+/// (10 Mbit/s x 400 ms x 1 BDP fast), over 24 cycles 0.10, 0.08, 0.15 and 0.14,
+/// over 48 cycles 0.07, 0.07, 0.11 and 0.09. So a mean of three seeds over 8 cycles misses
+/// a cell's value by more than 0.2 about one time in ten, and a grid of a few dozen such
+/// cells has one or two out of the [0.8, 1.25] band by chance alone; over 24 cycles about
+/// one time in fifty or fewer.
+pub const PRECISE_CYCLES: f64 = 24.0;
 /// Upper bound on the data packets a whole run (warm-up and measurement) may cost at the
 /// bottleneck rate for a cell to be measured in steady state ([`Cell::steady`]), unless
 /// `pgmcc grid --steady-budget` says otherwise. A run of that size takes about a minute on
@@ -193,16 +209,22 @@ impl Cell {
     }
 
     /// The warm-up and measurement of a steady-state run, seconds: [`CONVERGE_CYCLES`] (at
-    /// least 50 RTTs), then 8 cycles or [`MIN_MEASURE_S`] within [`PACKET_BUDGET`],
-    /// whichever is longer, at least 200 RTTs.
+    /// least 50 RTTs), then the longest of [`MIN_CYCLES`], [`PRECISE_CYCLES`] as far as
+    /// [`STEADY_BUDGET`] (or a smaller [`Cell::steady_budget`]) affords them, [`MIN_MEASURE_S`]
+    /// within [`PACKET_BUDGET`], and 200 RTTs.
     fn steady_span(&self) -> (f64, f64) {
-        let warm = (50.0 * self.rtt_s()).max(CONVERGE_CYCLES * self.cycle_s());
+        let warm = (50.0 * self.rtt_s())
+            .max(CONVERGE_CYCLES * self.cycle_s())
+            .ceil();
         let budget = PACKET_BUDGET / self.packet_rate();
+        let affordable =
+            (self.steady_budget.min(STEADY_BUDGET) / self.packet_rate() - warm).floor();
         let measure = MIN_MEASURE_S
             .min(budget)
-            .max(8.0 * self.cycle_s())
+            .max((PRECISE_CYCLES * self.cycle_s()).min(affordable))
+            .max(MIN_CYCLES * self.cycle_s())
             .max(200.0 * self.rtt_s());
-        (warm.ceil(), measure.ceil())
+        (warm, measure.ceil())
     }
 
     /// Whether the cell can be run long enough to measure the two flows in steady state:
@@ -232,8 +254,9 @@ impl Cell {
             .ceil()
     }
 
-    /// Length of the measurement, whole seconds: in a [`Cell::steady`] cell 8 cycles or
-    /// [`MIN_MEASURE_S`] within [`PACKET_BUDGET`], whichever is longer; otherwise
+    /// Length of the measurement, whole seconds: in a [`Cell::steady`] cell at least
+    /// [`MIN_CYCLES`], [`PRECISE_CYCLES`] where the budget affords them, or [`MIN_MEASURE_S`]
+    /// within [`PACKET_BUDGET`], whichever is longer ([`Cell::steady_span`]); otherwise
     /// [`PACKET_BUDGET`] packets at the bottleneck rate. Never below 200 RTTs.
     pub fn measure_s(&self) -> f64 {
         if self.steady() {
@@ -429,7 +452,17 @@ mod tests {
             assert!(c.measure_s() >= 200.0 * c.rtt_s());
             if c.steady() {
                 assert!(c.warmup_s() >= CONVERGE_CYCLES * c.cycle_s());
-                assert!(c.measure_s() >= 8.0 * c.cycle_s());
+                assert!(c.measure_s() >= MIN_CYCLES * c.cycle_s());
+                assert!(c.steady_packets() <= STEADY_BUDGET);
+                // The longer measurement wherever a run of that length fits the budget.
+                let precise = c.warmup_s() + PRECISE_CYCLES * c.cycle_s();
+                if precise * c.packet_rate() < STEADY_BUDGET - c.packet_rate() {
+                    assert!(
+                        c.measure_s() >= PRECISE_CYCLES * c.cycle_s(),
+                        "{}",
+                        c.label()
+                    );
+                }
             } else {
                 assert!(c.warmup_s() <= c.measure_s());
             }

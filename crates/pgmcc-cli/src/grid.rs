@@ -74,7 +74,8 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) no_control: bool,
     /// Millions of packets a run may cost for its cell to be measured in steady state
-    /// (5 sawtooth cycles of warm-up, then at least 8); cells that need more are measured
+    /// (5 sawtooth cycles of warm-up, then at least 8, and 24 where that stays within 15
+    /// million packets); cells that need more are measured
     /// over 200 RTTs after start-up and marked *start-up*. The default keeps runs to about
     /// a minute; 250 measures every cell in steady state (the 100 Mbit/s x 400 ms cells
     /// then take 8-28 minutes a run).
@@ -383,13 +384,17 @@ fn markdown(
          (min-max) over seeds {seeds_list}, in percent; **bold** = the mean is outside \
          [{lo:.0}, {hi:.0}]%. Control = TCP SACK against TCP SACK on the same cell: what the \
          simulator's TCP itself gets, the floor for any other column. Cycles = TCP sawtooth \
-         periods the measurement spans. *start-up* = a cell whose cycles are too long to \
+         periods the measurement spans: at least {min_cycles:.0}, and {precise:.0} where a run \
+         of that length fits the budget, because f over a few cycles is noisy, the \
+         control's too (`PRECISE_CYCLES` in `crates/netsim/src/grid.rs`). *start-up* = a cell whose cycles are too long to \
          simulate to steady state within the grid's budget (more than {budget:.0} million \
          packets per run): it is measured over 50 RTTs of warm-up and at least 200 RTTs, \
          where f mostly reflects which flow left slow start ahead, the control included; \
          such cells are counted apart.\n",
         cc = args.cc,
         seeds = args.seeds,
+        min_cycles = grid::MIN_CYCLES,
+        precise = grid::PRECISE_CYCLES,
         subset = if cells.len() == distinct(grid::standard()).len() {
             String::new()
         } else {
