@@ -85,8 +85,8 @@ pub const PRECISE_CYCLES: f64 = 24.0;
 /// Upper bound on the data packets a whole run (warm-up and measurement) may cost at the
 /// bottleneck rate for a cell to be measured in steady state ([`Cell::steady`]), unless
 /// `pgmcc grid --steady-budget` says otherwise. A run of that size takes about a minute on
-/// this project's 2-core reference machine (100 Mbit/s x 100 ms x 2 BDP slow, 13.6 million
-/// packets: 62 s). The cells of 100 Mbit/s at 400 ms, whose sawtooth cycles last 10-33
+/// this project's 2-core reference machine (100 Mbit/s x 100 ms x 2 BDP slow with 8
+/// measured cycles, 13.6 million packets: 62 s). The cells of 100 Mbit/s at 400 ms, whose sawtooth cycles last 10-33
 /// minutes, need 68-217 million packets per run ([`Cell::steady_packets`]): 8-28 minutes
 /// for a run with pgmcc (about 130,000 packets a second: 0.5 BDP fast, 500-554 s), about a
 /// third of that for the TCP-only control, some 17 CPU-hours for their 72 runs, which
