@@ -20,8 +20,9 @@
 //! of the warm-up to the end of the run. Where [`STEADY_BUDGET`] allows ([`Cell::steady`]),
 //! the warm-up lasts [`CONVERGE_CYCLES`] of TCP's sawtooth cycles, long enough for two
 //! window-based flows to converge from whatever start-up left them with, and the measurement
-//! at least [`MIN_CYCLES`], [`PRECISE_CYCLES`] where the budget affords them; elsewhere the measurement still spans at least 200 RTTs, but f then
-//! mostly reflects start-up ([`Outcome::cycles`] says how many cycles it covered).
+//! at least [`MIN_CYCLES`], [`PRECISE_CYCLES`] where the budget affords them; elsewhere the
+//! measurement still spans at least 200 RTTs, but f then mostly reflects start-up
+//! ([`Outcome::cycles`] says how many cycles it covered).
 
 use std::fmt::Write as _;
 
@@ -86,11 +87,11 @@ pub const PRECISE_CYCLES: f64 = 24.0;
 /// bottleneck rate for a cell to be measured in steady state ([`Cell::steady`]), unless
 /// `pgmcc grid --steady-budget` says otherwise. A run of that size takes about a minute on
 /// this project's 2-core reference machine (100 Mbit/s x 100 ms x 2 BDP slow with 8
-/// measured cycles, 13.6 million packets: 62 s). The cells of 100 Mbit/s at 400 ms, whose sawtooth cycles last 10-33
-/// minutes, need 68-217 million packets per run ([`Cell::steady_packets`]): 8-28 minutes
-/// for a run with pgmcc (about 130,000 packets a second: 0.5 BDP fast, 500-554 s), about a
-/// third of that for the TCP-only control, some 17 CPU-hours for their 72 runs, which
-/// `make grid` does not spend.
+/// measured cycles, 13.6 million packets: 62 s). The cells of 100 Mbit/s at 400 ms, whose
+/// sawtooth cycles last 10-33 minutes, need 68-217 million packets per run
+/// ([`Cell::steady_packets`]): 8-28 minutes for a run with pgmcc (about 130,000 packets a
+/// second: 0.5 BDP fast, 500-554 s), about a third of that for the TCP-only control, some
+/// 17 CPU-hours for their 72 runs, which `make grid` does not spend.
 pub const STEADY_BUDGET: f64 = 15e6;
 
 /// Speed of the senders' access links relative to the bottleneck.

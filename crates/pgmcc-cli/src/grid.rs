@@ -74,9 +74,9 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) no_control: bool,
     /// Millions of packets a run may cost for its cell to be measured in steady state
-    /// (5 sawtooth cycles of warm-up, then at least 8, and 24 where that stays within 15
-    /// million packets); cells that need more are measured
-    /// over 200 RTTs after start-up and marked *start-up*. The default keeps runs to about
+    /// (5 sawtooth cycles of warm-up, then at least 8, and 24 where a run stays within 15
+    /// million packets or this budget, if smaller); cells that need more are measured over
+    /// 200 RTTs after start-up and marked *start-up*. The default keeps runs to about
     /// a minute; 250 measures every cell in steady state (the 100 Mbit/s x 400 ms cells
     /// then take 8-28 minutes a run).
     #[arg(long, value_name = "MPACKETS", default_value_t = grid::STEADY_BUDGET / 1e6)]
@@ -386,8 +386,8 @@ fn markdown(
          simulator's TCP itself gets, the floor for any other column. Cycles = TCP sawtooth \
          periods the measurement spans: at least {min_cycles:.0}, and {precise:.0} where a run \
          of that length fits the budget, because f over a few cycles is noisy, the \
-         control's too (`PRECISE_CYCLES` in `crates/netsim/src/grid.rs`). *start-up* = a cell whose cycles are too long to \
-         simulate to steady state within the grid's budget (more than {budget:.0} million \
+         control's too (`PRECISE_CYCLES` in `crates/netsim/src/grid.rs`). *start-up* = a \
+         cell whose cycles are too long to simulate to steady state within the grid's budget (more than {budget:.0} million \
          packets per run): it is measured over 50 RTTs of warm-up and at least 200 RTTs, \
          where f mostly reflects which flow left slow start ahead, the control included; \
          such cells are counted apart.\n",
