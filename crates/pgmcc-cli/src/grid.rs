@@ -46,6 +46,9 @@ pub(crate) const MORE_SEEDS: Markers = Markers {
 /// The target band for f against SACK and NewReno (issue 19).
 pub(crate) const BAND: (f64, f64) = (0.8, 1.25);
 
+/// The TCP variants `--tcp` runs against by default.
+const DEFAULT_TCP: &str = "sack,newreno,reno";
+
 /// Arguments of `pgmcc grid`.
 #[derive(Debug, ClapArgs)]
 pub(crate) struct Args {
@@ -56,7 +59,7 @@ pub(crate) struct Args {
     #[arg(long, default_value = "pgmcc")]
     pub(crate) cc: Controller,
     /// TCP variants to run against, comma-separated: sack, newreno, reno.
-    #[arg(long, value_delimiter = ',', default_value = "sack,newreno,reno")]
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_TCP)]
     pub(crate) tcp: Vec<String>,
     /// Bottleneck rates in Mbit/s, comma-separated (default: 1,10,100).
     #[arg(long, value_delimiter = ',')]
@@ -358,7 +361,7 @@ fn made_by(args: &Args, cells: usize) -> String {
         }
     }
     let mut cmd = format!("pgmcc grid --seeds {} --cc {}", args.seeds, args.cc);
-    if args.tcp != ["sack", "newreno", "reno"] {
+    if args.tcp.join(",") != DEFAULT_TCP {
         cmd.push_str(&list("tcp", &args.tcp));
     }
     cmd.push_str(&list("rates", &args.rates));

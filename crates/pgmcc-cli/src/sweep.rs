@@ -112,13 +112,13 @@ pub(crate) fn run(args: &Args, sizes: &[usize], tcps: &[FlowKind]) -> Result<Exi
 /// Who wrote the sweep section: `make grid` for its own run, otherwise the `pgmcc grid`
 /// command line that was run.
 fn made_by(args: &Args, sizes: &[usize]) -> String {
-    let list = |v: Vec<String>| v.join(",");
+    let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
     let cmd = format!(
         "pgmcc grid --seeds {} --cc {} --tcp {} --receivers {}",
         args.seeds,
         args.cc,
-        list(args.tcp.clone()),
-        list(sizes.iter().map(|n| n.to_string()).collect()),
+        args.tcp.join(","),
+        sizes.join(","),
     );
     if cmd == "pgmcc grid --seeds 3 --cc pgmcc --tcp sack,newreno --receivers 1,10,100,1000" {
         format!("`make grid` (`{cmd}`)")
