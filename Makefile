@@ -4,7 +4,7 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid emulate interop interop-matrix clean
+.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid fairness emulate interop interop-matrix clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
@@ -14,6 +14,7 @@ help:
 	@echo "make bench-sim  simulator speed and memory (Fig. 7 setup, 100 and 10,000 receivers); repairs per packet at 100 and 1000 receivers, selective and FEC parity"
 	@echo "make reproduce  rerun the papers' experiments (5 seeds each) -> docs/reproduction.md, out/reproduce/report.html"
 	@echo "make grid    the fairness grid (3 seeds): pgmcc vs TCP on 54 dumbbells -> its section of docs/reproduction.md"
+	@echo "make fairness  generated scenarios (FAIRNESS_COUNT, default $(FAIRNESS_COUNT), 3 seeds), pgmcc vs a TCP flow in its place -> docs/fairness.md"
 	@echo "make emulate (root, about an hour) real stacks in emulated networks: the peer table and the paper's figures -> docs/emulation.md"
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
 	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
@@ -54,6 +55,18 @@ grid: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
 	./target/release/pgmcc grid --seeds 3
 	./target/release/pgmcc grid --seeds 3 --tcp sack,newreno --receivers 1,10,100,1000
+
+# Not a test: the generated fairness yardstick (issue 51) on the report range of generator
+# seeds, each scenario run with pgmcc and with a TCP flow in its place; GNU parallel runs the
+# job file on every core (docs/fairness.md says how to spread it over machines).
+FAIRNESS_COUNT ?= 60
+FAIRNESS_OUT ?= out/fairness
+fairness: deps
+	$(CARGO) build --release --locked -p pgmcc-cli
+	rm -rf $(FAIRNESS_OUT)
+	./target/release/pgmcc fairness plan --count $(FAIRNESS_COUNT) --out $(FAIRNESS_OUT)
+	parallel -j $$(nproc) --joblog $(FAIRNESS_OUT)/joblog.txt $$([ -t 2 ] && echo --bar) < $(FAIRNESS_OUT)/jobs.txt
+	./target/release/pgmcc fairness report $(FAIRNESS_OUT) --doc docs/fairness.md
 
 # Not a test (root, about an hour): issue 23's emulated results. `pgmcc emu` runs each
 # scenario's flows as real programs (ours, Linux TCP, uftp, NORM, OpenPGM) in network

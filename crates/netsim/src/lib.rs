@@ -22,6 +22,7 @@
 pub mod agent;
 pub mod agents;
 pub mod compare;
+pub mod fairness;
 pub mod grid;
 pub mod link;
 pub mod packet;

@@ -11,6 +11,7 @@ use clap::{Parser, Subcommand};
 
 mod decode;
 mod emu;
+mod fairness;
 mod grid;
 mod net;
 mod out;
@@ -69,6 +70,15 @@ enum Command {
     /// Flags pick a subset (e.g. --rates 10 --rtts 100). Every cell is written as a scenario
     /// file under out/grid/scenarios for `pgmcc sim`, every run as a line of out/grid/grid.csv.
     Grid(grid::Args),
+    /// The generated fairness yardstick: random scenarios drawn from seeds (1-16 competing
+    /// TCP flows, 1-200 Mbit/s, 5-500 ms, 0.25-4 BDP queues, random loss, reverse and
+    /// arriving TCP, 1-1000 receivers), each run with pgmcc and with a TCP flow in its place,
+    /// the share ratio pgmcc / that TCP flow tabulated in docs/fairness.md.
+    ///
+    /// `plan` writes the scenarios and a job file (one command line per run), GNU `parallel`
+    /// or a batch system runs the job file, and `report` merges the results (`make fairness`
+    /// does all three).
+    Fairness(fairness::Args),
     /// Emulate a scenario's network between real hosts: every node becomes a network
     /// namespace (PREFIX-NODE) whose eth0 is a TAP device, and this process carries their
     /// IPv4 traffic through the scenario's links on the wall clock: the simulator's own
@@ -138,6 +148,7 @@ fn main() -> ExitCode {
         Command::Sim(args) => sim::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
         Command::Grid(args) => grid::run(&args),
+        Command::Fairness(args) => fairness::run(&args),
         Command::Emu(args) => emu::run(&args),
         Command::Send(args) => net::send(&args),
         Command::Recv(args) => net::recv(&args),
