@@ -313,6 +313,13 @@ impl Spec {
         self.packet_rate() * self.rtt_ms / 1e3
     }
 
+    /// Each forward flow's share of the path's capacity in packets, (BDP + queue) / (the
+    /// competitors + 1): the window a fair flow peaks near. Below a few packets TCP lives on
+    /// retransmission timeouts.
+    pub fn fair_window(&self) -> f64 {
+        (self.bdp_packets() + f64::from(self.queue_packets())) / self.flows()
+    }
+
     /// Bottleneck queue in packets (at least 4).
     pub fn queue_packets(&self) -> u32 {
         ((self.queue_bdp * self.bdp_packets()).round() as u32).max(crate::grid::MIN_QUEUE)

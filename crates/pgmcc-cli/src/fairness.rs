@@ -577,6 +577,10 @@ fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
             Box::new(|s| (4..=7).contains(&s.competitors.len())),
         ),
         ("8-16 TCP flows", Box::new(|s| s.competitors.len() >= 8)),
+        ("fair window < 2 packets", Box::new(|s| s.fair_window() < 2.0)),
+        ("fair window 2-8", Box::new(|s| (2.0..8.0).contains(&s.fair_window()))),
+        ("fair window 8-64", Box::new(|s| (8.0..64.0).contains(&s.fair_window()))),
+        ("fair window >= 64", Box::new(|s| s.fair_window() >= 64.0)),
         ("several receivers", Box::new(|s| !s.others.is_empty())),
         ("random loss", Box::new(|s| s.loss.mean() > 0.0)),
         ("no random loss", Box::new(|s| s.loss.mean() == 0.0)),
@@ -646,18 +650,19 @@ fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
 
 fn csv(rows: &[Row]) -> String {
     let mut s = String::from(
-        "id,rate_mbit,rtt_ms,queue_bdp,queue_packets,queue_bytes,access,tcp,competitors,reverse,loss,receivers,jitter,warmup_s,measure_s,share,share_min,share_max,pgmcc_vs_tcp,control_vs_tcp,drops_pgmcc,drops_pgmcc_tcp,drops_control,drops_control_tcp,unrecoverable\n",
+        "id,rate_mbit,rtt_ms,queue_bdp,queue_packets,fair_window,queue_bytes,access,tcp,competitors,reverse,loss,receivers,jitter,warmup_s,measure_s,share,share_min,share_max,pgmcc_vs_tcp,control_vs_tcp,drops_pgmcc,drops_pgmcc_tcp,drops_control,drops_control_tcp,unrecoverable\n",
     );
     for r in rows {
         let sp = r.spec;
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.5},{:.5},{:.5},{:.5},{}",
+            "{},{},{},{},{},{:.2},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.5},{:.5},{:.5},{:.5},{}",
             sp.id,
             sp.rate_bps as f64 / 1e6,
             sp.rtt_ms,
             sp.queue_bdp,
             sp.queue_packets(),
+            sp.fair_window(),
             sp.queue_bytes,
             sp.access,
             sp.tcp.name(),
