@@ -59,7 +59,7 @@ grid: deps
 # Not a test: the generated fairness yardstick (issue 51) on the report range of generator
 # seeds, each scenario run with pgmcc and with a TCP flow in its place; GNU parallel runs the
 # job file on every core (docs/fairness.md says how to spread it over machines).
-FAIRNESS_COUNT ?= 60
+FAIRNESS_COUNT ?= 200
 FAIRNESS_OUT ?= out/fairness
 fairness: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
