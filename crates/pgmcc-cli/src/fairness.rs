@@ -577,9 +577,18 @@ fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
             Box::new(|s| (4..=7).contains(&s.competitors.len())),
         ),
         ("8-16 TCP flows", Box::new(|s| s.competitors.len() >= 8)),
-        ("fair window < 2 packets", Box::new(|s| s.fair_window() < 2.0)),
-        ("fair window 2-8", Box::new(|s| (2.0..8.0).contains(&s.fair_window()))),
-        ("fair window 8-64", Box::new(|s| (8.0..64.0).contains(&s.fair_window()))),
+        (
+            "fair window < 2 packets",
+            Box::new(|s| s.fair_window() < 2.0),
+        ),
+        (
+            "fair window 2-8",
+            Box::new(|s| (2.0..8.0).contains(&s.fair_window())),
+        ),
+        (
+            "fair window 8-64",
+            Box::new(|s| (8.0..64.0).contains(&s.fair_window())),
+        ),
         ("fair window >= 64", Box::new(|s| s.fair_window() >= 64.0)),
         ("several receivers", Box::new(|s| !s.others.is_empty())),
         ("random loss", Box::new(|s| s.loss.mean() > 0.0)),
