@@ -70,13 +70,16 @@ fn a_job_file_runs_under_parallel_and_merges_into_the_doc() {
         String::from_utf8_lossy(&par.stderr)
     );
 
-    let rep = pgmcc()
-        .args(["fairness", "report"])
-        .arg(&out)
-        .arg("--doc")
-        .arg(&doc)
-        .output()
-        .expect("report");
+    let report = || {
+        pgmcc()
+            .args(["fairness", "report"])
+            .arg(&out)
+            .arg("--doc")
+            .arg(&doc)
+            .output()
+            .expect("report")
+    };
+    let rep = report();
     let stdout = String::from_utf8_lossy(&rep.stdout);
     assert!(
         rep.status.success(),
@@ -102,13 +105,7 @@ fn a_job_file_runs_under_parallel_and_merges_into_the_doc() {
         assert!(share.is_finite() && share > 0.0, "{r}");
     }
     // A second report replaces the section instead of adding one.
-    let again = pgmcc()
-        .args(["fairness", "report"])
-        .arg(&out)
-        .arg("--doc")
-        .arg(&doc)
-        .output()
-        .expect("report");
+    let again = report();
     assert!(again.status.success());
     let text2 = std::fs::read_to_string(&doc).expect("doc");
     assert_eq!(text2.matches("<!-- fairness:begin").count(), 1);
