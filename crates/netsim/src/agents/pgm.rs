@@ -338,6 +338,11 @@ impl Agent for PgmReceiverAgent {
             naks_sent: r.stats().naks_sent,
             acks_sent: r.stats().acks_sent,
             quick_nak_gaps: r.stats().cc.quick_nak_gaps,
+            given_up: [
+                r.stats().given_up_trail,
+                r.stats().given_up_patience,
+                r.stats().given_up_overflow,
+            ],
         }))
     }
 }

@@ -75,6 +75,10 @@ pub struct PgmReceiverReport {
     pub acks_sent: u64,
     /// Gaps NAKed at once by a worst receiver (low-weight controllers).
     pub quick_nak_gaps: u64,
+    /// Missing sequence numbers given up because the source's trail passed them, because
+    /// their NAKs went unanswered for the give-up time, or because the receive window
+    /// overflowed (`ReceiverStats::given_up_*`).
+    pub given_up: [u64; 3],
 }
 
 /// A TCP sender's counters and state at the time of the report.
@@ -156,6 +160,9 @@ impl AgentReport {
                 ("naks_sent", r.naks_sent as f64),
                 ("acks_sent", r.acks_sent as f64),
                 ("quick_nak_gaps", r.quick_nak_gaps as f64),
+                ("given_up_trail", r.given_up[0] as f64),
+                ("given_up_patience", r.given_up[1] as f64),
+                ("given_up_overflow", r.given_up[2] as f64),
             ],
             AgentReport::TcpSender(r) => {
                 let ms = |d: Duration| d.as_secs_f64() * 1e3;

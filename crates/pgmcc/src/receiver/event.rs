@@ -111,6 +111,13 @@ pub struct ReceiverStats {
     pub bytes_delivered: u64,
     /// Sequence numbers reported unrecoverable.
     pub unrecoverable_sqns: u64,
+    /// Of the missing sequence numbers given up in reliable mode, those the source's trail
+    /// passed (it no longer held them for repair).
+    pub given_up_trail: u64,
+    /// ... those whose NAKs went unanswered for the whole give-up time.
+    pub given_up_patience: u64,
+    /// ... those dropped when the receive window outgrew its size.
+    pub given_up_overflow: u64,
     /// Datagrams that failed to parse or were inconsistent (bad fragment, ...).
     pub malformed: u64,
     /// Datagrams for another group or port, or of a type a receiver ignores.

@@ -788,6 +788,10 @@ impl Receiver {
                 }
             }
             stats.signed.add(&w.take_signed_counts());
+            let g = w.take_give_ups();
+            stats.given_up_trail += g.trail;
+            stats.given_up_patience += g.patience;
+            stats.given_up_overflow += g.overflow;
             // A signed session ends at its signed end, never on OPT_FIN alone.
             let end = if w.is_signed() {
                 w.signed_end()

@@ -174,6 +174,23 @@ pub(crate) struct ReceiveWindow {
     signed: Option<SignedWindow>,
     /// A data packet was taken (in signed mode this proves nothing: see `proven`).
     received: bool,
+    /// Why missing sequence numbers were given up, since the last `take_give_ups`.
+    give_ups: GiveUps,
+}
+
+/// Why a reliable receive window gave up missing sequence numbers: counts of slots that were
+/// still missing (being NAKed) when they became lost. Sequence numbers a jump skips without
+/// ever having had a slot are not counted here (they are in the receiver's
+/// `unrecoverable_sqns`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct GiveUps {
+    /// The source's advertised trail passed them: it no longer holds them for repair.
+    pub(crate) trail: u64,
+    /// Their NAKs went unanswered for the whole give-up time (NAK_RPT/RDATA waits,
+    /// retries included).
+    pub(crate) patience: u64,
+    /// The window outgrew its size and dropped its oldest slots.
+    pub(crate) overflow: u64,
 }
 
 impl ReceiveWindow {
@@ -190,6 +207,7 @@ impl ReceiveWindow {
             origin: base,
             signed: None,
             received: false,
+            give_ups: GiveUps::default(),
         }
     }
 
@@ -257,6 +275,7 @@ impl ReceiveWindow {
             // Keep only the newest max_sqns sequence numbers' worth of slots.
             let drop = (span - u64::from(self.max_sqns)) as u32;
             let new_base = self.base.wrapping_add(drop);
+            self.give_ups.overflow += self.missing_before(new_base);
             self.give_up_before(new_base);
         }
         let deadline = now + t.backoff(rng);
@@ -272,6 +291,25 @@ impl ReceiveWindow {
                 reverify: 0,
             }));
         }
+    }
+
+    /// Why missing sequence numbers were given up since the last call.
+    pub(crate) fn take_give_ups(&mut self) -> GiveUps {
+        std::mem::take(&mut self.give_ups)
+    }
+
+    /// Missing slots before `s`.
+    fn missing_before(&self, s: u32) -> u64 {
+        let n = if sqn::gt(s, self.base) {
+            sqn::distance(self.base, s) as usize
+        } else {
+            0
+        };
+        self.slots
+            .iter()
+            .take(n)
+            .filter(|slot| matches!(slot, Slot::Missing(_)))
+            .count() as u64
     }
 
     /// Marks every slot before `s` lost, extending the window if `s` is beyond it.
@@ -349,6 +387,7 @@ impl ReceiveWindow {
             }
             if matches!(slot, Slot::Missing(_)) {
                 *slot = Slot::Lost;
+                self.give_ups.trail += 1;
             }
             cur = cur.wrapping_add(1);
         }
@@ -445,6 +484,7 @@ impl ReceiveWindow {
         let retry_at = now + t.backoff(rng);
         self.arm_reasked(now, retry_at);
         let mut cur = self.base;
+        let give_ups = &mut self.give_ups;
         for slot in self.slots.iter_mut() {
             let s = cur;
             cur = cur.wrapping_add(1);
@@ -464,6 +504,7 @@ impl ReceiveWindow {
                     } else if now.saturating_duration_since(st.since) >= st.patience {
                         // No SPM ever told us where to NAK.
                         *slot = Slot::Lost;
+                        give_ups.patience += 1;
                     } else {
                         st.deadline = retry_at.max(now + t.bo_ivl / 2);
                     }
@@ -471,6 +512,7 @@ impl ReceiveWindow {
                 Phase::WaitNcf | Phase::WaitData => {
                     if now.saturating_duration_since(st.since) >= st.patience {
                         *slot = Slot::Lost;
+                        give_ups.patience += 1;
                     } else {
                         st.phase = Phase::BackOff;
                         st.deadline = retry_at;
@@ -820,5 +862,23 @@ mod tests {
         w.extend_to(3, Instant::ZERO + Duration::from_secs(125), &fast, &mut rng);
         assert_eq!(expire(&mut w, 140.0, &fast, &mut rng), 1);
         assert_eq!(expire(&mut w, 160.0, &fast, &mut rng), 0);
+        // All four gave up waiting for answers.
+        let g = w.take_give_ups();
+        assert_eq!((g.patience, g.trail, g.overflow), (4, 0, 0));
+        assert_eq!(w.take_give_ups(), GiveUps::default());
+    }
+
+    #[test]
+    fn each_give_up_is_counted_under_its_reason() {
+        let mut rng = Rng::new(4);
+        let t = base();
+        let mut w = ReceiveWindow::new(0, 0, 8, 65535);
+        // 0..=3 missing; the trail passes 0 and 1.
+        w.extend_to(3, Instant::ZERO, &t, &mut rng);
+        w.set_trail(2);
+        // A lead 6 beyond the window's size drops the oldest slots still missing (2, 3).
+        w.extend_to(11, Instant::ZERO, &t, &mut rng);
+        let g = w.take_give_ups();
+        assert_eq!((g.trail, g.patience, g.overflow), (2, 0, 2));
     }
 }
