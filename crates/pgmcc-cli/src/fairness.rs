@@ -18,6 +18,7 @@ use pgmcc::cc::Controller;
 use serde::{Deserialize, Serialize};
 
 use crate::grid::Markers;
+use crate::reproduce::stats;
 
 /// The generated section of docs/fairness.md.
 const SECTION: Markers = Markers {
@@ -316,14 +317,19 @@ struct Row<'a> {
     spec: &'a Spec,
     /// pgmcc's goodput over the control's, summed over the seeds both have.
     share: f64,
-    /// Per-seed share ratios.
-    per_seed: Vec<f64>,
+    /// The least and largest per-seed share ratio.
+    seed_range: (f64, f64),
     /// pgmcc / mean competitor in the pgmcc runs; control / mean competitor in the control
     /// runs.
     vs_tcp: (f64, f64),
     /// Drops per delivered packet: pgmcc, its competitors; control, its competitors.
     drops: [f64; 4],
     unrecoverable: u64,
+}
+
+/// How many share ratios lie in [`BAND`].
+fn in_band(v: &[f64]) -> usize {
+    v.iter().filter(|s| (BAND.0..=BAND.1).contains(*s)).count()
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -367,13 +373,15 @@ fn row<'a>(spec: &'a Spec, runs: &[(RunResult, RunResult)]) -> Row<'a> {
     };
     let sum = |f: &dyn Fn(&(RunResult, RunResult)) -> f64| runs.iter().map(f).sum::<f64>();
     let (p, c) = (sum(&|r| r.0.subject.kbps), sum(&|r| r.1.subject.kbps));
+    let per_seed: Vec<f64> = runs
+        .iter()
+        .map(|(p, c)| p.subject.kbps / c.subject.kbps.max(1e-9))
+        .collect();
+    let (_, _, lo, hi) = stats(&per_seed);
     Row {
         spec,
         share: if c > 0.0 { p / c } else { f64::INFINITY },
-        per_seed: runs
-            .iter()
-            .map(|(p, c)| p.subject.kbps / c.subject.kbps.max(1e-9))
-            .collect(),
+        seed_range: (lo, hi),
         vs_tcp: (
             p / sum(&|r| comp_mean(&r.0)).max(1e-9),
             c / sum(&|r| comp_mean(&r.1)).max(1e-9),
@@ -454,10 +462,7 @@ fn report(a: &ReportArgs) -> Result<ExitCode> {
 fn summary_lines(rows: &[Row]) -> String {
     let shares: Vec<f64> = rows.iter().map(|r| r.share).collect();
     let n = shares.len().max(1) as f64;
-    let inside = shares
-        .iter()
-        .filter(|s| (BAND.0..=BAND.1).contains(*s))
-        .count();
+    let inside = in_band(&shares);
     let wild = shares.iter().filter(|s| **s < 0.5 || **s > 2.0).count();
     let lost: u64 = rows.iter().map(|r| r.unrecoverable).sum();
     let lost_in = rows.iter().filter(|r| r.unrecoverable > 0).count();
@@ -471,8 +476,7 @@ fn summary_lines(rows: &[Row]) -> String {
         inside,
         100.0 * inside as f64 / n
     );
-    let lo = shares.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = shares.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let (_, _, lo, hi) = stats(&shares);
     let _ = writeln!(
         s,
         "- median {:.2} (target 0.9-1.1); least {:.2}, largest {:.2}; below 0.5 or above 2: {} (target none)",
@@ -521,19 +525,18 @@ fn breakdown_line(label: &str, rows: &[Row], keep: impl Fn(&Spec) -> bool) -> Op
     if v.is_empty() {
         return None;
     }
-    let inside = v.iter().filter(|s| (BAND.0..=BAND.1).contains(*s)).count();
+    let inside = in_band(&v);
     let ctl: Vec<f64> = rows
         .iter()
         .filter(|r| keep(r.spec))
         .map(|r| r.vs_tcp.1)
         .collect();
+    let (_, _, lo, hi) = stats(&v);
     Some(format!(
-        "| {label} | {} | {} | {:.2} | {:.2}-{:.2} | {:.2} |",
+        "| {label} | {} | {} | {:.2} | {lo:.2}-{hi:.2} | {:.2} |",
         v.len(),
         inside,
         median(&v),
-        v.iter().copied().fold(f64::INFINITY, f64::min),
-        v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
         median(&ctl),
     ))
 }
@@ -633,10 +636,7 @@ fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
         } else {
             " *"
         };
-        let (lo, hi) = (
-            r.per_seed.iter().copied().fold(f64::INFINITY, f64::min),
-            r.per_seed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-        );
+        let (lo, hi) = r.seed_range;
         let (from, to) = r.spec.window();
         let _ = writeln!(
             s,
@@ -683,8 +683,8 @@ fn csv(rows: &[Row]) -> String {
             sp.warmup_s,
             sp.measure_s,
             r.share,
-            r.per_seed.iter().copied().fold(f64::INFINITY, f64::min),
-            r.per_seed.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+            r.seed_range.0,
+            r.seed_range.1,
             r.vs_tcp.0,
             r.vs_tcp.1,
             r.drops[0],
