@@ -579,11 +579,6 @@ impl Spec {
         }
         s
     }
-
-    /// What a run of [`Spec::scenario`] measured over [`Spec::window`].
-    pub fn measure(&self, slot: Slot, seed: u64, s: &Summary) -> RunResult {
-        measure(self.id, slot, seed, self.window(), s)
-    }
 }
 
 /// What a run of a generated scenario (scenario `id`, `slot` in the subject slot, run
