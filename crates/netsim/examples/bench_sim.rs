@@ -46,7 +46,9 @@ fn main() {
     };
     let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
     cfg.cc = CcConfig::Pgmcc(PgmccConfig::default());
-    cfg.max_tpdu = 1400 + 84;
+    // 1400-byte payloads in whole packets: headers 24, OPT_LENGTH 4, OPT_PGMCC_DATA 16.
+    cfg.max_tpdu = 1400 + 44;
+    cfg.whole_packets();
     cfg.repairs = reliable;
     let tx = sim.add_agent(
         s,

@@ -100,7 +100,9 @@ fn main() {
     };
     let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
     cfg.cc = Controller::Pgmcc.config();
-    cfg.max_tpdu = 1400 + 84;
+    // 1400-byte payloads in whole packets: headers 24, OPT_LENGTH 4, OPT_PGMCC_DATA 16.
+    cfg.max_tpdu = 1400 + 44;
+    cfg.whole_packets();
     cfg.fec = fec;
     cfg.proactive_parity = proactive;
     if let Some(s) = poll_ivl {

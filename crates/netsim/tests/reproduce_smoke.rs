@@ -175,16 +175,14 @@ fn every_reproduction_row_has_a_smoke_test() {
 }
 
 // Fairness benchmark Set 1 (3000 s in the paper; 1000 s here, from 100 s). The benchmark
-// notes that at 300 s the unfairness "was not clear", so this one stays longer.
-// Since the receivers' NAK timers scale to the group RTT and the source holds off repeat
-// repairs (issue 20), the repair storm that took ~0.7 s of queue is gone. With host jitter
-// (the reproduction's scenarios since issue 19) and ns-2's TCP of the benchmark's era
-// (receiver window 20, initial window 2, limited transmit, timer restarts) f against Reno is
-// 64% here (published 74%), NewReno 75% and SACK 81% (published 92% each). The adaptive
-// timeout makes pgmcc slower than TCP (f = 110%; published 96%): its timer restarts only
-// once a repair has crossed the full queue (docs/reproduction.md). (Before TCP's limited
-// transmit segments were left out of the FlightSize it halves, RFC 5681 §3.2: 71%, 78%, 89%
-// and 126%.) Asserted as measured.
+// notes that at 300 s the unfairness "was not clear", so this one stays longer. With host
+// jitter and ns-2's TCP of the benchmark's era (receiver window 20, initial window 2,
+// limited transmit, timer restarts) f against Reno is 62% here (published 74%), NewReno 73%
+// and SACK 84% (published 92% each). The adaptive timeout makes pgmcc slower than TCP
+// (f = 102%; published 96%): its timer restarts only once a repair has crossed the full
+// queue (docs/reproduction.md). Asserted as measured, within 0.06: a change of 4 bytes in
+// the stream's first packet alone moves these by up to 0.08 (to 64%, 75%, 81% and 110%),
+// the spread of 3 seeds of a chaotic system.
 #[test]
 fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
     let reno = smoke("fairness-set1-reno.toml", 1000, 100.0, &[]).f;
@@ -192,10 +190,10 @@ fn set1_pgmcc_is_close_to_fair_to_reno_and_the_adaptive_timeout_stalls() {
     let newreno = smoke("fairness-set1-newreno.toml", 1000, 100.0, &[]).f;
     let sack = smoke("fairness-set1-sack.toml", 1000, 100.0, &[]).f;
     eprintln!("Set 1: Reno {reno:.2} NewReno {newreno:.2} SACK {sack:.2} adaptive {adaptive:.2}");
-    assert!((0.63..0.83).contains(&reno), "{reno}");
-    assert!((0.68..0.88).contains(&newreno), "{newreno}");
-    assert!((0.79..0.99).contains(&sack), "{sack}");
-    assert!((1.0..1.2).contains(&adaptive), "{adaptive}");
+    assert!((0.56..0.68).contains(&reno), "{reno}");
+    assert!((0.67..0.79).contains(&newreno), "{newreno}");
+    assert!((0.78..0.90).contains(&sack), "{sack}");
+    assert!((0.96..1.16).contains(&adaptive), "{adaptive}");
 }
 
 // Set 2, high loss: pgmcc is close to fair to TCP1 (f1 = 78%) and unfair to TCP2 on the 8%

@@ -111,6 +111,12 @@ pub struct SenderOptions {
     /// What the session carries, on every SPM (OPT_MANIFEST, `docs/wire.md`); add the
     /// stream's SHA-256 with [`Sender::set_manifest`] before [`Sender::close`]. Default none.
     pub manifest: Option<pgm_wire::Manifest>,
+    /// Every message travels in one packet (`SenderConfig::whole_packets`): the largest
+    /// message is one packet's payload ([`Sender::max_tsdu`], the first message
+    /// [`Sender::first_tsdu`]), and with no fragments to encode, parity leaves data packets
+    /// the whole `max_tpdu`. For applications that cut a stream into packet-sized messages.
+    /// Default false.
+    pub whole_packets: bool,
 }
 
 /// Which receivers' delivery reports a source waits for.
@@ -187,6 +193,7 @@ impl SenderOptions {
             expect: None,
             expect_timeout: Duration::from_secs(30),
             manifest: None,
+            whole_packets: false,
         }
     }
 }
@@ -255,7 +262,12 @@ pub struct Sender {
     tsi: Tsi,
     local: Ipv4Addr,
     max_apdu: usize,
+    /// The largest first message: less when it must fit the stream's first packet.
+    first_apdu: usize,
+    /// Set once a message was written.
+    wrote: bool,
     max_tsdu: usize,
+    first_tsdu: usize,
 }
 
 /// A [`Sender`]'s status, readable after the `Sender` was handed to [`Sender::close`]
@@ -321,11 +333,20 @@ impl Sender {
             bytes_per_sec: r,
             burst: (r / 50).max(opts.max_tpdu as u64 * 4),
         });
+        if opts.whole_packets {
+            config.whole_packets();
+        }
         let max_tsdu = config.max_tsdu();
+        let first_tsdu = config.first_tsdu();
         let clock = Clock::new();
         let cc_config = config.cc;
         let core = pgmcc::Sender::new(config, clock.now());
         let max_apdu = core.max_apdu();
+        let first_apdu = if opts.whole_packets {
+            max_apdu.min(first_tsdu)
+        } else {
+            max_apdu
+        };
         let (apdu_tx, apdu_rx) = mpsc::channel(64);
         let (abort_tx, abort_rx) = mpsc::channel(1);
         let (manifest_tx, manifest_rx) = mpsc::channel(4);
@@ -366,7 +387,10 @@ impl Sender {
             tsi,
             local,
             max_apdu,
+            first_apdu,
+            wrote: false,
             max_tsdu,
+            first_tsdu,
         })
     }
 
@@ -380,7 +404,8 @@ impl Sender {
         self.local
     }
 
-    /// Largest message [`Sender::write`] takes.
+    /// Largest message [`Sender::write`] takes (the first one: see
+    /// [`SenderOptions::whole_packets`]).
     pub fn max_apdu(&self) -> usize {
         self.max_apdu
     }
@@ -390,17 +415,30 @@ impl Sender {
         self.max_tsdu
     }
 
+    /// Payload bytes of the stream's first packet, which also carries OPT_SYN: with
+    /// [`SenderOptions::whole_packets`], the largest first message.
+    pub fn first_tsdu(&self) -> usize {
+        self.first_tsdu
+    }
+
     /// Queues one message (APDU); receivers get it whole and in order. Waits while the send
     /// queue is full, which is how congestion control slows the application down.
     pub async fn write(&mut self, apdu: &[u8]) -> Result<(), Error> {
-        if apdu.len() > self.max_apdu {
+        let max = if self.wrote {
+            self.max_apdu
+        } else {
+            self.first_apdu
+        };
+        if apdu.len() > max {
             return Err(Error::TooLarge {
                 len: apdu.len(),
-                max: self.max_apdu,
+                max,
             });
         }
         let tx = self.apdus.as_ref().ok_or(Error::Closed)?;
-        tx.send(apdu.to_vec()).await.map_err(|_| Error::Closed)
+        tx.send(apdu.to_vec()).await.map_err(|_| Error::Closed)?;
+        self.wrote = true;
+        Ok(())
     }
 
     /// The latest status snapshot.

@@ -86,9 +86,9 @@ impl PgmSenderAgent {
         };
         // Keep the send queue topped up.
         while !self.stopped && self.remaining != Some(0) && s.queued_packets() < 64 {
-            let n = self
-                .remaining
-                .map_or(self.apdu.len(), |r| r.min(self.apdu.len() as u64) as usize);
+            // Full packets: the stream's first holds OPT_SYN as well.
+            let full = s.next_tsdu().min(self.apdu.len());
+            let n = self.remaining.map_or(full, |r| r.min(full as u64) as usize);
             if s.send(&self.apdu[..n]).is_err() {
                 break;
             }

@@ -502,6 +502,10 @@ fn reproduce_row(
     })
 }
 
+/// PGM payload bytes when a flow sets none: a pgmcc data packet (OPT_PGMCC_DATA with an
+/// IPv4 acker) then fills a 1500-byte IPv4 datagram, as Linux TCP's segments do at that MTU.
+const DEFAULT_PGM_PAYLOAD: u32 = 1428;
+
 #[allow(clippy::too_many_arguments)]
 fn build_pgm(
     cx: &Ctx<'_>,
@@ -521,16 +525,11 @@ fn build_pgm(
         sport: 1000 + id as u16,
     };
     let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
-    let payload = validate::payload(fl, 1400, cx)?;
-    // max_tsdu = max_tpdu - 84 bytes of worst-case headers and options.
-    cfg.max_tpdu = payload as usize + 84;
+    let payload = validate::payload(fl, DEFAULT_PGM_PAYLOAD, cx)?;
     if let Some(limit) = validate::rate_limit(fl, cx)? {
         cfg.rate_limit = Some(limit);
     }
     cfg.cc = super::knobs::pgm_cc(fl, kind, payload, cx)?;
-    // Keep `payload` exact: the controller's own data option (OPT_TFMCC_DATA, OPT_PSEUDOFED,
-    // OPT_LOWWEIGHT) comes on top of the 84 bytes.
-    cfg.max_tpdu += cfg.cc.data_option_room();
     validate::refuse_tcp_knobs(fl, cx)?;
     // Unreliable PGM (pgmcc paper §3.9): no NCF/RDATA; receivers report gaps at once.
     let reliable = fl.repairs.unwrap_or(true);
@@ -554,6 +553,13 @@ fn build_pgm(
     if let Some(h) = fl.hold_for_naks {
         cfg.hold_for_naks = h;
     }
+    // `payload` is what each whole data packet carries (the stream's first, with OPT_SYN,
+    // 4 bytes less), as `pgmcc send` fills its packets: max_tpdu is the payload plus the
+    // headers and options a packet carries, and the session never fragments.
+    cfg.max_tpdu = usize::from(u16::MAX);
+    cfg.whole_packets();
+    cfg.max_tpdu = payload as usize + (cfg.max_tpdu - cfg.max_tsdu());
+    cfg.whole_packets();
     // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
     let loss_events = cfg.cc.receiver_loss_events();
     let txw_sqns = cfg.txw_sqns;

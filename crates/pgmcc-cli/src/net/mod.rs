@@ -8,6 +8,7 @@
 pub(crate) mod args;
 mod keygen;
 mod output;
+mod packer;
 mod pieces;
 mod recv;
 mod report;

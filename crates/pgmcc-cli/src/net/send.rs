@@ -16,8 +16,13 @@ use sha2::{Digest, Sha256};
 use tokio::io::AsyncReadExt;
 
 use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs, Peer};
+use super::packer::Packer;
 use super::report::{hex_string, progress, write_stats, LineProgress};
 use super::{runtime, Signals};
+
+/// How long bytes short of a full packet wait for more input: a live stream's last bytes
+/// go out this much later than they were read, and a file's reads come back to back.
+const PACKER_WAIT: Duration = Duration::from_millis(20);
 
 /// Arguments of `pgmcc send`.
 #[derive(Debug, ClapArgs)]
@@ -27,7 +32,8 @@ pub(crate) struct SendArgs {
     /// What to send: a file; a directory or several files and directories (sent as one tar
     /// archive, which `pgmcc recv -D DIR` writes out as a tree: each input under its own
     /// name, symbolic links as links, devices and FIFOs left out); or `-` for standard input
-    /// (a live stream: data goes out as it is read).
+    /// (a live stream: data goes out as it is read, in full packets; bytes that do not fill
+    /// one go out when the input pauses for 20 ms).
     #[arg(value_name = "FILE|DIR|-", required = true, num_args = 1..)]
     inputs: Vec<PathBuf>,
     /// Ceiling on the send rate, e.g. 20Mbit, 500kbit (bits per second of PGM packets)
@@ -363,6 +369,9 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.encapsulation = args.net.encapsulation();
     opts.ttl = args.ttl;
     opts.multicast_loop = !args.no_loop;
+    // The input is cut into packet-sized messages: nothing fragments, so every data packet
+    // fills the MTU.
+    opts.whole_packets = true;
     opts.rate_limit = args.rate_max;
     opts.linger = args.linger;
     opts.txw_sqns = args.txw.max(1);
@@ -658,7 +667,7 @@ async fn one_pass(
         passes,
         first_sha,
     } = *ctx;
-    let (mut input, producer) = input.reader().await?;
+    let (mut input, mut producer) = input.reader().await?;
     let started = std::time::Instant::now();
     let mut tx = Sender::bind(opts).await.context("starting the source")?;
     let of = if passes > 1 {
@@ -680,57 +689,72 @@ async fn one_pass(
     let mut total = 0u64;
     let mut warned = false;
     // Large reads (each tokio file read is a trip to a blocking thread), cut into
-    // packet-sized messages so nothing needs fragmenting. For ZeroMQ subscribers each
-    // packet is one whole ZeroMQ message in their framing (pgmcc_net::zmq).
-    let tsdu = if zeromq {
-        tx.max_tsdu()
-            .saturating_sub(pgmcc_net::zmq::ZMQ_APDU_OVERHEAD)
-            .max(1)
-    } else {
-        tx.max_tsdu()
+    // packet-sized messages so nothing needs fragmenting; what is left of a read waits for
+    // the next one (`Packer`), so packets are full. For ZeroMQ subscribers each packet is
+    // one whole ZeroMQ message in their framing (pgmcc_net::zmq).
+    let room = |tsdu: usize| {
+        if zeromq {
+            tsdu.saturating_sub(pgmcc_net::zmq::ZMQ_APDU_OVERHEAD)
+                .max(1)
+        } else {
+            tsdu
+        }
     };
-    let mut buf = vec![0u8; 256 * tsdu];
+    let mut packer = Packer::new(room(tx.first_tsdu()), room(tx.max_tsdu()));
+    let mut buf = vec![0u8; 256 * room(tx.max_tsdu())];
+    let mut ended = false;
     let aborter = tx.aborter();
     let mut interrupted = false;
     // The input failed part way (a file vanished or shrank): receivers are told, as on
     // Ctrl-C, and nothing claims the transfer is complete.
     let mut input_error: Option<String> = None;
     // A write fails only when the source's task ended: `close` then says why.
-    'input: loop {
+    'input: while !ended {
+        let waiting = packer.has_rest();
         let read = tokio::select! {
-            r = input.read(&mut buf) => r,
+            r = input.read(&mut buf) => Some(r),
             () = stop.recv() => {
                 interrupted = true;
                 break 'input;
             }
+            // The input paused: what waits for a full packet goes now.
+            () = tokio::time::sleep(PACKER_WAIT), if waiting => None,
         };
         let n = match read {
-            Ok(n) => n,
-            Err(e) => {
+            None => 0,
+            Some(Ok(n)) => n,
+            Some(Err(e)) => {
                 input_error = Some(format!("reading the input: {e}"));
                 break 'input;
             }
         };
-        if n == 0 {
+        if read.is_some() && n == 0 {
+            ended = true;
             // A tree's archive ends when its writer does: ask it whether it finished.
-            if let Some(p) = producer {
+            if let Some(p) = producer.take() {
                 match p.await {
                     Ok(Ok(())) => {}
                     Ok(Err(e)) => input_error = Some(format!("reading the input: {e}")),
                     Err(e) => input_error = Some(format!("reading the input: {e}")),
                 }
             }
-            break;
+            if input_error.is_some() {
+                break;
+            }
         }
         let block = buf.get(..n).unwrap_or_default();
         hash.update(block);
-        for chunk in block.chunks(tsdu) {
+        let mut messages = packer.push(block);
+        if read.is_none() || ended {
+            messages.extend(packer.flush());
+        }
+        for message in messages {
             let framed;
             let chunk = if zeromq {
-                framed = pgmcc_net::zmq::zmq_apdu(chunk);
+                framed = pgmcc_net::zmq::zmq_apdu(&message);
                 &framed[..]
             } else {
-                chunk
+                &message[..]
             };
             // Waits while congestion control holds the queue full; look up now and then.
             loop {

@@ -59,11 +59,16 @@ use rate::RateLimiter;
 use txw::{Bounds, TransmitWindow, TxPacket};
 
 /// Bytes of the common header, the data header and the largest option set a data packet of
-/// ours carries (OPT_LENGTH 4, OPT_FRAGMENT 16, OPT_JOIN 8, OPT_SYN 4, OPT_PGMCC_DATA 28).
-const DATA_OVERHEAD: usize = 16 + 8 + 4 + 16 + 8 + 4 + 28;
+/// ours carries (OPT_LENGTH 4, OPT_FRAGMENT 16, OPT_JOIN 8, OPT_SYN 4, OPT_PGMCC_DATA 28):
+/// an upper bound for a packet not yet encoded. Packets are sized by what they carry
+/// ([`SenderConfig::tsdu_at`]).
+const DATA_OVERHEAD: usize = DATA_HEADERS + 4 + 16 + 8 + 4 + 28;
 
-/// Bytes OPT_ACK_PROOF takes on a data packet.
-const ACK_PROOF_ROOM: usize = 8;
+/// Bytes of the common header and the data header.
+const DATA_HEADERS: usize = 16 + 8;
+
+/// Bytes OPT_VAR_PKTLEN appends to a parity packet's payload.
+const VAR_PKTLEN_LEN: usize = 2;
 
 /// Addresses remembered as having proved receipt in an ACK (OPT_ACK_PROOF): their ACKs must
 /// always carry the proof from then on.
@@ -359,16 +364,83 @@ impl SenderConfig {
         }
     }
 
-    /// Payload bytes per ODATA packet (less the room the controller's own options need).
+    /// Payload bytes of a whole (unfragmented) data packet after the stream's first: what
+    /// fills `max_tpdu` once the options that packet carries are counted (OPT_PGMCC_DATA
+    /// sized for `source_nla`'s family, OPT_JOIN, OPT_ACK_PROOF, the controller's own), and
+    /// small enough that a parity packet of its group fits too. Applications that cut
+    /// their data into packet-sized messages cut at this size (the first message at
+    /// [`SenderConfig::first_tsdu`]), so that every packet is full.
     pub fn max_tsdu(&self) -> usize {
-        let proof = if self.ack_proof.is_some() {
-            ACK_PROOF_ROOM
-        } else {
-            0
+        // Without options, the first group's parity (OPT_SYN) leaves its packets less.
+        let later = parity_group(self).unwrap_or(1).max(1);
+        let first_group = self.tsdu_at(self.initial_sqn.wrapping_add(1), false);
+        first_group.min(self.tsdu_at(self.initial_sqn.wrapping_add(later), false))
+    }
+
+    /// Payload bytes of the stream's first packet, which also carries OPT_SYN.
+    pub fn first_tsdu(&self) -> usize {
+        self.tsdu_at(self.initial_sqn, false)
+    }
+
+    /// Makes this a session that never fragments: `max_apdu` becomes one packet's payload,
+    /// and parity packets keep no room for OPT_FRAGMENT, so each data packet can fill
+    /// `max_tpdu`. Call it after the options (controller, OPT_JOIN, proof of receipt) are
+    /// set; [`Sender::next_tsdu`] then says how much the next APDU may hold.
+    pub fn whole_packets(&mut self) {
+        self.max_apdu = self.data_room(false, false);
+    }
+
+    /// True when an APDU may span several packets: `max_apdu` exceeds one packet's payload.
+    /// Sessions that never fragment keep no room in parity packets for OPT_FRAGMENT.
+    pub fn fragments(&self) -> bool {
+        self.max_apdu > self.data_room(false, false)
+    }
+
+    /// Payload bytes of data packet `sqn`, a fragment of a larger APDU or a whole one.
+    pub(crate) fn tsdu_at(&self, sqn: u32, fragment: bool) -> usize {
+        let syn = sqn == self.initial_sqn;
+        let mut room = self.data_room(fragment, syn);
+        if let Some(k) = parity_group(self) {
+            // A parity packet's payload is the group's longest plus OPT_VAR_PKTLEN's two
+            // bytes, under OPT_SYN in the first group and an encoded OPT_FRAGMENT in a
+            // session that fragments.
+            let first_group = crate::fec::tg_sqn(sqn, k) == crate::fec::tg_sqn(self.initial_sqn, k);
+            let opts = Options {
+                syn: first_group,
+                fragment_encoded: self.fragments().then_some([0; FRAGMENT_BODY_LEN]),
+                ..Options::default()
+            };
+            let parity_room = self
+                .max_tpdu
+                .saturating_sub(DATA_HEADERS + opts.buffer_len() + VAR_PKTLEN_LEN);
+            room = room.min(parity_room);
+        }
+        room.max(1)
+    }
+
+    /// Payload bytes that fill `max_tpdu` beside the options a data packet carries.
+    fn data_room(&self, fragment: bool, syn: bool) -> usize {
+        let nowhere = match self.source_nla {
+            IpAddr::V4(_) => IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+            IpAddr::V6(_) => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+        };
+        let opts = Options {
+            fragment: fragment.then_some(Fragment {
+                first_sqn: 0,
+                offset: 0,
+                apdu_len: 0,
+            }),
+            syn,
+            join: self.join_window.map(|_| 0),
+            ack_proof: self.ack_proof.map(|_| pgm_wire::AckProof { value: 0 }),
+            pgmcc_data: (!matches!(self.cc, CcConfig::None)).then_some(pgm_wire::PgmccData {
+                tstamp: 0,
+                acker: nowhere,
+            }),
+            ..Options::default()
         };
         self.max_tpdu
-            .saturating_sub(DATA_OVERHEAD + self.cc.data_option_room() + proof)
-            .max(1)
+            .saturating_sub(DATA_HEADERS + opts.buffer_len() + self.cc.data_option_room())
     }
 }
 
@@ -740,8 +812,8 @@ impl Sender {
                 max,
             });
         }
-        let tsdu = self.config.max_tsdu();
-        let n = apdu.len().div_ceil(tsdu).max(1);
+        let pieces = self.pieces(apdu.len())?;
+        let n = pieces.len();
         if self.queued_packets() + n > self.config.send_queue.max(n) {
             return Err(SendError::WouldBlock);
         }
@@ -762,9 +834,7 @@ impl Sender {
         }
         let first_sqn = self.next_sqn();
         let apdu_len = apdu.len() as u32;
-        for i in 0..n {
-            let start = i * tsdu;
-            let end = (start + tsdu).min(apdu.len());
+        for (start, end) in pieces {
             let fragment = (n > 1).then_some(Fragment {
                 first_sqn,
                 offset: start as u32,
@@ -792,6 +862,37 @@ impl Sender {
         Ok(())
     }
 
+    /// Payload bytes the next APDU [`Sender::send`] takes fills one packet with: the
+    /// stream's first packet carries OPT_SYN and holds less.
+    pub fn next_tsdu(&self) -> usize {
+        self.config.tsdu_at(self.next_sqn(), false)
+    }
+
+    /// Where an APDU of `len` bytes is cut: one packet when it fits the next packet whole,
+    /// else fragments sized by the sequence number each gets. A session that does not
+    /// fragment ([`SenderConfig::fragments`]) refuses what does not fit one packet.
+    fn pieces(&self, len: usize) -> Result<Vec<(usize, usize)>, SendError> {
+        let sqn = self.next_sqn();
+        let whole = self.config.tsdu_at(sqn, false);
+        if len <= whole {
+            return Ok(vec![(0, len)]);
+        }
+        if !self.config.fragments() {
+            return Err(SendError::TooLarge { len, max: whole });
+        }
+        let mut pieces = Vec::new();
+        let mut start = 0;
+        while start < len {
+            let room = self
+                .config
+                .tsdu_at(sqn.wrapping_add(pieces.len() as u32), true);
+            let end = (start + room).min(len);
+            pieces.push((start, end));
+            start = end;
+        }
+        Ok(pieces)
+    }
+
     /// The largest APDU [`Sender::send`] takes: [`SenderConfig::max_apdu`], and in signed
     /// mode no more than one block's packets.
     pub fn max_apdu(&self) -> usize {
@@ -805,7 +906,8 @@ impl Sender {
 
     /// Packets one signed block holds (a list must fit one TPDU).
     fn block_capacity(&self) -> usize {
-        signed::block_capacity(self.config.max_tsdu()).max(1)
+        // A list may be the stream's first packet, with OPT_SYN.
+        signed::block_capacity(self.config.first_tsdu()).max(1)
     }
 
     /// The sequence number the next packet queued gets.
@@ -2001,14 +2103,16 @@ fn txw_packets(config: &SenderConfig) -> u32 {
 /// transmit window holds fewer than [`TXW_GROUPS`] groups, or the controller's loss signal
 /// needs selective NAKs.
 fn parity_for(config: &SenderConfig) -> Option<ParityRepairs> {
-    config
-        .fec
-        .filter(|&k| {
-            crate::fec::valid_tg_size(k)
-                && u64::from(k) * TXW_GROUPS <= u64::from(config.txw_sqns)
-                && !config.cc.needs_selective_naks()
-        })
-        .map(ParityRepairs::new)
+    parity_group(config).map(ParityRepairs::new)
+}
+
+/// The transmission group size of the parity [`parity_for`] sets up, if any.
+fn parity_group(config: &SenderConfig) -> Option<u32> {
+    config.fec.filter(|&k| {
+        crate::fec::valid_tg_size(k)
+            && u64::from(k) * TXW_GROUPS <= u64::from(config.txw_sqns)
+            && !config.cc.needs_selective_naks()
+    })
 }
 
 /// Groups the transmit window must hold for parity: a group is encoded only while all its
