@@ -175,10 +175,76 @@ fn data_before_any_spm_asks_for_one_and_naks_wait_for_the_path() {
     let t = r.poll_timeout().unwrap().max(ms(70));
     r.handle_timeout(t + Duration::from_millis(60));
     let sent = sent_by(&mut r, t);
+    // The first packet heard was 5 past the trail the source advertised: the receiver
+    // reaches back for the stream's start (`start_reach`) as well as for 6.
     assert_eq!(
         sent.iter().flat_map(|s| nak_sqns(&s.1)).collect::<Vec<_>>(),
-        vec![6]
+        vec![0, 1, 2, 3, 4, 6]
     );
+}
+
+/// A receiver that lost a session's first packets (SPMs and data, to a full queue as the
+/// session starts, say) takes the stream from the trail the source advertises when that
+/// is near, so it still gets the stream's start (OPT_SYN); one joining a running session,
+/// far from the trail, starts where it joined.
+#[test]
+fn a_receiver_that_lost_the_first_packets_reaches_back_for_them_but_a_late_joiner_does_not() {
+    // By data: first heard packet 3, trail 0.
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &odata(3, 0, b"d", None));
+    r.handle(ms(1), SRC, &spm(0, 0, 3, false));
+    let t = r.poll_timeout().unwrap();
+    r.handle_timeout(t + Duration::from_millis(60));
+    let naked: Vec<u32> = sent_by(&mut r, t + Duration::from_millis(60))
+        .iter()
+        .filter(|(_, b)| Repr::parse(b).unwrap().packet_type() == PacketType::Nak)
+        .flat_map(|s| nak_sqns(&s.1))
+        .collect();
+    assert_eq!(naked, vec![0, 1, 2]);
+    let mut first = odata(0, 0, b"a", None);
+    // The repair of the first packet carries OPT_SYN, as the source's does.
+    first = {
+        let repr = Repr::parse(&first).unwrap();
+        let mut opts = repr.options.clone();
+        opts.syn = true;
+        Repr::downstream(TSI, 7500, Body::Rdata(DataRepr { sqn: 0, trail: 0 }))
+            .with_options(opts)
+            .with_payload(b"a")
+            .to_vec()
+            .unwrap()
+    };
+    r.handle(ms(200), SRC, &first);
+    r.handle(ms(201), SRC, &rdata(1, 0, b"b"));
+    r.handle(ms(202), SRC, &rdata(2, 0, b"c"));
+    assert_eq!(r.session_syn(&TSI), Some(0));
+    let data: Vec<Vec<u8>> = events(&mut r)
+        .into_iter()
+        .filter_map(|e| match e {
+            ReceiverEvent::Data { data, .. } => Some(data),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(data, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]);
+
+    // By SPM: lead 10, trail 0.
+    let mut r = receiver();
+    r.handle(ms(0), SRC, &spm(0, 0, 10, false));
+    r.handle(ms(1), SRC, &odata(11, 0, b"l", None));
+    assert_eq!(r.missing(&TSI), 11, "0-10 asked for");
+
+    // A late joiner: first heard packet 100 past the trail.
+    let mut late = receiver();
+    late.handle(ms(0), SRC, &spm(0, 0, 99, false));
+    late.handle(ms(1), SRC, &odata(100, 0, b"x", None));
+    assert_eq!(late.missing(&TSI), 0, "starts where it joined");
+
+    // Off.
+    let mut cfg = ReceiverConfig::new(RX, GROUP, 1);
+    cfg.start_reach = 0;
+    let mut off = Receiver::new(cfg, Instant::ZERO);
+    off.handle(ms(0), SRC, &odata(3, 0, b"d", None));
+    off.handle(ms(1), SRC, &spm(0, 0, 3, false));
+    assert_eq!(off.missing(&TSI), 0);
 }
 
 #[test]

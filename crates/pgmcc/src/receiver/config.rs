@@ -23,6 +23,10 @@ pub enum JoinPolicy {
     FromJoinMin,
 }
 
+/// [`ReceiverConfig::start_reach`]'s default: packets a receiver reaches back to the trail
+/// when it first hears a session.
+pub const DEFAULT_START_REACH: u32 = 64;
+
 /// [`ReceiverConfig::nak_bo_grtts`]'s default: the NAK back-off spans 4 group RTTs (NORM's
 /// `K`). The source's transmit window holds packets long enough for it
 /// ([`crate::SenderConfig::hold_for_naks`]).
@@ -67,6 +71,13 @@ pub struct ReceiverConfig {
     pub max_apdu: usize,
     /// Where a late joiner starts.
     pub join: JoinPolicy,
+    /// A receiver that first hears a session (by data or SPM) fewer than this many packets
+    /// past the trail the source advertises takes the stream from that trail, NAKing for
+    /// what it missed, rather than from the first packet heard: a receiver there when the
+    /// session starts that lost its first packets (to a full queue as the session starts,
+    /// say) still gets the stream's start, while a receiver joining a running session
+    /// (further from the trail) starts where it joined. Default 64; 0 turns it off.
+    pub start_reach: u32,
     /// Most sessions tracked at once; packets of further sessions are dropped and counted.
     /// Default 64.
     pub max_sessions: usize,
@@ -144,6 +155,7 @@ impl ReceiverConfig {
             rxw_sqns: 8192,
             max_apdu: 65535,
             join: JoinPolicy::default(),
+            start_reach: DEFAULT_START_REACH,
             max_sessions: 64,
             peer_expiry: Duration::from_secs(300),
             seed,

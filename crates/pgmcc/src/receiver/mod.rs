@@ -43,7 +43,7 @@ use crate::rng::Rng;
 use crate::sqn;
 use crate::time::Instant;
 use crate::transmit::Transmit;
-pub use config::{JoinPolicy, ReceiverConfig, DEFAULT_NAK_BO_GRTTS};
+pub use config::{JoinPolicy, ReceiverConfig, DEFAULT_NAK_BO_GRTTS, DEFAULT_START_REACH};
 pub use event::{ReceiverEvent, ReceiverStats};
 use rxw::{fragment_is_sane, Insert, NakTimers, Output, ParityInsert, ReceiveWindow};
 use session::{Admit, Peer, Sessions};
@@ -300,7 +300,11 @@ impl Receiver {
             }
         }
         let tsi = repr.tsi();
-        let (rxw_sqns, join) = (self.config.rxw_sqns, self.config.join);
+        let (rxw_sqns, join, reach) = (
+            self.config.rxw_sqns,
+            self.config.join,
+            self.config.start_reach,
+        );
         if !self.ensure_peer(tsi, now, from) {
             return;
         }
@@ -331,7 +335,7 @@ impl Receiver {
             peer.syn_sqn = Some(s);
         }
         if peer.rxw.is_none() {
-            let mut base = s;
+            let mut base = near_trail(s, trail, reach);
             if let (JoinPolicy::FromJoinMin, Some(min)) = (join, repr.options.join) {
                 if sqn::le(min, s) && sqn::distance(min, s) < rxw_sqns {
                     base = sqn::max(min, trail);
@@ -551,7 +555,7 @@ impl Receiver {
         peer.data_from.get_or_insert(from);
         if peer.rxw.is_none() {
             // Heard the session first by SPM: want only data after its lead.
-            let base = spm.lead.wrapping_add(1);
+            let base = near_trail(spm.lead.wrapping_add(1), spm.trail, self.config.start_reach);
             peer.rxw = Some(new_window(&self.config, tsi, base, spm.trail));
         }
         if let Some(rst) = repr.options.rst {
@@ -819,6 +823,16 @@ impl Receiver {
 
 /// The receive window of session `tsi`, wanting `base` first (signed when the receiver
 /// holds a verifier).
+/// Where a receiver that first hears a session at `first` starts: at the source's `trail`
+/// when `first` is fewer than `reach` packets past it ([`ReceiverConfig::start_reach`]).
+fn near_trail(first: u32, trail: u32, reach: u32) -> u32 {
+    if sqn::lt(trail, first) && sqn::distance(trail, first) < reach {
+        trail
+    } else {
+        first
+    }
+}
+
 fn new_window(config: &ReceiverConfig, tsi: Tsi, base: u32, trail: u32) -> ReceiveWindow {
     let mut w = ReceiveWindow::new(base, trail, config.rxw_sqns, config.max_apdu);
     if let Some(v) = &config.verifier {
