@@ -224,7 +224,10 @@ fn a_receiver_that_lost_the_first_packets_reaches_back_for_them_but_a_late_joine
             _ => None,
         })
         .collect();
-    assert_eq!(data, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]);
+    assert_eq!(
+        data,
+        vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]
+    );
 
     // By SPM: lead 10, trail 0.
     let mut r = receiver();

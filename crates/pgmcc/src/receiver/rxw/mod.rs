@@ -176,6 +176,10 @@ pub(crate) struct ReceiveWindow {
     received: bool,
     /// Why missing sequence numbers were given up, since the last `take_give_ups`.
     give_ups: GiveUps,
+    /// Missing slots filled since the window began (repairs, parity, late data).
+    fills: u64,
+    /// `fills` when a NAK round last saw it change, and when.
+    last_fill: Option<(u64, Instant)>,
 }
 
 /// Why a reliable receive window gave up missing sequence numbers: counts of slots that were
@@ -187,7 +191,8 @@ pub(crate) struct GiveUps {
     /// The source's advertised trail passed them: it no longer holds them for repair.
     pub(crate) trail: u64,
     /// Their NAKs went unanswered for the whole give-up time (NAK_RPT/RDATA waits,
-    /// retries included).
+    /// retries included), and no missing packet of the window was filled for the last
+    /// quarter of it.
     pub(crate) patience: u64,
     /// The window outgrew its size and dropped its oldest slots.
     pub(crate) overflow: u64,
@@ -208,6 +213,8 @@ impl ReceiveWindow {
             signed: None,
             received: false,
             give_ups: GiveUps::default(),
+            fills: 0,
+            last_fill: None,
         }
     }
 
@@ -403,10 +410,10 @@ impl ReceiveWindow {
         let Some(i) = self.index(s) else {
             return Insert::Duplicate;
         };
-        let reverify = match &self.slots[i] {
+        let (reverify, was_missing) = match &self.slots[i] {
             Slot::Have { .. } => return Insert::Duplicate,
-            Slot::Missing(st) => st.reverify,
-            Slot::Lost => 0,
+            Slot::Missing(st) => (st.reverify, true),
+            Slot::Lost => (0, false),
         };
         let mut list = None;
         let check = match self.signed.as_mut() {
@@ -427,6 +434,9 @@ impl ReceiveWindow {
         };
         self.keep_copy(s, data, fragment);
         self.received = true;
+        if was_missing {
+            self.fills += 1;
+        }
         if let Some(l) = list {
             self.apply_list(s, l);
         }
@@ -483,6 +493,16 @@ impl ReceiveWindow {
         // One back-off draw per expiry round, shared, so retries batch like first NAKs do.
         let retry_at = now + t.backoff(rng);
         self.arm_reasked(now, retry_at);
+        // A source still repairing this window (working through a backlog its controller
+        // and the per-receiver share pace) is not given up on: patience runs out only
+        // once no missing packet was filled for a quarter of the give-up time. Its trail
+        // passing still gives up at once.
+        if self.fills > 0 && self.last_fill.is_none_or(|(n, _)| n != self.fills) {
+            self.last_fill = Some((self.fills, now));
+        }
+        let progressing = self
+            .last_fill
+            .is_some_and(|(_, at)| now.saturating_duration_since(at) < t.give_up / 4);
         let mut cur = self.base;
         let give_ups = &mut self.give_ups;
         for slot in self.slots.iter_mut() {
@@ -510,7 +530,7 @@ impl ReceiveWindow {
                     }
                 }
                 Phase::WaitNcf | Phase::WaitData => {
-                    if now.saturating_duration_since(st.since) >= st.patience {
+                    if now.saturating_duration_since(st.since) >= st.patience && !progressing {
                         *slot = Slot::Lost;
                         give_ups.patience += 1;
                     } else {
@@ -880,5 +900,33 @@ mod tests {
         w.extend_to(11, Instant::ZERO, &t, &mut rng);
         let g = w.take_give_ups();
         assert_eq!((g.trail, g.patience, g.overflow), (2, 0, 2));
+    }
+
+    /// A source working through a backlog of repairs (paced by its controller and the
+    /// per-receiver share) keeps its receiver waiting past the give-up time; once no missing
+    /// packet is filled for a quarter of it, patience runs out as before.
+    #[test]
+    fn patience_lasts_while_repairs_keep_filling_the_window() {
+        let mut rng = Rng::new(6);
+        let t = base();
+        let mut w = ReceiveWindow::new(0, 0, 256, 65535);
+        // 100 packets lost at once; the source repairs one every second from 5 s.
+        w.extend_to(99, Instant::ZERO, &t, &mut rng);
+        let mut left = 100;
+        for s in 0..60u32 {
+            let at = 5.0 + f64::from(s);
+            assert_eq!(w.insert(s, b"r", None), Insert::New);
+            left -= 1;
+            assert_eq!(expire(&mut w, at + 0.5, &t, &mut rng), left, "at {at} s");
+        }
+        assert_eq!(
+            w.take_give_ups(),
+            GiveUps::default(),
+            "nothing given up by 65 s"
+        );
+        // The repairs stop at 64 s: the rest is given up once 7.5 s pass without a fill.
+        assert_eq!(expire(&mut w, 71.0, &t, &mut rng), 40);
+        assert_eq!(expire(&mut w, 73.0, &t, &mut rng), 0);
+        assert_eq!(w.take_give_ups().patience, 40);
     }
 }
