@@ -176,11 +176,16 @@ pub(crate) struct ReceiveWindow {
     received: bool,
     /// Why missing sequence numbers were given up, since the last `take_give_ups`.
     give_ups: GiveUps,
-    /// Missing slots filled since the window began (repairs, parity, late data).
-    fills: u64,
-    /// `fills` when a NAK round last saw it change, and when.
-    last_fill: Option<(u64, Instant)>,
+    /// The earliest time found missing among the slots filled since the last NAK round
+    /// (repairs, parity, late data).
+    filled_since: Option<Instant>,
+    /// Recent fills: when a NAK round saw them, and the earliest time their slots were
+    /// found missing (at most [`RECENT_FILLS`]).
+    recent_fills: VecDeque<(Instant, Instant)>,
 }
+
+/// Fill records a window keeps for its patience rule.
+const RECENT_FILLS: usize = 1024;
 
 /// Why a reliable receive window gave up missing sequence numbers: counts of slots that were
 /// still missing (being NAKed) when they became lost. Sequence numbers a jump skips without
@@ -191,8 +196,8 @@ pub(crate) struct GiveUps {
     /// The source's advertised trail passed them: it no longer holds them for repair.
     pub(crate) trail: u64,
     /// Their NAKs went unanswered for the whole give-up time (NAK_RPT/RDATA waits,
-    /// retries included), and no missing packet of the window was filled for the last
-    /// quarter of it.
+    /// retries included), and no packet missing as long was filled for the last quarter
+    /// of it.
     pub(crate) patience: u64,
     /// The window outgrew its size and dropped its oldest slots.
     pub(crate) overflow: u64,
@@ -213,8 +218,8 @@ impl ReceiveWindow {
             signed: None,
             received: false,
             give_ups: GiveUps::default(),
-            fills: 0,
-            last_fill: None,
+            filled_since: None,
+            recent_fills: VecDeque::new(),
         }
     }
 
@@ -410,10 +415,10 @@ impl ReceiveWindow {
         let Some(i) = self.index(s) else {
             return Insert::Duplicate;
         };
-        let (reverify, was_missing) = match &self.slots[i] {
+        let (reverify, missing_since) = match &self.slots[i] {
             Slot::Have { .. } => return Insert::Duplicate,
-            Slot::Missing(st) => (st.reverify, true),
-            Slot::Lost => (0, false),
+            Slot::Missing(st) => (st.reverify, Some(st.since)),
+            Slot::Lost => (0, None),
         };
         let mut list = None;
         let check = match self.signed.as_mut() {
@@ -434,8 +439,8 @@ impl ReceiveWindow {
         };
         self.keep_copy(s, data, fragment);
         self.received = true;
-        if was_missing {
-            self.fills += 1;
+        if let Some(since) = missing_since {
+            self.filled_since = Some(self.filled_since.map_or(since, |f| f.min(since)));
         }
         if let Some(l) = list {
             self.apply_list(s, l);
@@ -493,16 +498,27 @@ impl ReceiveWindow {
         // One back-off draw per expiry round, shared, so retries batch like first NAKs do.
         let retry_at = now + t.backoff(rng);
         self.arm_reasked(now, retry_at);
-        // A source still repairing this window (working through a backlog its controller
-        // and the per-receiver share pace) is not given up on: patience runs out only
-        // once no missing packet was filled for a quarter of the give-up time. Its trail
-        // passing still gives up at once.
-        if self.fills > 0 && self.last_fill.is_none_or(|(n, _)| n != self.fills) {
-            self.last_fill = Some((self.fills, now));
+        // A source still working through a backlog of this window's losses (paced by its
+        // controller and the per-receiver share) is not given up on: a packet's patience
+        // runs out only once no packet missing at least as long was filled for a quarter
+        // of the give-up time. Packets that stay missing while newer ones are repaired
+        // (their repairs lost where others' arrived, say) are given up as before, and the
+        // trail passing still gives up at once.
+        if let Some(since) = self.filled_since.take() {
+            self.recent_fills.push_back((now, since));
+            if self.recent_fills.len() > RECENT_FILLS {
+                self.recent_fills.pop_front();
+            }
         }
-        let progressing = self
-            .last_fill
-            .is_some_and(|(_, at)| now.saturating_duration_since(at) < t.give_up / 4);
+        let horizon = t.give_up / 4;
+        while self
+            .recent_fills
+            .front()
+            .is_some_and(|&(at, _)| now.saturating_duration_since(at) >= horizon)
+        {
+            self.recent_fills.pop_front();
+        }
+        let oldest_filled = self.recent_fills.iter().map(|&(_, since)| since).min();
         let mut cur = self.base;
         let give_ups = &mut self.give_ups;
         for slot in self.slots.iter_mut() {
@@ -530,6 +546,7 @@ impl ReceiveWindow {
                     }
                 }
                 Phase::WaitNcf | Phase::WaitData => {
+                    let progressing = oldest_filled.is_some_and(|f| f <= st.since);
                     if now.saturating_duration_since(st.since) >= st.patience && !progressing {
                         *slot = Slot::Lost;
                         give_ups.patience += 1;
@@ -928,5 +945,25 @@ mod tests {
         assert_eq!(expire(&mut w, 71.0, &t, &mut rng), 40);
         assert_eq!(expire(&mut w, 73.0, &t, &mut rng), 0);
         assert_eq!(w.take_give_ups().patience, 40);
+    }
+
+    /// Repairs of newer losses do not keep an older one waiting: its own repair may never
+    /// come (lost where the others' arrived), and its NAKs would go on until the trail.
+    #[test]
+    fn repairs_of_newer_losses_do_not_extend_an_older_ones_patience() {
+        let mut rng = Rng::new(7);
+        let t = base();
+        let mut w = ReceiveWindow::new(0, 0, 256, 65535);
+        w.extend_to(0, Instant::ZERO, &t, &mut rng);
+        // From 1 s, one new loss a second, each repaired half a second later.
+        for s in 1..40u32 {
+            let at = f64::from(s);
+            w.extend_to(s, Instant::ZERO + Duration::from_secs_f64(at), &t, &mut rng);
+            expire(&mut w, at + 0.25, &t, &mut rng);
+            assert_eq!(w.insert(s, b"d", None), Insert::New);
+            expire(&mut w, at + 0.5, &t, &mut rng);
+        }
+        let g = w.take_give_ups();
+        assert_eq!(g.patience, 1, "packet 0 given up at its patience: {g:?}");
     }
 }
