@@ -821,8 +821,6 @@ impl Receiver {
     }
 }
 
-/// The receive window of session `tsi`, wanting `base` first (signed when the receiver
-/// holds a verifier).
 /// Where a receiver that first hears a session at `first` starts: at the source's `trail`
 /// when `first` is fewer than `reach` packets past it ([`ReceiverConfig::start_reach`]).
 fn near_trail(first: u32, trail: u32, reach: u32) -> u32 {
@@ -833,6 +831,8 @@ fn near_trail(first: u32, trail: u32, reach: u32) -> u32 {
     }
 }
 
+/// The receive window of session `tsi`, wanting `base` first (signed when the receiver
+/// holds a verifier).
 fn new_window(config: &ReceiverConfig, tsi: Tsi, base: u32, trail: u32) -> ReceiveWindow {
     let mut w = ReceiveWindow::new(base, trail, config.rxw_sqns, config.max_apdu);
     if let Some(v) = &config.verifier {
