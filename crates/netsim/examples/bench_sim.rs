@@ -46,9 +46,8 @@ fn main() {
     };
     let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
     cfg.cc = CcConfig::Pgmcc(PgmccConfig::default());
-    // 1400-byte payloads in whole packets: headers 24, OPT_LENGTH 4, OPT_PGMCC_DATA 16.
-    cfg.max_tpdu = 1400 + 44;
-    cfg.whole_packets();
+    // 1400-byte payloads, in whole packets.
+    cfg.whole_packets_of(1400);
     cfg.repairs = reliable;
     let tx = sim.add_agent(
         s,

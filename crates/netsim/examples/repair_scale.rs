@@ -100,9 +100,8 @@ fn main() {
     };
     let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
     cfg.cc = Controller::Pgmcc.config();
-    // 1400-byte payloads in whole packets: headers 24, OPT_LENGTH 4, OPT_PGMCC_DATA 16.
-    cfg.max_tpdu = 1400 + 44;
-    cfg.whole_packets();
+    // 1400-byte payloads, in whole packets.
+    cfg.whole_packets_of(1400);
     cfg.fec = fec;
     cfg.proactive_parity = proactive;
     if let Some(s) = poll_ivl {

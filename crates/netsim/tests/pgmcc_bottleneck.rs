@@ -42,9 +42,8 @@ fn sender_cfg() -> SenderConfig {
     };
     let mut c = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), GROUP);
     c.cc = CcConfig::Pgmcc(PgmccConfig::default());
-    // The paper's 1400-byte payloads, in whole packets: headers 24, OPT_LENGTH 4, OPT_PGMCC_DATA 16.
-    c.max_tpdu = 1400 + 44;
-    c.whole_packets();
+    // The paper's 1400-byte payloads, in whole packets.
+    c.whole_packets_of(1400);
     c
 }
 

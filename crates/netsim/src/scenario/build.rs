@@ -556,10 +556,7 @@ fn build_pgm(
     // `payload` is what each whole data packet carries (the stream's first, with OPT_SYN,
     // 4 bytes less), as `pgmcc send` fills its packets: max_tpdu is the payload plus the
     // headers and options a packet carries, and the session never fragments.
-    cfg.max_tpdu = usize::from(u16::MAX);
-    cfg.whole_packets();
-    cfg.max_tpdu = payload as usize + (cfg.max_tpdu - cfg.max_tsdu());
-    cfg.whole_packets();
+    cfg.whole_packets_of(payload as usize);
     // What the controller asks of its receivers' configuration (TFMCC: the loss event rate).
     let loss_events = cfg.cc.receiver_loss_events();
     let txw_sqns = cfg.txw_sqns;

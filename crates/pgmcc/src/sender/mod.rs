@@ -390,6 +390,17 @@ impl SenderConfig {
         self.max_apdu = self.data_room(false, false);
     }
 
+    /// Makes this a session that never fragments ([`SenderConfig::whole_packets`]) whose
+    /// whole data packets after the first carry `payload` bytes: `max_tpdu` becomes that
+    /// payload plus the headers and options such a packet carries. Call it after the
+    /// options are set.
+    pub fn whole_packets_of(&mut self, payload: usize) {
+        self.max_tpdu = usize::from(u16::MAX);
+        self.whole_packets();
+        self.max_tpdu = payload + (self.max_tpdu - self.max_tsdu());
+        self.whole_packets();
+    }
+
     /// True when an APDU may span several packets: `max_apdu` exceeds one packet's payload.
     /// Sessions that never fragment keep no room in parity packets for OPT_FRAGMENT.
     pub fn fragments(&self) -> bool {
