@@ -281,8 +281,8 @@ fn markdown(rows: &[Row], args: &Args, wall: f64) -> String {
          The scenarios in `scenarios/` set `jitter = \"auto\"`: every host delays each packet \
          by a random time up to one packet time at the slowest link (Floyd and Jacobson's \
          remedy for drop-tail phase effects), so the seeds sample the phase. Without it the \
-         seeds of a loss-free scenario repeated one trajectory (+- 0) and a change anywhere \
-         moved its f by tens of points (docs/pgmcc.md, \"Heartbeat SPMs and the drop-tail \
+         seeds of a loss-free scenario would repeat one trajectory (+- 0) and a change anywhere \
+         would move its f by tens of points (docs/pgmcc.md, \"Heartbeat SPMs and the drop-tail \
          phase\").\n",
         args.seeds,
         args.scenarios.display(),
