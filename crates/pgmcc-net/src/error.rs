@@ -54,13 +54,12 @@ pub enum Error {
     /// The session's task ended (after `close`, or because it failed).
     #[error("the session has ended")]
     Closed,
-    /// The source gave up: no receiver answered for [`crate::SenderOptions::feedback_timeout`],
-    /// or [`crate::SenderOptions::max_duration`] passed. What it did until then is in
-    /// `status`.
+    /// The source gave up ([`pgmcc::EndPolicy`]: no receiver answered for its feedback
+    /// timeout, or its longest run passed). What it did until then is in `status`.
     #[error("{reason}")]
     Abandoned {
-        /// Why, for the user.
-        reason: String,
+        /// Why.
+        reason: pgmcc::AbandonReason,
         /// The source's final status.
         status: Box<crate::SenderStatus>,
     },

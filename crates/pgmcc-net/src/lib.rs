@@ -27,9 +27,7 @@ pub mod zmq;
 pub use error::Error;
 pub use keyed::{Key, KeyError, KeyId, KeyedStats};
 pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus, SessionStatus};
-pub use sender::{
-    Aborter, DeliveryReport, Expect, Sender, SenderOptions, SenderStatus, StatusWatch, LINGER_GRTTS,
-};
+pub use sender::{Aborter, DeliveryReport, Sender, SenderOptions, SenderStatus, StatusWatch};
 pub use signing::{SourceKey, TrustedKey};
 pub use socket::{
     local_addr_for, Encapsulation, Interface, DEFAULT_UDP_MCAST_PORT, DEFAULT_UDP_UCAST_PORT,
@@ -43,3 +41,4 @@ pub use pgmcc::cc::pseudofed::PseudofedConfig;
 pub use pgmcc::cc::tfmcc::TfmccConfig;
 pub use pgmcc::cc::{CcConfig, Controller};
 pub use pgmcc::JoinPolicy;
+pub use pgmcc::{AbandonReason, EndPolicy, Expect};

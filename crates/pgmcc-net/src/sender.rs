@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use pgm_wire::{Gsi, Tsi};
 use pgmcc::cc::{CcConfig, CcEvent, CcStats};
-use pgmcc::{RateLimit, SendError, SenderConfig, SenderStats};
+use pgmcc::{EndPolicy, RateLimit, SendError, SenderConfig, SenderStats, SessionEnd};
 use serde::Serialize;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
@@ -19,10 +19,6 @@ use crate::error::Error;
 use crate::keyed::{self, Direction, Envelope, Key, KeyedStats};
 use crate::signing::SourceKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
-
-/// Group RTTs a linger lasts at least: one NAK round of a receiver whose timers follow the
-/// advertised group RTT (back-off up to 4, NCF wait 2, repair wait 2), and some.
-pub const LINGER_GRTTS: u32 = 10;
 
 /// How a source is set up. [`SenderOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
@@ -58,12 +54,11 @@ pub struct SenderOptions {
     /// `SenderConfig::proactive_parity`): receivers that lost no more of a group rebuild it
     /// without a NAK. Needs `fec`. Default 0.
     pub proactive_parity: u32,
-    /// After `close`, keep answering NAKs until no repair was needed for this long. Default 3 s;
-    /// at least [`LINGER_GRTTS`] group RTTs once the source has measured one.
-    pub linger: Duration,
-    /// Upper bound on the linger, counted from when the last data left: a peer that keeps
-    /// NAKing cannot hold the source open for ever. Default 60 s.
-    pub max_linger: Duration,
+    /// When the session is over and when the source gives up (the core's
+    /// [`EndPolicy`]: the linger after `close`, the delivery reports to wait for, the
+    /// feedback timeout, the longest run). A source that gives up makes `close` and later
+    /// writes return [`Error::Abandoned`]. Default [`EndPolicy::default`].
+    pub end: EndPolicy,
     /// Global source identifier; default derived from host, process and time.
     pub gsi: Option<Gsi>,
     /// Data-source port; default random.
@@ -77,15 +72,6 @@ pub struct SenderOptions {
     /// sharply, but a byte-limited queue on the sending host (a shaper such as `tbf`) drops a
     /// whole GSO send at once, which congestion control reads as a burst loss.
     pub gso_segments: usize,
-    /// With a congestion controller (whose receivers always answer: the acker ACKs every
-    /// packet), give up when no receiver has sent anything (ACK, NAK, SPMR) for this long
-    /// while data is still to be sent: every receiver has left, or none takes part. `close`
-    /// and later writes then return [`Error::Abandoned`]. Without a controller receivers
-    /// are silent when nothing is lost, so this does not apply. Default 60 s; `None` never.
-    pub feedback_timeout: Option<Duration>,
-    /// Give up (with [`Error::Abandoned`]) if the session is not over this long after it
-    /// started, linger included. Default none.
-    pub max_duration: Option<Duration>,
     /// Proof of receipt (docs/security.md): every data packet carries a nonce from a random
     /// key drawn for the session, and ACKs must prove receipt with them; ACKs with a wrong
     /// proof are dropped, and an acker that never proves (OpenPGM's receivers cannot) gets a
@@ -102,12 +88,6 @@ pub struct SenderOptions {
     /// SPMs sent back to back at the start and when data resumes after a silence of IHB_MAX
     /// (the core's `SenderConfig::spm_burst`). Default 3, as OpenPGM's sources send at start.
     pub spm_burst: u32,
-    /// Delivery reports to wait for after the data went out (issue 22): the linger goes on
-    /// until they arrived, or for at most [`SenderOptions::expect_timeout`]. Reports that
-    /// arrive anyway are kept either way ([`SenderStatus::reports`]). Default none.
-    pub expect: Option<Expect>,
-    /// How long after the data went out to wait for the expected reports. Default 30 s.
-    pub expect_timeout: Duration,
     /// What the session carries, on every SPM (OPT_MANIFEST, `docs/wire.md`); add the
     /// stream's SHA-256 with [`Sender::set_manifest`] before [`Sender::close`]. Default none.
     pub manifest: Option<pgm_wire::Manifest>,
@@ -117,26 +97,6 @@ pub struct SenderOptions {
     /// the whole `max_tpdu`. For applications that cut a stream into packet-sized messages.
     /// Default false.
     pub whole_packets: bool,
-}
-
-/// Which receivers' delivery reports a source waits for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Expect {
-    /// Reports from this many receivers (any addresses).
-    Receivers(usize),
-    /// Reports from each of these addresses.
-    Hosts(Vec<Ipv4Addr>),
-}
-
-impl Expect {
-    /// Whether `reports` (from these addresses) are all this expects.
-    pub fn met<'a>(&self, reports: impl IntoIterator<Item = &'a DeliveryReport>) -> bool {
-        let from: Vec<IpAddr> = reports.into_iter().map(|r| r.receiver).collect();
-        match self {
-            Expect::Receivers(n) => from.len() >= *n,
-            Expect::Hosts(h) => h.iter().all(|a| from.contains(&IpAddr::V4(*a))),
-        }
-    }
 }
 
 /// One receiver's delivery report (OPT_OUTCOME, `docs/wire.md`): how the session ended there.
@@ -178,20 +138,15 @@ impl SenderOptions {
             txw_sqns: 16384,
             fec: Some(64),
             proactive_parity: 0,
-            linger: Duration::from_secs(3),
-            max_linger: Duration::from_secs(60),
+            end: EndPolicy::default(),
             gsi: None,
             sport: None,
             drop_every: None,
             gso_segments: 1,
             ack_proof: true,
-            feedback_timeout: Some(Duration::from_secs(60)),
-            max_duration: None,
             key: None,
             sign: None,
             spm_burst: 3,
-            expect: None,
-            expect_timeout: Duration::from_secs(30),
             manifest: None,
             whole_packets: false,
         }
@@ -318,6 +273,7 @@ impl Sender {
         config.signer = opts.sign.as_ref().map(SourceKey::signer);
         config.manifest = opts.manifest.clone();
         config.spm_burst = opts.spm_burst.max(1);
+        config.end = opts.end;
         if opts.ack_proof {
             use chacha20poly1305::aead::rand_core::RngCore;
             let mut key = [0u8; 16];
@@ -339,7 +295,6 @@ impl Sender {
         let max_tsdu = config.max_tsdu();
         let first_tsdu = config.first_tsdu();
         let clock = Clock::new();
-        let cc_config = config.cc;
         let core = pgmcc::Sender::new(config, clock.now());
         let max_apdu = core.max_apdu();
         let first_apdu = if opts.whole_packets {
@@ -353,10 +308,7 @@ impl Sender {
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
-        let cc_on = !matches!(cc_config, CcConfig::None);
         let driver = Driver {
-            feedback_timeout: opts.feedback_timeout.filter(|_| cc_on),
-            max_duration: opts.max_duration,
             core,
             batch,
             sock: Arc::new(sock),
@@ -366,12 +318,7 @@ impl Sender {
             abort: abort_rx,
             manifests: manifest_rx,
             status: status_tx,
-            linger: opts.linger,
-            max_linger: opts.max_linger.max(opts.linger),
-            expect: opts.expect,
-            expect_timeout: opts.expect_timeout,
             send_errors: 0,
-            drained_at: None,
             drop_every: opts.drop_every.filter(|&n| n > 0),
             odata_seen: 0,
             injected_drops: 0,
@@ -505,8 +452,6 @@ impl Aborter {
 
 struct Driver {
     core: pgmcc::Sender,
-    feedback_timeout: Option<Duration>,
-    max_duration: Option<Duration>,
     /// GSO and `recvmmsg` on `sock` (UDP encapsulation; `None` for raw IP or when the
     /// socket could not be set up for it: then one system call per datagram).
     batch: Option<Batched>,
@@ -517,12 +462,7 @@ struct Driver {
     abort: mpsc::Receiver<()>,
     manifests: mpsc::Receiver<pgm_wire::Manifest>,
     status: watch::Sender<SenderStatus>,
-    linger: Duration,
-    max_linger: Duration,
-    expect: Option<Expect>,
-    expect_timeout: Duration,
     send_errors: u64,
-    drained_at: Option<pgmcc::Instant>,
     drop_every: Option<u32>,
     odata_seen: u64,
     injected_drops: u64,
@@ -535,35 +475,15 @@ impl Driver {
         let mut buf = vec![0u8; 65536];
         let mut rbuf = vec![0u8; 65536];
         let mut pending: Option<Vec<u8>> = None;
-        let mut closed_at: Option<pgmcc::Instant> = None;
-        let mut quiet_since = self.clock.now();
-        let mut repairs_seen = 0;
+        let mut closed = false;
         let mut next_status = self.clock.now();
-        let mut feedback_seen = 0;
-        let mut last_feedback = self.clock.now();
         loop {
             let now = self.clock.now();
-            // Liveness: any upstream packet the core took is a receiver still there.
-            let st = self.core.stats();
-            let feedback = st.acks_received + st.naks_received + st.spmrs_received;
-            if feedback != feedback_seen {
-                feedback_seen = feedback;
-                last_feedback = now;
-            }
-            if let Some(reason) = self.give_up(now, last_feedback, feedback_seen) {
-                // The error carries the reason to the application, which reports it.
-                info!("{reason}");
-                let status = Box::new(self.publish(now, true));
-                return Err(Error::Abandoned { reason, status });
-            }
             // Move as many queued messages into the core as it takes.
-            while let Some(apdu) = pending.take().or_else(|| {
-                if closed_at.is_none() {
-                    self.apdus.try_recv().ok()
-                } else {
-                    None
-                }
-            }) {
+            while let Some(apdu) = pending
+                .take()
+                .or_else(|| (!closed).then(|| self.apdus.try_recv().ok()).flatten())
+            {
                 match self.core.send(&apdu) {
                     Ok(()) => {}
                     Err(SendError::WouldBlock) => {
@@ -578,60 +498,28 @@ impl Driver {
             }
             self.flush(now, &mut buf).await;
             self.drain_events();
-            // Only NAKs that lead to a repair keep the source lingering: NAKs for data never
-            // sent, already repaired or out of the window say nothing about real receivers
-            // (and a hostile peer could send them for ever).
-            let repairs = self.core.stats().rdata_packets;
-            if repairs != repairs_seen {
-                repairs_seen = repairs;
-                quiet_since = now;
+            // The core decides when the session is over (linger, expected reports) or
+            // given up (feedback timeout, longest run).
+            match self.core.end().cloned() {
+                Some(SessionEnd::Finished) => break,
+                Some(SessionEnd::Abandoned(reason)) => {
+                    info!("{reason}");
+                    let status = Box::new(self.publish(now, true));
+                    return Err(Error::Abandoned { reason, status });
+                }
+                None => {}
             }
             if now >= next_status {
                 self.publish(now, false);
                 next_status = now + Duration::from_millis(100);
             }
-            if closed_at.is_some() && self.drained_at.is_none() && self.core.queued_packets() == 0 {
-                self.drained_at = Some(self.clock.now());
-            }
-            // The linger starts when the last data has left (not at close: data may still be
-            // queued then, and the SPMs announcing the end, OPT_FIN with the final lead, only
-            // go out once the queue is empty).
-            // Receivers pace their NAKs by the group RTT the source advertises (back-off up to
-            // 4 group RTTs, then 2 for the NCF and 2 for the repair): a quiet spell shorter
-            // than one such round proves nothing.
-            let linger = self
+            let deadline = self
                 .core
-                .grtt(now)
-                .map_or(self.linger, |g| self.linger.max(g * LINGER_GRTTS));
-            if let Some(drained) = self.drained_at {
-                let since = quiet_since.max(drained);
-                let quiet = self.core.is_idle() && now.saturating_duration_since(since) >= linger;
-                let after = now.saturating_duration_since(drained);
-                // Expected delivery reports keep the source up to `expect_timeout`.
-                let waiting = self
-                    .expect
-                    .as_ref()
-                    .is_some_and(|e| !e.met(&self.reports()) && after < self.expect_timeout);
-                // Whatever happens, the linger ends `max_linger` after the data went out.
-                if (quiet || after >= self.max_linger) && !waiting {
-                    break;
-                }
-            }
-            let mut deadline = self.core.poll_timeout();
-            if let Some(drained) = self.drained_at {
-                let mut end = (quiet_since.max(drained) + linger).min(drained + self.max_linger);
-                if self.expect.is_some() {
-                    // Waiting for reports: look again at the next status tick at the latest.
-                    end = end.max(next_status.min(drained + self.expect_timeout));
-                }
-                deadline = Some(deadline.map_or(end, |d| d.min(end)));
-            }
-            let wake = self.clock.deadline(
-                deadline
-                    .unwrap_or(now + Duration::from_secs(1))
-                    .min(next_status),
-            );
-            let accepting = pending.is_none() && closed_at.is_none();
+                .poll_timeout()
+                .unwrap_or(now + Duration::from_secs(1))
+                .min(next_status);
+            let wake = self.clock.deadline(deadline);
+            let accepting = pending.is_none() && !closed;
             tokio::select! {
                 Some(()) = self.abort.recv() => {
                     return Ok(self.send_reset().await);
@@ -667,7 +555,7 @@ impl Driver {
                                 self.core.set_manifest(Some(m));
                             }
                             self.core.close();
-                            closed_at = Some(self.clock.now());
+                            closed = true;
                             debug!("pgm source closing");
                         }
                     }
@@ -692,31 +580,6 @@ impl Driver {
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
         self.publish(self.clock.now(), true)
-    }
-
-    /// Why the source should give up now, if it should.
-    fn give_up(
-        &self,
-        now: pgmcc::Instant,
-        last_feedback: pgmcc::Instant,
-        feedback: u64,
-    ) -> Option<String> {
-        let since_start = Duration::from_nanos(now.as_nanos());
-        if let Some(max) = self.max_duration.filter(|m| since_start >= *m) {
-            return Some(format!(
-                "the session was not over after {max:?} (--max-duration)"
-            ));
-        }
-        let limit = self.feedback_timeout?;
-        // Only while data is still to be sent: the linger has its own bound.
-        if self.drained_at.is_some() || now.saturating_duration_since(last_feedback) < limit {
-            return None;
-        }
-        Some(if feedback == 0 {
-            format!("no receiver answered in {limit:?} (--feedback-timeout): is anyone listening on this group and port, with the same --udp-ports (and --key)?")
-        } else {
-            format!("no receiver has sent anything for {limit:?} (--feedback-timeout): every receiver has left, or the network to them failed")
-        })
     }
 
     /// Takes the core's congestion-control events (its queue is bounded; draining it keeps
@@ -813,7 +676,7 @@ impl Driver {
             cc: m.map(|m| m.stats),
             send_errors: self.send_errors,
             injected_drops: self.injected_drops,
-            data_sent_secs: self.drained_at.map(|t| t.as_nanos() as f64 / 1e9),
+            data_sent_secs: self.core.data_sent_at().map(|t| t.as_nanos() as f64 / 1e9),
             finished,
             keyed: self.envelope.stats(),
             sealed_without_key: self.envelope.sealed_without_key(),

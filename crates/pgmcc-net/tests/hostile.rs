@@ -99,7 +99,7 @@ async fn a_transfer_survives_hostile_traffic_on_loopback() {
     o.encapsulation = encapsulation();
     o.ttl = 0;
     o.rate_limit = Some(2_000_000);
-    o.linger = Duration::from_millis(500);
+    o.end.linger = Duration::from_millis(500);
     let mut tx = Sender::bind(o).await.unwrap();
     let session = tx.tsi();
 

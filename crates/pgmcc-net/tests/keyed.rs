@@ -236,9 +236,9 @@ async fn attacked_transfer(base: u16, key: Option<Key>) -> Outcome {
     o.encapsulation = encapsulation(base);
     o.ttl = 0;
     o.rate_limit = Some(2_000_000);
-    o.linger = Duration::from_millis(500);
+    o.end.linger = Duration::from_millis(500);
     // Unkeyed, the attacker's NAKs get repairs and so keep the source lingering.
-    o.max_linger = Duration::from_secs(3);
+    o.end.max_linger = Duration::from_secs(3);
     o.gsi = Some(TSI.gsi);
     o.sport = Some(TSI.sport);
     o.key = key;
@@ -364,8 +364,8 @@ async fn a_key_mismatch_delivers_nothing_and_says_which_side_is_sealed() {
         o.encapsulation = encapsulation(base);
         o.ttl = 0;
         o.rate_limit = Some(1_000_000);
-        o.linger = Duration::from_millis(200);
-        o.max_linger = Duration::from_millis(500);
+        o.end.linger = Duration::from_millis(200);
+        o.end.max_linger = Duration::from_millis(500);
         o.key = tx_key;
         let mut tx = Sender::bind(o).await.unwrap();
         tx.write(b"secret").await.unwrap();

@@ -73,7 +73,7 @@ async fn transfer(
     // Without a controller the source measures no RTT, so receivers use OpenPGM's fixed
     // 2 s NAK waits: the source must linger past them (the default, 3 s, does). With one,
     // OPT_GRTT scales the receivers' waits to the loopback's RTT.
-    o.linger = if matches!(cc, CcConfig::None) {
+    o.end.linger = if matches!(cc, CcConfig::None) {
         Duration::from_secs(3)
     } else {
         Duration::from_millis(500)
@@ -170,7 +170,7 @@ fn blocking_api_delivers_messages_whole_including_fragmented_ones() {
     o.interface = Some(Interface::Addr(Ipv4Addr::LOCALHOST));
     o.encapsulation = encapsulation(41040);
     o.ttl = 0;
-    o.linger = Duration::from_millis(300);
+    o.end.linger = Duration::from_millis(300);
     let mut tx = blocking::Sender::bind(o).unwrap();
     // Messages of 1 byte up to the 65,535-byte maximum: the large ones travel as fragments.
     let messages: Vec<Vec<u8>> = [1usize, 1000, 5000, 65535]
@@ -220,7 +220,7 @@ async fn one_port_for_both_directions_works_on_one_host() {
     o.interface = Some(Interface::Addr(Ipv4Addr::LOCALHOST));
     o.encapsulation = one;
     o.ttl = 0;
-    o.linger = Duration::from_millis(500);
+    o.end.linger = Duration::from_millis(500);
     let mut tx = Sender::bind(o).await.unwrap();
     let data = pattern(1 << 20);
     // Packet-sized messages: the first packet also carries OPT_SYN.

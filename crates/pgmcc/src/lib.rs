@@ -29,6 +29,9 @@ pub use ne::{
     NakSuppression, NeConfig, NeDestination, NeStats, NeTransmit, NetworkElement, Verdict,
 };
 pub use receiver::{JoinPolicy, Receiver, ReceiverConfig, ReceiverEvent, ReceiverStats};
-pub use sender::{RateLimit, SendError, Sender, SenderConfig, SenderStats};
+pub use sender::{
+    AbandonReason, EndPolicy, Expect, RateLimit, SendError, Sender, SenderConfig, SenderStats,
+    SessionEnd,
+};
 pub use time::{Duration, Instant};
 pub use transmit::{Destination, Transmit};

@@ -280,6 +280,7 @@ fn parse_expect(s: &str) -> Result<pgmcc_net::Expect, String> {
         .map(|h| {
             h.trim()
                 .parse::<Ipv4Addr>()
+                .map(std::net::IpAddr::V4)
                 .map_err(|_| format!("`{h}` is neither a number of receivers nor an IPv4 address"))
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -317,21 +318,17 @@ fn report_table(
         None => reports.iter().all(good),
         Some(pgmcc_net::Expect::Receivers(n)) => reports.iter().filter(|r| good(r)).count() >= *n,
         Some(pgmcc_net::Expect::Hosts(h)) => h.iter().all(|a| {
-            let missing = !reports
-                .iter()
-                .any(|r| r.receiver == std::net::IpAddr::V4(*a));
+            let missing = !reports.iter().any(|r| r.receiver == *a);
             if missing {
                 lines.push(format!("  {a:<15} {:>12}        NO REPORT", "-"));
             }
-            reports
-                .iter()
-                .any(|r| r.receiver == std::net::IpAddr::V4(*a) && good(r))
+            reports.iter().any(|r| r.receiver == *a && good(r))
         }),
     };
     // Receivers that took part (NAKed or ACKed) but did not say how it ended: gone, or
     // their reports lost.
     let named = |a: &std::net::IpAddr| match expect {
-        Some(pgmcc_net::Expect::Hosts(h)) => h.iter().any(|x| std::net::IpAddr::V4(*x) == *a),
+        Some(pgmcc_net::Expect::Hosts(h)) => h.contains(a),
         _ => false,
     };
     for a in heard {
@@ -373,7 +370,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     // fills the MTU.
     opts.whole_packets = true;
     opts.rate_limit = args.rate_max;
-    opts.linger = args.linger;
+    opts.end.linger = args.linger;
     opts.txw_sqns = args.txw.max(1);
     let zeromq = args.net.peer == Some(Peer::ZeroMq);
     if zeromq && (args.sign.is_some() || args.net.has_key()) {
@@ -393,10 +390,10 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     opts.gso_segments = usize::from(args.gso);
     opts.cc = cc_config(args, opts.max_tpdu)?;
     opts.key = args.net.key()?;
-    opts.feedback_timeout = (!args.feedback_timeout.is_zero()).then_some(args.feedback_timeout);
-    opts.max_duration = args.max_duration;
-    opts.expect = args.expect.clone();
-    opts.expect_timeout = args.expect_timeout;
+    opts.end.feedback_timeout = (!args.feedback_timeout.is_zero()).then_some(args.feedback_timeout);
+    opts.end.max_duration = args.max_duration;
+    opts.end.expect = args.expect.clone();
+    opts.end.expect_timeout = args.expect_timeout;
     opts.sign = args
         .sign
         .as_deref()
@@ -481,10 +478,10 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
             if let (Some(max), true) = (args.max_duration, pass > 1) {
                 // What is left of --max-duration, in whole milliseconds.
                 let left = max.saturating_sub(started.elapsed()).as_millis().max(1);
-                opts.max_duration = Some(Duration::from_millis(u64::try_from(left).unwrap_or(u64::MAX)));
+                opts.end.max_duration = Some(Duration::from_millis(u64::try_from(left).unwrap_or(u64::MAX)));
             }
             if pass > 1 {
-                opts.expect = still_expected(args.expect.as_ref(), &reports, first_sha.as_ref().map(|s| hex_string(s)).as_deref().unwrap_or(""));
+                opts.end.expect = still_expected(args.expect.as_ref(), &reports, first_sha.as_ref().map(|s| hex_string(s)).as_deref().unwrap_or(""));
             }
             // From the second pass on, receivers know the stream's hash from the start.
             let pass_manifest = pgm_wire::Manifest {
@@ -625,15 +622,10 @@ fn still_expected(
     let waiting = reports.iter().filter(|r| r.awaiting_pass).count();
     match expect {
         Some(pgmcc_net::Expect::Hosts(h)) => {
-            let left: Vec<Ipv4Addr> = h
+            let left: Vec<std::net::IpAddr> = h
                 .iter()
                 .copied()
-                .filter(|a| {
-                    !reports
-                        .iter()
-                        .filter(good)
-                        .any(|r| r.receiver == std::net::IpAddr::V4(*a))
-                })
+                .filter(|a| !reports.iter().filter(good).any(|r| r.receiver == *a))
                 .collect();
             (!left.is_empty()).then_some(pgmcc_net::Expect::Hosts(left))
         }
@@ -873,14 +865,28 @@ async fn one_pass(
         Err(pgmcc_net::Error::Abandoned { reason, status }) => {
             pb.finish_and_clear();
             eprintln!(
-                "pgmcc send: error: {reason}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
-                status.elapsed_secs, total, status.stats.odata_packets
+                "pgmcc send: error: {}; gave up after {:.1} s, {} of the input's bytes read, {} data packets sent",
+                abandoned(&reason),
+                status.elapsed_secs,
+                total,
+                status.stats.odata_packets
             );
             (unfinished(tsi, source, total, *status), ExitCode::from(1))
         }
         Err(e) => return Err(e).context("closing the session"),
     };
     Ok(PassEnd::Stopped(report, code))
+}
+
+/// Why the source gave up, with the flag that bounds it and what to check.
+fn abandoned(reason: &pgmcc_net::AbandonReason) -> String {
+    match reason {
+        pgmcc_net::AbandonReason::NoFeedback {
+            heard_any: false, ..
+        } => format!("{reason} (--feedback-timeout): is anyone listening on this group and port, with the same --udp-ports (and --key)?"),
+        pgmcc_net::AbandonReason::NoFeedback { .. } => format!("{reason} (--feedback-timeout)"),
+        pgmcc_net::AbandonReason::MaxDuration { .. } => format!("{reason} (--max-duration)"),
+    }
 }
 
 /// The registry's configuration for `--cc`, with the CLI's own knobs set: `--rate-floor` and
@@ -1021,7 +1027,11 @@ mod tests {
             report(3, false, false),
         ];
         let hosts = |h: &[u8]| {
-            pgmcc_net::Expect::Hosts(h.iter().map(|d| Ipv4Addr::new(10, 0, 0, *d)).collect())
+            pgmcc_net::Expect::Hosts(
+                h.iter()
+                    .map(|d| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, *d)))
+                    .collect(),
+            )
         };
         // Named: those without a good report, the failed one included.
         assert_eq!(
@@ -1073,7 +1083,8 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines[2].contains("10.0.0.3") && lines[2].contains("NO REPORT"));
         // A named receiver is listed once, as expected and missing.
-        let hosts = pgmcc_net::Expect::Hosts(vec![Ipv4Addr::new(10, 0, 0, 3)]);
+        let hosts =
+            pgmcc_net::Expect::Hosts(vec![std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3))]);
         let (lines, ok) = report_table(&reports, &heard, "ab", Some(&hosts));
         assert!(!ok);
         assert_eq!(lines.iter().filter(|l| l.contains("10.0.0.3")).count(), 1);

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use pgm_wire::{Fragment, Options, Tsi, FRAGMENT_BODY_LEN};
 use serde::Serialize;
 
-use super::{parity_group, DATA_HEADERS, VAR_PKTLEN_LEN};
+use super::{parity_group, EndPolicy, DATA_HEADERS, VAR_PKTLEN_LEN};
 use crate::cc::CcConfig;
 use crate::signed::Signer;
 use crate::time::Duration;
@@ -199,6 +199,12 @@ pub struct SenderConfig {
     /// the SHA-256 once [`Sender::set_manifest`] gives it): our receivers show progress and
     /// verify the whole stream; others skip the option. Default `None`.
     pub manifest: Option<pgm_wire::Manifest>,
+    /// When the session is over and when the source gives up: the linger after
+    /// [`Sender::close`](super::Sender::close), the delivery reports to wait for, the
+    /// feedback timeout and the longest run ([`EndPolicy`], `docs/core.md` "Ending a
+    /// session"). Defaults: 3 s linger (at least 10 group RTTs), at most 60 s; give up after
+    /// 60 s without feedback while sending under a controller.
+    pub end: EndPolicy,
 }
 
 impl SenderConfig {
@@ -238,6 +244,7 @@ impl SenderConfig {
             ack_proof: None,
             signer: None,
             manifest: None,
+            end: EndPolicy::default(),
         }
     }
 

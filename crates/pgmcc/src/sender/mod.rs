@@ -30,6 +30,7 @@
 //!   [`SenderConfig::join_window`] is set, and OPT_FIN on SPMs after [`Sender::close`].
 
 mod config;
+mod ending;
 mod parity;
 mod poll;
 mod rate;
@@ -59,6 +60,7 @@ use rate::RateLimiter;
 use txw::{Bounds, TransmitWindow, TxPacket};
 
 pub use config::{RateLimit, SenderConfig};
+pub use ending::{AbandonReason, EndPolicy, Expect, SessionEnd, LINGER_GRTTS};
 pub use stats::SenderStats;
 
 /// Bytes of the common header, the data header and the largest option set a data packet of
@@ -248,6 +250,8 @@ pub struct Sender {
     reports: std::collections::BTreeMap<IpAddr, pgm_wire::Outcome>,
     /// Congestion-control events for the application, bounded.
     events: Events,
+    /// When the session is over: linger, expected reports, giving up.
+    ending: ending::Ending,
     stats: SenderStats,
 }
 
@@ -315,6 +319,7 @@ impl Sender {
             reports: std::collections::BTreeMap::new(),
             acker_reached: None,
             events: Events::new(),
+            ending: ending::Ending::new(config.end.clone(), now),
             stats: SenderStats::default(),
             config,
         }
@@ -601,6 +606,17 @@ impl Sender {
     /// Takes one datagram from the network. `from` is the sender's IP address as the driver
     /// saw it. Malformed datagrams are counted and dropped.
     pub fn handle(&mut self, now: Instant, from: IpAddr, datagram: &[u8]) {
+        if self.ending.end().is_some() {
+            // The session is over: the source no longer answers.
+            self.stats.ignored += 1;
+            return;
+        }
+        self.take(now, from, datagram);
+        self.update_ending(now);
+    }
+
+    /// [`Sender::handle`] for a session not over.
+    fn take(&mut self, now: Instant, from: IpAddr, datagram: &[u8]) {
         let repr = match Repr::parse(datagram) {
             Ok(r) => r,
             Err(e) => {
@@ -609,6 +625,17 @@ impl Sender {
                 return;
             }
         };
+        let ours = repr.tsi() == self.config.tsi;
+        let feedback = match repr.body {
+            // NAKs count whichever session they name, as they always reach `on_nak`.
+            Body::Nak(_) => true,
+            Body::Ack(_) => ours && repr.sport == self.config.dport,
+            Body::Spmr => ours,
+            _ => false,
+        };
+        if feedback {
+            self.ending.heard(now);
+        }
         match repr.body {
             Body::Nak(nak) => {
                 let rtt = report_rtt(now, &repr.options);
@@ -1139,6 +1166,34 @@ impl Sender {
         self.forget_repairs(first, n);
         self.refresh_budget(now);
         self.run_poll(now);
+        self.update_ending(now);
+    }
+
+    /// How the session ended, once it has: [`SessionEnd::Finished`] when every byte left,
+    /// the linger is over and the expected reports are in ([`SenderConfig::end`]), or
+    /// [`SessionEnd::Abandoned`]. From then on the source sends nothing (but an abort's
+    /// OPT_RST) and takes nothing: drivers stop.
+    pub fn end(&self) -> Option<&SessionEnd> {
+        self.ending.end()
+    }
+
+    /// When every byte the application gave had left as ODATA, once it closed: the transfer
+    /// time, without the linger.
+    pub fn data_sent_at(&self) -> Option<Instant> {
+        self.ending.drained_at()
+    }
+
+    /// Decides whether the session is over.
+    fn update_ending(&mut self, now: Instant) {
+        let state = ending::Now {
+            now,
+            idle: self.is_idle(),
+            drained: self.closing && self.queued_packets() == 0,
+            cc: self.cc.is_some(),
+            grtt: self.grtt(now),
+            reports: &self.reports,
+        };
+        self.ending.update(&state);
     }
 
     /// Starts or ends the rounds of the group poll that are due.
@@ -1189,6 +1244,9 @@ impl Sender {
 
     /// When `handle_timeout` (or `poll_transmit`) next has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.ending.end().is_some() && self.aborted.is_none() {
+            return None;
+        }
         if self.spm_now || self.spm_burst_left > 0 {
             return Some(Instant::ZERO);
         }
@@ -1231,6 +1289,12 @@ impl Sender {
         if let Some(p) = self.poll.as_ref().filter(|_| polling) {
             t = t.min(p.deadline());
         }
+        // A linger can end only with nothing queued; until then, sending decides.
+        if self.is_idle() {
+            if let Some(at) = self.ending.deadline(self.cc.is_some()) {
+                t = t.min(at);
+            }
+        }
         Some(t)
     }
 
@@ -1241,6 +1305,18 @@ impl Sender {
             let due = self.spm_now || self.spm_burst_left > 0;
             return if due { self.emit_spm(now, buf) } else { None };
         }
+        if self.ending.end().is_some() {
+            return None;
+        }
+        let t = self.next_transmit(now, buf);
+        if t.is_none() {
+            self.update_ending(now);
+        }
+        t
+    }
+
+    /// [`Sender::poll_transmit`] for a session neither aborted nor over.
+    fn next_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         if let Some(len) = self.ncfs.front().map(|(_, l)| ncf_len(l)) {
             if self.budget_allows(now, len) {
                 if let Some((parity, list)) = self.ncfs.pop_front() {
@@ -1557,6 +1633,7 @@ impl Sender {
                 b.charge(now, len);
             }
             self.stats.rdata_packets += 1;
+            self.ending.repaired(now);
             self.stats.rdata_bytes += data_len as u64;
             if let Some(p) = self.txw.get_sent_mut(sqn) {
                 p.repaired_at = Some(now);
@@ -1665,6 +1742,7 @@ impl Sender {
             self.stats.proactive_parity_packets += 1;
         } else {
             self.stats.rdata_packets += 1;
+            self.ending.repaired(now);
             self.stats.rdata_bytes += p as u64;
             self.stats.parity_packets += 1;
         }
