@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pgm_wire::Tsi;
-use pgmcc::{JoinPolicy, ReceiverConfig, ReceiverEvent, ReceiverStats};
+use pgmcc::{JoinPolicy, ReceiverConfig, ReceiverStats};
 use serde::Serialize;
 use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -83,79 +83,8 @@ impl ReceiverOptions {
     }
 }
 
-/// What a receiver hands the application.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    /// A session was heard; its stream starts at `first_sqn`.
-    SessionStarted {
-        /// The session.
-        tsi: Tsi,
-        /// First sequence number delivered.
-        first_sqn: u32,
-    },
-    /// One message, complete and in order.
-    Data {
-        /// The session.
-        tsi: Tsi,
-        /// Sequence number of its first packet.
-        sqn: u32,
-        /// The message.
-        data: Vec<u8>,
-    },
-    /// Packets `first..=last` are lost for good: the stream has a gap here.
-    Unrecoverable {
-        /// The session.
-        tsi: Tsi,
-        /// First lost sequence number.
-        first: u32,
-        /// Last lost sequence number.
-        last: u32,
-    },
-    /// The session was silent for the peer expiry (300 s) and was dropped to make room for a
-    /// new one before it ended: whatever it had not delivered is lost.
-    SessionExpired {
-        /// The session.
-        tsi: Tsi,
-    },
-    /// The first data of a session is not its first packet: the source marked another as the
-    /// start (OPT_SYN, `syn_sqn`), or none this receiver has seen (it joined late or lost the
-    /// start; OpenPGM sources mark none). Comes before that data, so an application that
-    /// needs the whole stream can give up now.
-    StartMissed {
-        /// The session.
-        tsi: Tsi,
-        /// The first sequence number delivered.
-        first_sqn: u32,
-        /// The start the source marked, if this receiver saw it.
-        syn_sqn: Option<u32>,
-    },
-    /// What the session carries (the source's OPT_MANIFEST: name, size, mode, mtime, tree
-    /// flag, and at the end the stream's SHA-256). From SPMs it is not authenticated; in
-    /// signed mode it comes once more, signed, from the session's end list (`signed`).
-    Manifest {
-        /// The session.
-        tsi: Tsi,
-        /// The manifest.
-        manifest: pgm_wire::Manifest,
-        /// Signed by the source's key (signed mode's end list), not read off an SPM.
-        signed: bool,
-    },
-    /// The source aborted the session (OPT_RST): nothing more will come.
-    SessionReset {
-        /// The session.
-        tsi: Tsi,
-        /// The source's 6-bit error code (0: no reason given).
-        error_code: u8,
-    },
-    /// The source ended the session and everything up to its end was delivered or reported.
-    SessionEnded {
-        /// The session.
-        tsi: Tsi,
-        /// Sequence number of the packet the source marked as its first (OPT_SYN), if this
-        /// receiver heard it: equal to `first_sqn` when the whole stream was received.
-        syn_sqn: Option<u32>,
-    },
-}
+/// What a receiver hands the application: the core's events, as they are.
+pub use pgmcc::ReceiverEvent as Event;
 
 /// One session a receiver tracks.
 #[derive(Debug, Clone, Serialize)]
@@ -266,7 +195,6 @@ impl Receiver {
             injected_drops: 0,
             envelope,
             reports: report_rx,
-            origins: Vec::new(),
         };
         let task = tokio::spawn(driver.run(stop_rx));
         Ok(Receiver {
@@ -344,13 +272,7 @@ struct Driver {
     /// Keyed mode's sealing, or the plain path.
     envelope: Envelope,
     reports: mpsc::Receiver<(pgm_wire::Tsi, pgm_wire::Outcome)>,
-    /// Sessions announced: where their window began, and whether they delivered data yet
-    /// (for `Event::StartMissed`); at most [`MAX_DELIVERING`], oldest first.
-    origins: Vec<(Tsi, u32, bool)>,
 }
-
-/// Sessions remembered as delivering (the core tracks at most 64 by default).
-const MAX_DELIVERING: usize = 256;
 
 /// Copies of each delivery report (`Receiver::report`).
 const REPORT_COPIES: u32 = 3;
@@ -369,12 +291,6 @@ impl Driver {
             // Hand events over; a slow application stalls reading, and the network's
             // losses that follow are repaired like any others.
             while let Some(ev) = self.core.poll_event() {
-                if let Some(missed) = self.start_missed(&ev) {
-                    if self.events.send(missed).await.is_err() {
-                        return self.publish(now);
-                    }
-                }
-                let ev = self.translate(ev);
                 if self.events.send(ev).await.is_err() {
                     return self.publish(now);
                 }
@@ -416,74 +332,6 @@ impl Driver {
                 }
                 _ = tokio::time::sleep_until(wake) => {}
             }
-        }
-    }
-
-    /// `Event::StartMissed` before the first data of a session whose window began after the
-    /// packet the source marked as its first (OPT_SYN), or that never saw one: it joined late
-    /// or lost the start, and can say so now instead of at the end of the transfer. (The first
-    /// data need not be the marked packet itself: in signed mode that is a digest list.)
-    fn start_missed(&mut self, ev: &ReceiverEvent) -> Option<Event> {
-        match ev {
-            ReceiverEvent::SessionStarted { tsi, first_sqn } => {
-                if self.origins.len() >= MAX_DELIVERING {
-                    self.origins.remove(0);
-                }
-                self.origins.retain(|(t, _, _)| t != tsi);
-                self.origins.push((*tsi, *first_sqn, false));
-                None
-            }
-            ReceiverEvent::Data { tsi, sqn, .. } => {
-                let entry = self.origins.iter_mut().find(|(t, _, _)| t == tsi)?;
-                if entry.2 {
-                    return None;
-                }
-                entry.2 = true;
-                let origin = entry.1;
-                let syn_sqn = self.core.session_syn(tsi);
-                let seen = syn_sqn.is_some_and(|s| !pgmcc::sqn::lt(s, origin));
-                (!seen).then_some(Event::StartMissed {
-                    tsi: *tsi,
-                    first_sqn: *sqn,
-                    syn_sqn,
-                })
-            }
-            ReceiverEvent::SessionEnded { tsi }
-            | ReceiverEvent::SessionExpired { tsi }
-            | ReceiverEvent::SessionReset { tsi, .. } => {
-                self.origins.retain(|(t, _, _)| t != tsi);
-                None
-            }
-            _ => None,
-        }
-    }
-
-    fn translate(&self, ev: ReceiverEvent) -> Event {
-        match ev {
-            ReceiverEvent::SessionStarted { tsi, first_sqn } => {
-                Event::SessionStarted { tsi, first_sqn }
-            }
-            ReceiverEvent::Data { tsi, sqn, data } => Event::Data { tsi, sqn, data },
-            ReceiverEvent::Unrecoverable { tsi, first, last } => {
-                Event::Unrecoverable { tsi, first, last }
-            }
-            ReceiverEvent::SessionExpired { tsi } => Event::SessionExpired { tsi },
-            ReceiverEvent::SessionReset { tsi, error_code } => {
-                Event::SessionReset { tsi, error_code }
-            }
-            ReceiverEvent::Manifest {
-                tsi,
-                manifest,
-                signed,
-            } => Event::Manifest {
-                tsi,
-                manifest,
-                signed,
-            },
-            ReceiverEvent::SessionEnded { tsi } => Event::SessionEnded {
-                tsi,
-                syn_sqn: self.core.session_syn(&tsi),
-            },
         }
     }
 

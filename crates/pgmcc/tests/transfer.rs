@@ -157,7 +157,7 @@ impl Net {
                     ReceiverEvent::SessionEnded { .. } => s.ended = true,
                     ReceiverEvent::SessionExpired { .. } => panic!("one session cannot expire"),
                     ReceiverEvent::SessionReset { .. } => panic!("the source never aborts"),
-                    ReceiverEvent::Manifest { .. } => {}
+                    ReceiverEvent::Manifest { .. } | ReceiverEvent::StartMissed { .. } => {}
                 }
             }
         }

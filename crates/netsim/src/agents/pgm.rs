@@ -285,6 +285,7 @@ impl PgmReceiverAgent {
                 // One session per agent, so its table never fills: nothing to expire; and
                 // simulated sources never abort.
                 ReceiverEvent::SessionStarted { .. }
+                | ReceiverEvent::StartMissed { .. }
                 | ReceiverEvent::SessionExpired { .. }
                 | ReceiverEvent::SessionReset { .. }
                 | ReceiverEvent::Manifest { .. } => {}

@@ -40,6 +40,22 @@ pub enum ReceiverEvent {
     SessionEnded {
         /// The session.
         tsi: Tsi,
+        /// Sequence number of the packet the source marked as its first (OPT_SYN), if this
+        /// receiver heard it: equal to `SessionStarted`'s `first_sqn` when the whole stream
+        /// was received.
+        syn_sqn: Option<u32>,
+    },
+    /// The first data of a session is not its first packet: the source marked another as
+    /// the start (OPT_SYN, `syn_sqn`), or none this receiver has seen (it joined late or
+    /// lost the start; OpenPGM sources mark none). Comes just before that data, so an
+    /// application that needs the whole stream can give up now rather than at the end.
+    StartMissed {
+        /// The session.
+        tsi: Tsi,
+        /// The first sequence number delivered.
+        first_sqn: u32,
+        /// The start the source marked, if this receiver saw it.
+        syn_sqn: Option<u32>,
     },
     /// The session was silent for `peer_expiry` and was dropped to make room for a new one
     /// before it ended: whatever it had not delivered is lost.

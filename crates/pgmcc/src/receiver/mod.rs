@@ -252,6 +252,8 @@ impl Receiver {
                 last_heard: now,
                 ended: false,
                 announced: false,
+                origin: 0,
+                delivering: false,
                 manifest: None,
                 next_spmr: now,
                 grtt: None,
@@ -486,6 +488,7 @@ impl Receiver {
         };
         if !peer.announced && w.proven() {
             peer.announced = true;
+            peer.origin = w.origin();
             self.events.push_back(ReceiverEvent::SessionStarted {
                 tsi,
                 first_sqn: w.origin(),
@@ -769,6 +772,19 @@ impl Receiver {
             for o in out.drain(..) {
                 match o {
                     Output::Apdu { first_sqn, data } => {
+                        if peer.announced && !peer.delivering {
+                            peer.delivering = true;
+                            // The stream's start is what the source marked (OPT_SYN): a
+                            // window that began after it, or never saw it, missed it.
+                            let seen = peer.syn_sqn.is_some_and(|s| !sqn::lt(s, peer.origin));
+                            if !seen {
+                                events.push_back(ReceiverEvent::StartMissed {
+                                    tsi: peer.tsi,
+                                    first_sqn,
+                                    syn_sqn: peer.syn_sqn,
+                                });
+                            }
+                        }
                         stats.apdus_delivered += 1;
                         stats.bytes_delivered += data.len() as u64;
                         events.push_back(ReceiverEvent::Data {
@@ -813,7 +829,10 @@ impl Receiver {
                                 signed: true,
                             });
                         }
-                        events.push_back(ReceiverEvent::SessionEnded { tsi: peer.tsi });
+                        events.push_back(ReceiverEvent::SessionEnded {
+                            tsi: peer.tsi,
+                            syn_sqn: peer.syn_sqn,
+                        });
                     }
                 }
             }

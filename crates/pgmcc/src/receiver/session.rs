@@ -40,6 +40,10 @@ pub(super) struct Peer {
     /// Only then is it announced (`SessionStarted`) and its events handed up, and until
     /// then it is the first to go when the session table is full.
     pub(super) announced: bool,
+    /// Where the window began when the session was announced, and whether it delivered
+    /// data since (for `StartMissed`).
+    pub(super) origin: u32,
+    pub(super) delivering: bool,
     /// The source's latest OPT_MANIFEST.
     pub(super) manifest: Option<pgm_wire::Manifest>,
     pub(super) next_spmr: Instant,
