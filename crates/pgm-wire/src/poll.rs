@@ -43,6 +43,13 @@ pub struct PollRepr {
 }
 
 impl PollRepr {
+    /// Whether a receiver whose RAND_NODE_ID is `node_id` matches this poll's random
+    /// condition (RFC 3208 Appendix D): equal to POLL_RAND in the bits POLL_MASK sets (an
+    /// all-zero mask matches everyone).
+    pub fn matches(&self, node_id: u32) -> bool {
+        node_id & self.mask == u32::from_be_bytes(self.rand) & self.mask
+    }
+
     /// Parses the header at the front of `body`; returns it and its length.
     pub fn parse(body: &[u8]) -> Result<(PollRepr, usize)> {
         need("POLL header", body, field::NLA)?;

@@ -16,6 +16,7 @@
 pub mod cc;
 pub mod fec;
 pub mod grtt;
+pub mod nak_timing;
 pub mod ne;
 pub mod receiver;
 pub mod rng;

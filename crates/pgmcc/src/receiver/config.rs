@@ -30,7 +30,7 @@ pub const DEFAULT_START_REACH: u32 = 64;
 /// [`ReceiverConfig::nak_bo_grtts`]'s default: the NAK back-off spans 4 group RTTs (NORM's
 /// `K`). The source's transmit window holds packets long enough for it
 /// ([`crate::SenderConfig::hold_for_naks`]).
-pub const DEFAULT_NAK_BO_GRTTS: f64 = 4.0;
+pub use crate::nak_timing::DEFAULT_NAK_BO_GRTTS;
 
 /// Receiver configuration.
 #[derive(Debug, Clone)]

@@ -26,9 +26,7 @@
 mod config;
 mod event;
 mod poll;
-#[cfg(test)]
-pub(crate) use poll::poll_matches;
-pub(crate) mod rxw;
+mod rxw;
 mod session;
 mod transmit;
 

@@ -62,7 +62,7 @@ impl PollState {
         if !seen_round0 {
             return false;
         }
-        if !poll_matches(poll, node_id) {
+        if !poll.matches(node_id) {
             return false;
         }
         let bo_ivl = Duration::from_micros(u64::from(poll.bo_ivl)).min(MAX_POLL_BO_IVL);
@@ -82,12 +82,6 @@ impl PollState {
             _ => None,
         }
     }
-}
-
-/// Whether a receiver whose RAND_NODE_ID is `node_id` matches `poll`'s random condition:
-/// equal to POLL_RAND in the bits POLL_MASK sets (an all-zero mask matches everyone).
-pub(crate) fn poll_matches(poll: &PollRepr, node_id: u32) -> bool {
-    node_id & poll.mask == u32::from_be_bytes(poll.rand) & poll.mask
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@ use pgm_wire::Tsi;
 
 use super::rxw::{NakTimers, ReceiveWindow};
 use crate::cc::feedback::Feedback;
-use crate::sender::MAX_GRTT;
+use crate::nak_timing::MAX_GRTT;
 use crate::time::{Duration, Instant};
 
 /// What a receiver knows of one session.

@@ -106,7 +106,7 @@ pub struct SenderConfig {
     /// `docs/core.md`, "Transmit window"). While the source advertises a group RTT `G`, the
     /// count and byte bounds of the transmit window evict no packet sent less than the NAK
     /// horizon ago, `(K + 1)·G + max(2·G, 20 ms)` with `K` our receivers' back-off span
-    /// ([`crate::receiver::DEFAULT_NAK_BO_GRTTS`], 4): the slowest receiver's first NAK
+    /// ([`crate::nak_timing::DEFAULT_NAK_BO_GRTTS`], 4): the slowest receiver's first NAK
     /// comes within a round trip plus its longest back-off, and the rest covers one NCF
     /// wait. A packet a NAK had repaired (its RDATA, or parity for its group) is held one
     /// horizon after its latest repair, for at most four horizons after it was sent

@@ -103,9 +103,7 @@ pub fn ack_proof_for(rx_max: u32, bitmap: u32, nonce: impl Fn(u32) -> u32) -> u3
         .fold(0, |x, k| x ^ nonce(rx_max.wrapping_sub(k)))
 }
 
-/// Largest group RTT advertised or used (NORM's default GRTT ceiling is 10 s too): a forged
-/// or stale timestamp echo cannot make receivers wait longer than this.
-pub const MAX_GRTT: Duration = Duration::from_secs(10);
+pub use crate::nak_timing::MAX_GRTT;
 
 /// Most NCF lists (up to 63 sequence numbers each) waiting for the repair budget; NAKs beyond
 /// get no NCF ([`SenderStats::ncfs_dropped`]) and their receivers NAK again.
@@ -669,10 +667,8 @@ impl Sender {
         if !(c.hold_for_naks && c.advertise_grtt && c.repairs) {
             return Duration::ZERO;
         }
-        self.grtt(now).map_or(Duration::ZERO, |g| {
-            g.mul_f64(crate::receiver::DEFAULT_NAK_BO_GRTTS + 1.0)
-                + (g * 2).max(crate::receiver::rxw::MIN_SCALED_WAIT)
-        })
+        self.grtt(now)
+            .map_or(Duration::ZERO, crate::nak_timing::nak_horizon)
     }
 
     /// Every receiver heard from (NAK or ACK) in the session so far, in no order (at most

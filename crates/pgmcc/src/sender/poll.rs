@@ -244,7 +244,6 @@ fn mask(bits: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::receiver::poll_matches;
     use std::net::Ipv4Addr;
 
     fn tsi() -> Tsi {
@@ -268,7 +267,7 @@ mod tests {
             if let Some(poll) = p.take_pending() {
                 rounds += 1;
                 for (i, &id) in ids.iter().enumerate() {
-                    if poll_matches(&poll, id) {
+                    if poll.matches(id) {
                         p.on_polr(*now, addr(i as u32 + 1), poll.sqn, poll.round, nla);
                     }
                 }

@@ -41,15 +41,14 @@ pub(crate) struct NakTimers {
     pub(crate) bo_grtts: Option<f64>,
 }
 
-/// Smallest NCF and RDATA wait derived from a group RTT: covers a source's own scheduling
-/// on a LAN where the RTT is tens of microseconds.
-pub(crate) const MIN_SCALED_WAIT: Duration = Duration::from_millis(20);
+#[cfg(test)]
+use crate::nak_timing::MIN_SCALED_WAIT;
 
 impl NakTimers {
     /// The timers for a session whose source advertised `grtt` and `gsize` receivers
     /// (`docs/core.md`, "NAK timers").
     pub(crate) fn scaled(&self, grtt: Duration, gsize: u32) -> NakTimers {
-        let wait = (grtt * 2).max(MIN_SCALED_WAIT);
+        let wait = crate::nak_timing::scaled_wait(grtt);
         let (bo_ivl, bo_lambda) = match self.bo_grtts {
             Some(k) => (
                 Duration::from_secs_f64(grtt.as_secs_f64() * k.clamp(0.0, 100.0)),
