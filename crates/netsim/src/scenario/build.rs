@@ -13,7 +13,7 @@ use pgmcc::ne::NeConfig;
 use pgmcc::{Duration, Instant, ReceiverConfig, SenderConfig};
 use toml::Spanned;
 
-use super::schema::{File, FlowSpec, ReproduceSpec};
+use super::schema::{File, FlowKind, FlowSpec, ReproduceSpec};
 use super::validate::{self, Ctx, ScenarioError};
 use crate::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
 use crate::agents::tcp::{TcpConfig, TcpSender, TcpSink, TcpSinkConfig, TcpVariant};
@@ -21,57 +21,6 @@ use crate::link::{LinkConfig, LossModel, NodeId, QueueLimit};
 use crate::reproduce::Reproduce;
 use crate::sim::{AgentId, Sim};
 use crate::units;
-
-/// Which kind of flow.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowKind {
-    /// PGM with pgmcc congestion control.
-    Pgmcc,
-    /// PGM with only a rate limiter.
-    Pgm,
-    /// TCP Reno.
-    TcpReno,
-    /// TCP NewReno.
-    TcpNewReno,
-    /// TCP SACK.
-    TcpSack,
-    /// OpenPGM 5.3 at a fixed rate (`interop/pgm-send`, `pgm-recv`): emulation only.
-    OpenPgm,
-    /// uftp with TFMCC (Debian `uftp`, `-C tfmcc`): emulation only.
-    Uftp,
-    /// NORM with NORM-CC (`interop/norm-peer`, Debian `libnorm-dev`): emulation only.
-    Norm,
-}
-
-impl FlowKind {
-    /// The name used in scenario files.
-    pub fn name(self) -> &'static str {
-        match self {
-            FlowKind::Pgmcc => "pgmcc",
-            FlowKind::Pgm => "pgm",
-            FlowKind::TcpReno => "tcp-reno",
-            FlowKind::TcpNewReno => "tcp-newreno",
-            FlowKind::TcpSack => "tcp-sack",
-            FlowKind::OpenPgm => "openpgm",
-            FlowKind::Uftp => "uftp",
-            FlowKind::Norm => "norm",
-        }
-    }
-
-    /// True for the kinds that are other implementations' real programs, which only
-    /// `pgmcc emu` runs (the simulator has no model of them).
-    pub fn is_external(self) -> bool {
-        matches!(self, FlowKind::OpenPgm | FlowKind::Uftp | FlowKind::Norm)
-    }
-
-    /// True for the TCP kinds.
-    pub fn is_tcp(self) -> bool {
-        matches!(
-            self,
-            FlowKind::TcpReno | FlowKind::TcpNewReno | FlowKind::TcpSack
-        )
-    }
-}
 
 /// One flow as built: its agents.
 #[derive(Debug, Clone)]

@@ -24,9 +24,10 @@ mod schema;
 mod validate;
 
 pub use build::{
-    load, load_for_emulation, load_network, load_with_pgmcc, parse, set_pgm_cc, FlowInfo, FlowKind,
+    load, load_for_emulation, load_network, load_with_pgmcc, parse, set_pgm_cc, FlowInfo,
     NetworkOnly, Scenario,
 };
+pub use schema::FlowKind;
 pub use validate::ScenarioError;
 
 /// Re-exported from [`crate::reproduce`], where the measurement lives, so that

@@ -9,8 +9,7 @@ use pgmcc::{Duration, Instant, RateLimit};
 use thiserror::Error;
 use toml::Spanned;
 
-use super::build::FlowKind;
-use super::schema::{FlowSpec, LinkSpec, NodeSpec};
+use super::schema::{FlowKind, FlowSpec, LinkSpec, NodeSpec};
 use crate::link::LossModel;
 use crate::units;
 

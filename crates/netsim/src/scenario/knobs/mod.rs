@@ -11,7 +11,7 @@ use ::pgmcc::cc::throughput::SwitchBias;
 use ::pgmcc::cc::{CcConfig, Controller};
 use toml::Spanned;
 
-use super::build::FlowKind;
+use super::schema::FlowKind;
 use super::schema::FlowSpec;
 use super::validate::{Ctx, ScenarioError};
 use crate::units;
