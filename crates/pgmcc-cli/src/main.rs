@@ -10,14 +10,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod decode;
-mod emu;
-mod fairness;
-mod grid;
+mod lab;
 mod net;
 mod out;
-mod reproduce;
-mod sim;
-mod sweep;
 
 /// Reliable multicast with TCP-friendly congestion control (PGM, RFC 3208, with pgmcc):
 /// `send` and `recv` move files and streams over a real network, `sim` and `reproduce` run
@@ -57,11 +52,11 @@ enum Command {
     ///
     /// Exit status: 0 on success, 2 if the scenario is invalid (the message names the file,
     /// line and key) or the output cannot be written.
-    Sim(sim::Args),
+    Sim(lab::sim::Args),
     /// Reproduce the papers: run every scenario with a [reproduce] table over several seeds,
     /// compute f = TCP / pgmcc throughput, and write docs/reproduction.md (published value
     /// next to ours, mean and spread over seeds) and out/reproduce/report.html.
-    Reproduce(reproduce::Args),
+    Reproduce(lab::reproduce::Args),
     /// Run the fairness grid: one receiver of a multicast controller (default: pgmcc) against
     /// one TCP flow (SACK, NewReno, Reno) on dumbbells of 1-100 Mbit/s, 20-400 ms RTT, 0.5-2
     /// BDP queues and fast or slow access links, with a TCP-against-TCP control, and write
@@ -69,7 +64,7 @@ enum Command {
     ///
     /// Flags pick a subset (e.g. --rates 10 --rtts 100). Every cell is written as a scenario
     /// file under out/grid/scenarios for `pgmcc sim`, every run as a line of out/grid/grid.csv.
-    Grid(grid::Args),
+    Grid(lab::grid::Args),
     /// The generated fairness yardstick: random scenarios drawn from seeds (1-16 competing
     /// TCP flows, 1-200 Mbit/s, 5-500 ms, 0.25-4 BDP queues, random loss, reverse and
     /// arriving TCP, 1-1000 receivers), each run with pgmcc and with a TCP flow in its place,
@@ -78,7 +73,7 @@ enum Command {
     /// `plan` writes the scenarios and a job file (one command line per run), GNU `parallel`
     /// or a batch system runs the job file, and `report` merges the results (`make fairness`
     /// does all three).
-    Fairness(fairness::Args),
+    Fairness(lab::fairness::Args),
     /// Emulate a scenario's network between real hosts: every node becomes a network
     /// namespace (PREFIX-NODE) whose eth0 is a TAP device, and this process carries their
     /// IPv4 traffic through the scenario's links on the wall clock: the simulator's own
@@ -93,7 +88,7 @@ enum Command {
     ///
     /// Exit status: 0 after a clean stop, 2 on errors (invalid scenario, not root, a
     /// namespace that exists already).
-    Emu(emu::Args),
+    Emu(lab::emu::Args),
     /// Multicast a file or standard input to a group, reliably and congestion controlled.
     ///
     /// Opens a PGM session (UDP encapsulation as OpenPGM frames it, or raw IP with
@@ -145,11 +140,11 @@ fn main() -> ExitCode {
         .init();
     let result = match cli.command {
         Command::Decode(args) => decode::run(&args),
-        Command::Sim(args) => sim::run(&args),
-        Command::Reproduce(args) => reproduce::run(&args),
-        Command::Grid(args) => grid::run(&args),
-        Command::Fairness(args) => fairness::run(&args),
-        Command::Emu(args) => emu::run(&args),
+        Command::Sim(args) => lab::sim::run(&args),
+        Command::Reproduce(args) => lab::reproduce::run(&args),
+        Command::Grid(args) => lab::grid::run(&args),
+        Command::Fairness(args) => lab::fairness::run(&args),
+        Command::Emu(args) => lab::emu::run(&args),
         Command::Send(args) => net::send(&args),
         Command::Recv(args) => net::recv(&args),
         Command::Keygen(args) => net::keygen(&args),

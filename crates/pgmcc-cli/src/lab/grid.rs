@@ -15,36 +15,8 @@ use netsim::run;
 use netsim::scenario::{self, FlowKind};
 use pgmcc::cc::Controller;
 
-use crate::reproduce::{par_map, stats};
-
-/// Start and end markers of a generated section of the doc.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Markers {
-    pub(crate) begin: &'static str,
-    pub(crate) end: &'static str,
-}
-
-/// The dumbbell grid's section.
-pub(crate) const GRID: Markers = Markers {
-    begin: "<!-- fairness-grid:begin (written by `make grid`) -->",
-    end: "<!-- fairness-grid:end -->",
-};
-
-/// The receiver sweep's section (`pgmcc grid --receivers`).
-pub(crate) const SWEEP: Markers = Markers {
-    begin: "<!-- receiver-sweep:begin (written by `make grid`) -->",
-    end: "<!-- receiver-sweep:end -->",
-};
-
-/// More seeds for the grid's cells whose three-seed mean left the band: measured with the
-/// commands the section gives, written by hand; `make grid` and `make reproduce` keep it.
-pub(crate) const MORE_SEEDS: Markers = Markers {
-    begin: "<!-- grid-more-seeds:begin (measured with the commands below; kept by `make grid` and `make reproduce`) -->",
-    end: "<!-- grid-more-seeds:end -->",
-};
-
-/// The target band for f against SACK and NewReno (issue 19).
-pub(crate) const BAND: (f64, f64) = (0.8, 1.25);
+use super::shared::{jobs, par_map, short, splice, stats, GRID};
+use netsim::fairness::BAND;
 
 /// The TCP variants `--tcp` runs against by default.
 const DEFAULT_TCP: &str = "sack,newreno,reno";
@@ -107,15 +79,6 @@ fn tcp_kind(name: &str) -> Result<FlowKind> {
         "reno" => FlowKind::TcpReno,
         other => bail!("--tcp: `{other}` is not a TCP variant (use sack, newreno, reno)"),
     })
-}
-
-pub(crate) fn short(kind: FlowKind) -> &'static str {
-    match kind {
-        FlowKind::TcpSack => "SACK",
-        FlowKind::TcpNewReno => "NewReno",
-        FlowKind::TcpReno => "Reno",
-        _ => "?",
-    }
 }
 
 fn cells(args: &Args) -> Result<Vec<Cell>> {
@@ -184,13 +147,6 @@ struct Task {
     seed: u64,
 }
 
-/// Parallel runs: `--jobs`, or the available cores.
-pub(crate) fn jobs(args: &Args) -> usize {
-    args.jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1)
-}
-
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let tcps: Vec<FlowKind> = args
         .tcp
@@ -201,10 +157,18 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         bail!("--seeds must be at least 1");
     }
     if !args.receivers.is_empty() {
-        return crate::sweep::run(args, &args.receivers, &tcps);
+        let plan = super::sweep::Plan {
+            seeds: args.seeds,
+            cc: args.cc,
+            tcp_names: &args.tcp,
+            jobs: args.jobs,
+            doc: &args.doc,
+            out: &args.out,
+        };
+        return super::sweep::run(&plan, &args.receivers, &tcps);
     }
     let cells = cells(args)?;
-    let jobs = jobs(args);
+    let jobs = jobs(args.jobs);
     let mut tasks = Vec::new();
     for (i, _) in cells.iter().enumerate() {
         for seed in 1..=args.seeds {
@@ -321,32 +285,6 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         args.out.join("grid.csv").display()
     );
     Ok(ExitCode::SUCCESS)
-}
-
-/// `old` with its section between `m`'s markers replaced by `section` (appended if it has
-/// none).
-pub(crate) fn splice(old: &str, section: &str, m: Markers) -> String {
-    match (old.find(m.begin), old.find(m.end)) {
-        (Some(b), Some(e)) if e > b => {
-            format!("{}{section}{}", &old[..b], &old[e + m.end.len()..])
-        }
-        _ => {
-            let mut s = old.trim_end().to_string();
-            if !s.is_empty() {
-                s.push_str("\n\n");
-            }
-            s.push_str(section);
-            s.push('\n');
-            s
-        }
-    }
-}
-
-/// The section of `doc` between `m`'s markers, markers included, if it has one.
-pub(crate) fn section_of(doc: &str, m: Markers) -> Option<&str> {
-    let b = doc.find(m.begin)?;
-    let e = doc.find(m.end)?;
-    (e > b).then(|| &doc[b..e + m.end.len()])
 }
 
 /// Who wrote the grid section: `make grid` for its own run, otherwise the `pgmcc grid`
@@ -555,6 +493,7 @@ fn markdown(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lab::shared::{section_of, Markers, SWEEP};
 
     fn section(m: Markers, body: &str) -> String {
         format!("{}\n{body}\n{}", m.begin, m.end)

@@ -17,8 +17,7 @@ use netsim::{run, scenario};
 use pgmcc::cc::Controller;
 use serde::{Deserialize, Serialize};
 
-use crate::grid::Markers;
-use crate::reproduce::stats;
+use super::shared::{stats, Markers};
 
 /// The generated section of docs/fairness.md.
 const SECTION: Markers = Markers {

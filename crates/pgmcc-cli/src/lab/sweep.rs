@@ -11,8 +11,26 @@ use anyhow::{bail, Context, Result};
 use netsim::scenario::FlowKind;
 use netsim::sweep::{self, Sweep, SweepOutcome};
 
-use crate::grid::{short, splice, Args, BAND, SWEEP};
-use crate::reproduce::{par_map, stats};
+use netsim::fairness::BAND;
+use pgmcc::cc::Controller;
+
+use super::shared::{jobs, par_map, short, splice, stats, SWEEP};
+
+/// What `pgmcc grid --receivers` asks of the sweep.
+pub(crate) struct Plan<'a> {
+    /// Seeds per size and TCP variant (1..=N).
+    pub(crate) seeds: u64,
+    /// The controller in the multicast slot.
+    pub(crate) cc: Controller,
+    /// The TCP variants as the user named them.
+    pub(crate) tcp_names: &'a [String],
+    /// Parallel runs (default: available cores).
+    pub(crate) jobs: Option<usize>,
+    /// The Markdown file whose sweep section is (re)written.
+    pub(crate) doc: &'a std::path::Path,
+    /// Where sweep.csv and the scenario files go.
+    pub(crate) out: &'a std::path::Path,
+}
 
 /// One run to do.
 struct Task {
@@ -22,11 +40,11 @@ struct Task {
 }
 
 /// Runs the sweep for `sizes` (receiver counts) against `tcps`.
-pub(crate) fn run(args: &Args, sizes: &[usize], tcps: &[FlowKind]) -> Result<ExitCode> {
+pub(crate) fn run(args: &Plan<'_>, sizes: &[usize], tcps: &[FlowKind]) -> Result<ExitCode> {
     if let Some(&n) = sizes.iter().find(|&&n| n == 0 || n > 10_000) {
         bail!("--receivers: {n} is not a receiver count from 1 to 10000");
     }
-    let jobs = crate::grid::jobs(args);
+    let jobs = jobs(args.jobs);
     let mut tasks = Vec::new();
     // Largest first: the long runs start while the short ones fill the other threads.
     let mut order = sizes.to_vec();
@@ -98,8 +116,8 @@ pub(crate) fn run(args: &Args, sizes: &[usize], tcps: &[FlowKind]) -> Result<Exi
     }
     std::fs::write(args.out.join("sweep.csv"), csv)?;
     let section = markdown(args, sizes, tcps, &tasks, &results, wall);
-    let old = std::fs::read_to_string(&args.doc).unwrap_or_default();
-    std::fs::write(&args.doc, splice(&old, &section, SWEEP))
+    let old = std::fs::read_to_string(args.doc).unwrap_or_default();
+    std::fs::write(args.doc, splice(&old, &section, SWEEP))
         .with_context(|| format!("writing {}", args.doc.display()))?;
     println!(
         "wrote the receiver sweep section of {} and {} in {wall:.0} s",
@@ -111,13 +129,13 @@ pub(crate) fn run(args: &Args, sizes: &[usize], tcps: &[FlowKind]) -> Result<Exi
 
 /// Who wrote the sweep section: `make grid` for its own run, otherwise the `pgmcc grid`
 /// command line that was run.
-fn made_by(args: &Args, sizes: &[usize]) -> String {
+fn made_by(args: &Plan<'_>, sizes: &[usize]) -> String {
     let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
     let cmd = format!(
         "pgmcc grid --seeds {} --cc {} --tcp {} --receivers {}",
         args.seeds,
         args.cc,
-        args.tcp.join(","),
+        args.tcp_names.join(","),
         sizes.join(","),
     );
     if cmd == "pgmcc grid --seeds 3 --cc pgmcc --tcp sack,newreno --receivers 1,10,100,1000" {
@@ -128,7 +146,7 @@ fn made_by(args: &Args, sizes: &[usize]) -> String {
 }
 
 fn markdown(
-    args: &Args,
+    args: &Plan<'_>,
     sizes: &[usize],
     tcps: &[FlowKind],
     tasks: &[Task],

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant as WallClock;
 
+use super::shared::{par_map, stats};
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use netsim::compare::{self, Matrix, Metrics};
@@ -51,33 +52,6 @@ struct CompareRow {
     runs: Vec<Metrics>,
 }
 
-/// Runs `f` on every task on `jobs` threads; results in task order.
-pub(crate) fn par_map<T: Sync, R: Send>(
-    tasks: &[T],
-    jobs: usize,
-    f: impl Fn(&T) -> R + Sync,
-) -> Vec<R> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results = std::sync::Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..jobs.max(1) {
-            s.spawn(|| loop {
-                let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(t) = tasks.get(k) else {
-                    break;
-                };
-                let r = f(t);
-                if let Ok(mut v) = results.lock() {
-                    v.push((k, r));
-                }
-            });
-        }
-    });
-    let mut v = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    v.sort_by_key(|(k, _)| *k);
-    v.into_iter().map(|(_, r)| r).collect()
-}
-
 /// One experiment's results over all seeds.
 struct Row {
     name: String,
@@ -90,16 +64,6 @@ struct Row {
     /// f per seed under our recommended `pgmcc` (the scenario's pgmcc flows switched to it).
     f_recommended: Vec<f64>,
     first: Summary,
-}
-
-/// Mean, standard deviation, min and max.
-pub(crate) fn stats(v: &[f64]) -> (f64, f64, f64, f64) {
-    let n = v.len().max(1) as f64;
-    let mean = v.iter().sum::<f64>() / n;
-    let sd = (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
-    let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    (mean, sd, min, max)
 }
 
 /// One run of a row: as the file says (`recommended` false: the published `pgmcc-paper`
@@ -216,12 +180,12 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     // whoever measured it): keep them.
     let old = std::fs::read_to_string(&args.doc).unwrap_or_default();
     for m in [
-        crate::grid::GRID,
-        crate::grid::MORE_SEEDS,
-        crate::grid::SWEEP,
+        super::shared::GRID,
+        super::shared::MORE_SEEDS,
+        super::shared::SWEEP,
     ] {
-        if let Some(section) = crate::grid::section_of(&old, m) {
-            doc = crate::grid::splice(&doc, section, m);
+        if let Some(section) = super::shared::section_of(&old, m) {
+            doc = super::shared::splice(&doc, section, m);
         }
     }
     std::fs::write(&args.doc, &doc).with_context(|| format!("writing {}", args.doc.display()))?;

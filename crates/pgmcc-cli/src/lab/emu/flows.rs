@@ -38,7 +38,7 @@ use netemu::FlowMatch;
 use netsim::scenario::{FlowKind, Scenario};
 
 /// The TCP flow program, written into the output directory at run time.
-const TCP_FLOW_PY: &str = include_str!("../../../../scripts/tcp-flow.py");
+const TCP_FLOW_PY: &str = include_str!("../../../../../scripts/tcp-flow.py");
 
 /// Keys every flow may have; the per-kind ones are below.
 const COMMON_KEYS: &[&str] = &[
