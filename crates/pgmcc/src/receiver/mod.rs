@@ -300,11 +300,6 @@ impl Receiver {
             }
         }
         let tsi = repr.tsi();
-        let (rxw_sqns, join, reach) = (
-            self.config.rxw_sqns,
-            self.config.join,
-            self.config.start_reach,
-        );
         if !self.ensure_peer(tsi, now, from) {
             return;
         }
@@ -335,18 +330,7 @@ impl Receiver {
             peer.syn_sqn = Some(s);
         }
         if peer.rxw.is_none() {
-            let mut base = near_trail(s, trail, reach);
-            if let (JoinPolicy::FromJoinMin, Some(min)) = (join, repr.options.join) {
-                if sqn::le(min, s) && sqn::distance(min, s) < rxw_sqns {
-                    base = sqn::max(min, trail);
-                }
-            }
-            // Joined mid-APDU: reach back for its head if the source still has it.
-            if let Some(f) = &repr.options.fragment {
-                if sqn::lt(f.first_sqn, base) && sqn::le(trail, f.first_sqn) {
-                    base = f.first_sqn;
-                }
-            }
+            let base = window_base(&self.config, s, trail, &repr.options);
             peer.rxw = Some(new_window(&self.config, tsi, base, trail));
         }
         let need_spmr = peer.path.is_none() && now >= peer.next_spmr;
@@ -836,6 +820,24 @@ impl Receiver {
             }
         });
     }
+}
+
+/// Where the window of a session first heard by data packet `s` begins: near the source's
+/// `trail` ([`near_trail`]), at OPT_JOIN's minimum under [`JoinPolicy::FromJoinMin`], and
+/// at the head of the APDU `s` is a fragment of if the source still has it.
+fn window_base(config: &ReceiverConfig, s: u32, trail: u32, opts: &pgm_wire::Options<'_>) -> u32 {
+    let mut base = near_trail(s, trail, config.start_reach);
+    if let (JoinPolicy::FromJoinMin, Some(min)) = (config.join, opts.join) {
+        if sqn::le(min, s) && sqn::distance(min, s) < config.rxw_sqns {
+            base = sqn::max(min, trail);
+        }
+    }
+    if let Some(f) = &opts.fragment {
+        if sqn::lt(f.first_sqn, base) && sqn::le(trail, f.first_sqn) {
+            base = f.first_sqn;
+        }
+    }
+    base
 }
 
 /// Where a receiver that first hears a session at `first` starts: at the source's `trail`
