@@ -4,11 +4,12 @@
 //! every report once, here, and hands the sample to the controller with the ACK or NAK.
 //!
 //! Smoothing stays with each controller, because each smooths a different thing by its own
-//! paper's rule: pgmcc an RFC 6298 estimator over the acker's ACKs (the fairness benchmark's
-//! adaptive timeout), TFMCC the CLR's RTT with gain 1/4, Pseudofed the largest recent RTT over
-//! all receivers (its GRTT), the low-weight controllers the worst receiver's RTT with gain 1/8.
+//! paper's rule: pgmcc an RFC 6298 estimator over the acker's ACKs ([`SmoothedRtt`], the
+//! fairness benchmark's adaptive timeout; the simulator's TCP uses the same one), TFMCC the
+//! CLR's RTT with gain 1/4, Pseudofed the largest recent RTT over all receivers (its GRTT),
+//! the low-weight controllers the worst receiver's RTT with gain 1/8.
 
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// Largest RTT a sample is taken to be, in milliseconds (10 minutes): anything larger is a
 /// stale or forged echo.
@@ -87,5 +88,68 @@ mod tests {
                 .millis(),
             50
         );
+    }
+}
+
+/// The smoothed round trip of RFC 6298 §2.2-2.3: SRTT and RTTVAR from samples, and the
+/// timeout `SRTT + max(G, 4·RTTVAR)` before bounds and backoff, which each user applies by
+/// its own rule (pgmcc's stall timeout, the simulator's TCP).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SmoothedRtt {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+}
+
+impl SmoothedRtt {
+    /// No sample yet.
+    pub fn new() -> SmoothedRtt {
+        SmoothedRtt::default()
+    }
+
+    /// Takes RTT sample `r`: the first sets SRTT = R, RTTVAR = R/2; later ones
+    /// RTTVAR = 3/4 RTTVAR + 1/4 |SRTT - R|, then SRTT = 7/8 SRTT + 1/8 R.
+    pub fn sample(&mut self, r: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(r);
+                self.rttvar = r / 2;
+            }
+            Some(s) => {
+                let diff = s.abs_diff(r);
+                self.rttvar = self.rttvar * 3 / 4 + diff / 4;
+                self.srtt = Some(s * 7 / 8 + r / 8);
+            }
+        }
+    }
+
+    /// SRTT, once there is a sample.
+    pub fn srtt(&self) -> Option<Duration> {
+        self.srtt
+    }
+
+    /// `SRTT + max(G, 4·RTTVAR)` for clock granularity `granularity`, once there is a
+    /// sample.
+    pub fn rto(&self, granularity: Duration) -> Option<Duration> {
+        self.srtt.map(|s| s + granularity.max(self.rttvar * 4))
+    }
+}
+
+#[cfg(test)]
+mod smoothed_tests {
+    use super::*;
+
+    #[test]
+    fn follows_rfc_6298() {
+        let ms = Duration::from_millis;
+        let mut e = SmoothedRtt::new();
+        assert_eq!(e.rto(ms(1)), None);
+        e.sample(ms(100));
+        assert_eq!((e.srtt(), e.rto(ms(1))), (Some(ms(100)), Some(ms(300))));
+        e.sample(ms(200));
+        // RTTVAR = 3/4 * 50 + 1/4 * 100 = 62.5; SRTT = 7/8 * 100 + 1/8 * 200 = 112.5.
+        assert_eq!(e.srtt(), Some(Duration::from_micros(112_500)));
+        assert_eq!(e.rto(ms(1)), Some(Duration::from_micros(362_500)));
+        // The granularity is a floor on the variance term.
+        assert_eq!(e.rto(ms(500)), Some(Duration::from_micros(612_500)));
     }
 }

@@ -3,13 +3,14 @@
 //! ns-2; a retransmission abandons the measurement (Karn's rule, RFC 6298 §3), so a hole
 //! never inflates a sample.
 
+use pgmcc::cc::rtt::SmoothedRtt;
 use pgmcc::{Duration, Instant};
 
 /// RTT estimate and retransmission timeout of one sender.
 #[derive(Debug, Clone)]
 pub(super) struct RtoEstimator {
-    srtt: Option<Duration>,
-    rttvar: Duration,
+    /// SRTT and RTTVAR (the core's RFC 6298 estimator, as pgmcc's acker timer uses).
+    est: SmoothedRtt,
     /// RTO before backoff.
     base: Duration,
     backoff: u32,
@@ -34,8 +35,7 @@ impl RtoEstimator {
         granularity: Duration,
     ) -> RtoEstimator {
         RtoEstimator {
-            srtt: None,
-            rttvar: Duration::ZERO,
+            est: SmoothedRtt::new(),
             base: initial.clamp(min, max.max(min)),
             backoff: 0,
             min,
@@ -48,7 +48,7 @@ impl RtoEstimator {
 
     /// Smoothed RTT, once there is a sample.
     pub(super) fn srtt(&self) -> Option<Duration> {
-        self.srtt
+        self.est.srtt()
     }
 
     /// RTT samples taken.
@@ -92,19 +92,8 @@ impl RtoEstimator {
     /// RFC 6298 §2.2-2.3: `SRTT`, `RTTVAR` and `RTO = SRTT + max(G, 4·RTTVAR)`.
     fn sample(&mut self, r: Duration) {
         self.samples += 1;
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
-            }
-            Some(srtt) => {
-                let diff = srtt.abs_diff(r);
-                self.rttvar = self.rttvar * 3 / 4 + diff / 4;
-                self.srtt = Some(srtt * 7 / 8 + r / 8);
-            }
-        }
-        let srtt = self.srtt.unwrap_or(r);
-        let rto = srtt + self.granularity.max(self.rttvar * 4);
+        self.est.sample(r);
+        let rto = self.est.rto(self.granularity).unwrap_or(r);
         self.base = rto.clamp(self.min, self.max.max(self.min));
         // A valid sample ends the backoff (RFC 6298 §5.7).
         self.backoff = 0;

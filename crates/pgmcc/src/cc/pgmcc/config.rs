@@ -1,0 +1,314 @@
+//! pgmcc's knobs: what each variant of the controller does, and the recommended values
+//! (`docs/pgmcc.md`).
+
+use serde::Serialize;
+
+use crate::cc::throughput::{SwitchBias, ThroughputModel};
+use crate::time::Duration;
+
+/// How receivers' RTTs are expressed for comparison.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum RttUnit {
+    /// Data packets sent during one RTT (the paper, §3.2.1): `pgmcc-paper`'s. Two samples
+    /// taken while the rate differs (a candidate's NAK in slow start against the acker's
+    /// smoothed RTT, or any report in a burst) are not comparable (docs/pgmcc.md,
+    /// difference 2).
+    #[default]
+    Packets,
+    /// Milliseconds, from the same echo (OpenPGM's unit): our recommended `pgmcc`'s.
+    Millis,
+}
+
+/// OpenPGM's stall timeout, and the draft's before the acker's first RTT sample.
+const STALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// When the sender gives up waiting for ACKs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum TimeoutPolicy {
+    /// A fixed stall timeout (OpenPGM's 3 s; the paper gives no value).
+    Fixed(Duration),
+    /// An RFC 6298 estimator on the acker's ACK RTTs (`SRTT + 4 RTTVAR`, backed off on
+    /// stalls in a row); after an acker switch `fixed` applies until the new acker's first
+    /// RTT sample (the draft, §2.7: "restarted from the beginning" on ACKER changes).
+    Adaptive {
+        /// Lower bound of the RTO (RFC 6298: 1 s).
+        min: Duration,
+        /// Upper bound of the RTO.
+        max: Duration,
+        /// Timeout used before any sample of the current acker exists.
+        fixed: Duration,
+        /// Which ACKs restart the timer.
+        restart: RtoRestart,
+    },
+}
+
+/// Which ACKs restart an adaptive stall timer ([`TimeoutPolicy::Adaptive`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum RtoRestart {
+    /// The fairness benchmark's fix (Set 1): only an ACK whose bitmap shows no hole.
+    CleanBitmap,
+    /// The draft's (§2.7 and its pseudo-code's `update_timeout` on every ACK from the
+    /// acker) and TCP's (RFC 6298 §5.3): every ACK that acknowledges new data.
+    NewData,
+}
+
+/// Every knob of the controller; defaults are the paper's values.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct PgmccConfig {
+    /// Fixed slow-start threshold in packets (§3.4: 6); unused with [`SlowStart::Adaptive`].
+    pub ssthresh: u32,
+    /// How the slow-start threshold is set (paper: [`SlowStart::Fixed`] at `ssthresh`; our
+    /// recommended controller: [`SlowStart::Adaptive`]).
+    pub slow_start: SlowStart,
+    /// Later ACKs that declare a hole lost (§3.4: 3).
+    pub dupack_threshold: u32,
+    /// Switch bias `c`: a report replaces the acker only if `T(new) < c T(acker)` (§3.5: 0.75).
+    pub switch_bias: SwitchBias,
+    /// Which loss estimate receivers put in their reports, advertised to them on
+    /// OPT_REPORT_BAR (both presets: the paper's [`LossReport::Filter`]; see
+    /// [`LossReport::Intervals`] for why it is not the recommended default).
+    pub loss_report: LossReport,
+    /// How the election compares a candidate's report with the acker's (paper:
+    /// [`Election::Paper`]; our recommended controller: [`Election::LikeWithLike`]).
+    pub election: Election,
+    /// Throughput model for election (§3.5: the simple formula).
+    pub model: ThroughputModel,
+    /// RTT unit for election (§3.2.1: packets; our recommended controller: milliseconds).
+    pub rtt_unit: RttUnit,
+    /// Stall handling (paper: fixed, OpenPGM's 3 s; our recommended controller: the draft's,
+    /// [`PgmccConfig::with_draft_timeout`]).
+    pub timeout: TimeoutPolicy,
+    /// Stalls in a row after which the next data packet asks for a new election (§3.6: "a
+    /// couple": 2).
+    pub stalls_before_election: u32,
+    /// How the window limits transmissions (paper: [`Accounting::Tokens`]; our recommended
+    /// controller: [`Accounting::Pipe`]).
+    pub accounting: Accounting,
+    /// Rate floor (ours; default none = the paper): while the window holds the sender back,
+    /// one packet may still leave every `min_interval`, whatever the acker says or does not
+    /// say. With `max_tpdu` bytes per packet the session never drops below
+    /// `max_tpdu / min_interval`, so a receiver that wins the election with absurd loss and
+    /// then withholds ACKs cannot starve the session. The window itself is not changed. Choose
+    /// it well below the normal packet interval, or it overrides congestion control.
+    pub min_interval: Option<Duration>,
+    /// Window growth during the round trip after a loss reaction (paper: [`Recovery::Grow`];
+    /// our recommended controller: [`Recovery::Hold`]).
+    pub recovery: Recovery,
+    /// Reports despite suppression (ours; paper: false, recommended: true): the source puts
+    /// a report bar on NCFs and SPMs (OPT_REPORT_BAR): the acker's loss rate over `c²`,
+    /// which a receiver with the acker's RTT must exceed to replace it. A receiver whose own
+    /// loss rate is above the bar lets no NCF or peer NAK suppress its NAK, and NAKs
+    /// selectively rather than wait for FEC parity, so its report reaches the election
+    /// (`docs/pgmcc.md`, "Reports despite suppression"). The paper's receivers report only
+    /// on the NAKs suppression leaves them.
+    pub advertise_report_bar: bool,
+    /// Most packets the window may hold while the acker's ACKs are unproven (ours;
+    /// `docs/security.md`): the source asks for proof of receipt
+    /// (`SenderConfig::ack_proof`) and the acker sends none, as OpenPGM's receivers cannot.
+    /// Such ACKs could come from a host that did not receive the data. Default 64 packets
+    /// (about 7 Mbit/s of 1,400-byte packets at 100 ms RTT); without proof keys every ACK
+    /// counts as proven and this never applies.
+    pub unproven_window: u32,
+    /// Receivers that NAK without reports (ours; paper: false, recommended: true): OpenPGM's
+    /// and ours with `--no-pgmcc` never take part in the election, so their loss, read from
+    /// their NAKs, bounds the window at TCP's for that loss ([`super::silent`]).
+    pub cap_for_silent: bool,
+    /// The acker's loss reports checked against its own ACKs (ours; paper: false,
+    /// recommended: true; [`super::report_check`]): once its reports claim far more loss
+    /// than its ACKs show, its loss counts as what they show, in this and every later
+    /// election, and the window goes back to what it was when it became acker. A receiver
+    /// on a fast path can no longer win the election with a false loss rate and then clock
+    /// the source past the slowest receiver. Applies to the filter's reports
+    /// ([`LossReport::Filter`]) only.
+    pub check_reports: bool,
+    /// Repairs in the window (ours, a knob off in both presets; needs
+    /// [`Accounting::Pipe`]): every repair (RDATA or parity) counts as a packet in flight for
+    /// one smoothed acker RTT after it leaves, as a TCP retransmission occupies the window
+    /// until its ACK. Repairs still leave at once (paper §3.8: a repair waits for nothing
+    /// but the rate limit and the repair budget); the data after them waits until the
+    /// window has room again. Without it, repairs go on top of a window that the ACK clock
+    /// keeps full, and where the queue they meet is the source's own (a slow access link)
+    /// they are dropped there. Off in `pgmcc` until measured to help (`docs/pgmcc.md`
+    /// difference 19).
+    pub repairs_in_window: bool,
+}
+
+impl Default for PgmccConfig {
+    fn default() -> PgmccConfig {
+        PgmccConfig {
+            ssthresh: 6,
+            slow_start: SlowStart::Fixed,
+            dupack_threshold: 3,
+            switch_bias: SwitchBias::PAPER,
+            loss_report: LossReport::Filter,
+            election: Election::Paper,
+            model: ThroughputModel::Simple,
+            rtt_unit: RttUnit::Packets,
+            timeout: TimeoutPolicy::Fixed(STALL_TIMEOUT),
+            stalls_before_election: 2,
+            accounting: Accounting::Tokens,
+            min_interval: None,
+            recovery: Recovery::Grow,
+            advertise_report_bar: false,
+            unproven_window: 64,
+            cap_for_silent: false,
+            check_reports: false,
+            repairs_in_window: false,
+        }
+    }
+}
+
+/// What limits the sender between ACKs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Accounting {
+    /// The paper's §3.4 token rule with the draft's reading: one token per data packet, `1 +
+    /// 1/W` back per ACK from the current acker, the next W/2 ACKs after a loss return none;
+    /// ACKs from anyone else (former ackers included) are ignored. Tokens leak: a lost
+    /// packet or an ignored ACK never returns its token, and after a switch the packets
+    /// still travelling to the former acker are forgotten, so the pipe can empty with `T < 1`
+    /// until a stall timeout (docs/pgmcc.md).
+    #[default]
+    Tokens,
+    /// Ours (issue 19), TCP's pipe rule (RFC 6675) over the acker's reports: a data packet
+    /// may leave while `packets in flight + 1 <= W`. A packet is in flight until the acker
+    /// it named acknowledges it or its reports declare it lost (three later packets
+    /// acknowledged). Packets that named a former acker stay in flight after a switch until
+    /// that acker settles them or the new acker has acknowledged `dupack_threshold` packets
+    /// sent after the switch (the same evidence that declares a loss, here taken as "will
+    /// not be reported"); a loss the former acker reports still triggers one reaction. The
+    /// window rules (growth per acknowledged packet, halving once per RTT) are the paper's;
+    /// "ignore the next W/2 ACKs" is what the pipe does by itself once W is halved.
+    Pipe,
+}
+
+/// How the window's slow-start threshold is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum SlowStart {
+    /// The paper's §3.4: exponential opening up to a small fixed threshold
+    /// ([`PgmccConfig::ssthresh`], 6 packets), at start and after every stall; the paper
+    /// leaves an adaptive threshold to future work.
+    #[default]
+    Fixed,
+    /// Ours (issue 19), TCP's (RFC 5681 §3.1): no threshold until the first loss reaction,
+    /// then the halved window; after a stall, half the window the stall found (at least 2).
+    /// With the fixed 6, a session that starts beside a TCP flow opens linearly from 6
+    /// packets while TCP slow-starts to its share, and on paths of hundreds of packets it
+    /// had not caught up by the end of the fairness grid's measurement (docs/pgmcc.md,
+    /// "Slow start").
+    Adaptive,
+}
+
+/// The loss estimate receivers report, on which the acker is elected (§3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum LossReport {
+    /// The paper's §3.2.2: a low-pass filter over the per-packet loss signal with a memory
+    /// of about 120 packets. A non-acker reports only on a NAK, just after a loss made its
+    /// filter jump: at 1% loss such a report reads the loss rate 1.8 times too high on
+    /// average, while the acker's reports, on every ACK, read it right and swing widely;
+    /// the bias is about the switch bias `c`, so the acker churns among the receivers near
+    /// the slowest (docs/pgmcc.md, "Acker election with many receivers").
+    #[default]
+    Filter,
+    /// Ours (issue 19): the source asks receivers (OPT_REPORT_BAR's INTERVALS flag) for
+    /// TFRC's average loss interval rate (RFC 5348 §5.4) over their latest eight loss
+    /// intervals, losses within the advertised group RTT merged into one event. It reads
+    /// the same at a NAK as at an ACK, with a third of the filter's spread, and the acker
+    /// follows the slowest receiver of a large group more closely. Receivers that do not
+    /// know the flag, or have heard no group RTT, keep the filter. Not the default: after a
+    /// long loss-free period one long interval dominates the average for the next eight
+    /// loss events, so a receiver whose path a TCP flow starts to congest is elected tens
+    /// of seconds late (the paper's Fig. 5: TCP got 54% of pgmcc's rate instead of 83%).
+    Intervals,
+}
+
+/// How the election compares a candidate's report with the acker's (§3.5: a report
+/// replaces the acker when `T(candidate) < c T(acker)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Election {
+    /// The paper's and the draft's (§2.3): the acker's latest report, which rides on every
+    /// ACK, against the candidate's, which rides on the NAK for its latest loss; a report of
+    /// zero loss is never the slowest (the draft's `M = 0`), so the first receiver to answer
+    /// the election request keeps the role until someone reports a loss. With the filter
+    /// ([`LossReport::Filter`]) the acker's reading decays by 0.8% per packet between its
+    /// losses and, in 16.16 fixed point, reaches exactly 0 a few hundred packets after the
+    /// last one: `T(acker)` is then infinite and any receiver that NAKs, however fast, wins.
+    #[default]
+    Paper,
+    /// Ours (issue 19), like compared with like: the acker's loss is that of its latest
+    /// report that read higher than the one before, i.e. taken just after the acker's latest
+    /// loss, when a candidate's report is taken; and two reports of zero loss, equal loss,
+    /// compare by RTT (`T ∝ 1/RTT`: the candidate wins if `RTT(acker) < c RTT(candidate)`),
+    /// so the first election moves to a distant receiver as soon as it answers instead of
+    /// letting the nearest one clock the start-up. The acker's RTT is still its ACKs'
+    /// smoothed one (docs/pgmcc.md, "A tree with a slow branch").
+    LikeWithLike,
+}
+
+/// Whether W grows on the ACKs of packets that were already in flight when the window
+/// reacted to a loss.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Recovery {
+    /// The paper's §3.4: `W = W + 1/W` on every ACK, the ones inside the round trip after a
+    /// halving included.
+    #[default]
+    Grow,
+    /// Ours (issue 19), TCP's fast recovery (RFC 5681 §3.2, RFC 6675): after a halving W
+    /// stays put until an ACK reports a packet sent after the reaction, and a halving leaves
+    /// at least 2 packets (RFC 5681's ssthresh floor; with 1, the lost packet alone fills
+    /// the pipe and only the stall timeout restarts it). With `Grow`, pgmcc
+    /// gains about one packet per loss episode over a TCP flow that shares its losses, and
+    /// the offset between the two windows settles at twice that (docs/pgmcc.md,
+    /// "TCP-friendliness on a dumbbell").
+    Hold,
+}
+
+impl PgmccConfig {
+    /// Our recommended controller: the paper's with [`Accounting::Pipe`],
+    /// [`Recovery::Hold`], the report bar, [`SlowStart::Adaptive`],
+    /// [`Election::LikeWithLike`], the window bound for silent receivers, the check of the
+    /// acker's reports, RTTs compared in milliseconds ([`RttUnit::Millis`]) and the draft's
+    /// stall timeout ([`PgmccConfig::with_draft_timeout`]).
+    pub fn recommended() -> PgmccConfig {
+        PgmccConfig {
+            accounting: Accounting::Pipe,
+            recovery: Recovery::Hold,
+            advertise_report_bar: true,
+            slow_start: SlowStart::Adaptive,
+            election: Election::LikeWithLike,
+            cap_for_silent: true,
+            check_reports: true,
+            rtt_unit: RttUnit::Millis,
+            ..PgmccConfig::default()
+        }
+        .with_draft_timeout()
+    }
+
+    /// OpenPGM's fixed 3 s stall timeout (the paper gives no value; `pgmcc-paper`'s).
+    pub fn with_fixed_timeout(mut self) -> PgmccConfig {
+        self.timeout = TimeoutPolicy::Fixed(STALL_TIMEOUT);
+        self
+    }
+
+    /// The fairness benchmark's adaptive timeout with RFC 6298 bounds (restarted only by an
+    /// ACK whose bitmap shows no hole).
+    pub fn with_adaptive_timeout(mut self) -> PgmccConfig {
+        self.timeout = Self::rfc6298(RtoRestart::CleanBitmap);
+        self
+    }
+
+    /// The draft's stall timeout (§2.7): TCP's RTO, RFC 6298's bounds, 3 s before the
+    /// acker's first sample, restarted by every ACK of new data.
+    pub fn with_draft_timeout(mut self) -> PgmccConfig {
+        self.timeout = Self::rfc6298(RtoRestart::NewData);
+        self
+    }
+
+    fn rfc6298(restart: RtoRestart) -> TimeoutPolicy {
+        TimeoutPolicy::Adaptive {
+            min: Duration::from_secs(1),
+            max: Duration::from_secs(60),
+            fixed: STALL_TIMEOUT,
+            restart,
+        }
+    }
+}
