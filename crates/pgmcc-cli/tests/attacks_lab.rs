@@ -11,8 +11,9 @@
 //! per byte of the attacker's NAKs. `docs/robustness.md` ("Attacks on the real binaries in the
 //! namespace lab") has the table of what they measured.
 //!
-//! Needs root (each test says it was skipped and passes without it). Nothing is sent outside
-//! the namespaces the test creates: the attacker refuses to run in the test's own network
+//! Needs root (without it each test returns early and reports itself skipped: `skip` in
+//! tests/common, which `scripts/test-summary` counts). Nothing is sent outside the
+//! namespaces the test creates: the attacker refuses to run in the test's own network
 //! namespace or from an address that is not a lab receiver's, and every attack is bounded in
 //! datagrams ([`MAX_PACKETS`]) and seconds ([`MAX_SECS`]).
 

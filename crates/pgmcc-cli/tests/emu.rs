@@ -1,8 +1,8 @@
 //! `pgmcc emu` validated against what its scenario says (issue 23 item 1): delay, random
 //! loss, rate, and multicast along the source tree, each measured by probes running in the
-//! emulated hosts (`scripts/emu-probe.py`). Needs root; without it each test says it was
-//! skipped and passes. Every packet stays inside the namespaces the emulator creates; every
-//! probe is bounded in packets and seconds.
+//! emulated hosts (`scripts/emu-probe.py`). Needs root; without it each test returns early
+//! and reports itself skipped (`skip` in tests/common). Every packet stays inside the
+//! namespaces the emulator creates; every probe is bounded in packets and seconds.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -26,7 +26,10 @@ impl Emu {
     /// Starts the emulation and waits for its "ready" line; `None` (test skipped) without root.
     fn start(name: &str, scenario: &str, seconds: u32) -> Option<Emu> {
         if !is_root() {
-            eprintln!("SKIPPED {name}: needs root to create network namespaces (CI runs as root)");
+            skip(
+                &current_test(name),
+                "needs root to create network namespaces (CI runs as root)",
+            );
             return None;
         }
         let prefix = format!("pgmcc-emutest-{name}");
@@ -635,7 +638,10 @@ stop = "11s"
 fn pgmcc_emu_runs_a_scenarios_flows_into_the_simulators_files() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     if !is_root() {
-        eprintln!("SKIPPED pgmcc_emu_runs_a_scenarios_flows: needs root");
+        skip(
+            "pgmcc_emu_runs_a_scenarios_flows_into_the_simulators_files",
+            "needs root",
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -748,7 +754,7 @@ fn openpgm_uftp_and_norm_run_as_flows_and_complete() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let test = "openpgm_uftp_and_norm_run_as_flows_and_complete";
     if !is_root() {
-        eprintln!("SKIPPED {test}: needs root");
+        skip(test, "needs root");
         return;
     }
     for (pkg, what) in [("openpgm-5.3", "libpgm-dev"), ("norm", "libnorm-dev")] {
@@ -757,12 +763,18 @@ fn openpgm_uftp_and_norm_run_as_flows_and_complete() {
             .status()
             .is_ok_and(|s| s.success());
         if !have {
-            eprintln!("SKIPPED {test}: {what} is not installed; scripts/install-deps installs it");
+            skip(
+                test,
+                &format!("{what} is not installed; scripts/install-deps installs it"),
+            );
             return;
         }
     }
     if Command::new("uftp").arg("-h").output().is_err() {
-        eprintln!("SKIPPED {test}: uftp is not installed; scripts/install-deps installs it");
+        skip(
+            test,
+            "uftp is not installed; scripts/install-deps installs it",
+        );
         return;
     }
     build_interop();

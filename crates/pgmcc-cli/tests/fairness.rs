@@ -4,6 +4,8 @@
 use std::path::Path;
 use std::process::Command;
 
+mod common;
+
 fn pgmcc() -> Command {
     Command::new(env!("CARGO_BIN_EXE_pgmcc"))
 }
@@ -18,9 +20,9 @@ fn have_parallel() -> bool {
 #[test]
 fn a_job_file_runs_under_parallel_and_merges_into_the_doc() {
     if !have_parallel() {
-        eprintln!(
-            "SKIPPED a_job_file_runs_under_parallel_and_merges_into_the_doc: GNU parallel is \
-             not installed; scripts/install-deps installs it"
+        common::skip(
+            "a_job_file_runs_under_parallel_and_merges_into_the_doc",
+            "GNU parallel is not installed; scripts/install-deps installs it",
         );
         return;
     }

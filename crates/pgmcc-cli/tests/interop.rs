@@ -5,8 +5,8 @@
 //! with induced loss (so NAKs, NCFs and RDATA cross implementations); mixed groups with
 //! pgmcc; ZeroMQ both ways; and the libpgm self-test script, which captures everything
 //! libpgm sends and checks that our decoder parses every packet. Needs root and libpgm-dev
-//! (both present in CI; otherwise each test says it was skipped and passes). The C peers are
-//! in interop/.
+//! (both present in CI; otherwise each test returns early and reports itself skipped: `skip`
+//! in tests/common). The C peers are in interop/.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -28,7 +28,10 @@ fn libpgm_tools(test: &str) -> bool {
         .status()
         .is_ok_and(|s| s.success());
     if !have {
-        eprintln!("SKIPPED {test}: libpgm-dev (openpgm-5.3) is not installed; scripts/install-deps installs it");
+        skip(
+            test,
+            "libpgm-dev (openpgm-5.3) is not installed; scripts/install-deps installs it",
+        );
         return false;
     }
     build_interop();
@@ -296,7 +299,7 @@ fn our_decoder_parses_every_packet_libpgm_sends() {
         return;
     }
     if !is_root() {
-        eprintln!("SKIPPED our_decoder_parses_every_packet_libpgm_sends: needs root");
+        skip("our_decoder_parses_every_packet_libpgm_sends", "needs root");
         return;
     }
     // libpgm to libpgm with random loss, captured with tcpdump; every packet then goes
@@ -317,7 +320,10 @@ fn zeromq_epgm_publisher_to_our_receiver() {
         return;
     }
     if !tool("zmq-pub").exists() {
-        eprintln!("SKIPPED zeromq_epgm_publisher_to_our_receiver: libzmq3-dev is not installed; scripts/install-deps installs it");
+        skip(
+            "zeromq_epgm_publisher_to_our_receiver",
+            "libzmq3-dev is not installed; scripts/install-deps installs it",
+        );
         return;
     }
     let Some(lab) = Lab::up("z", 1) else { return };
@@ -390,7 +396,10 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
         return;
     }
     if !tool("zmq-sub").exists() {
-        eprintln!("SKIPPED our_sender_to_a_zeromq_epgm_subscriber: libzmq3-dev is not installed; scripts/install-deps installs it");
+        skip(
+            "our_sender_to_a_zeromq_epgm_subscriber",
+            "libzmq3-dev is not installed; scripts/install-deps installs it",
+        );
         return;
     }
     let Some(lab) = Lab::up("q", 1) else { return };

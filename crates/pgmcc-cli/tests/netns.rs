@@ -1,6 +1,6 @@
 //! `pgmcc send` / `pgmcc recv` on real sockets, in network namespaces built by
 //! `scripts/netns-lab` (a sender, receivers behind a tbf bottleneck). Needs root; without it
-//! each test says it was skipped and passes. Nothing is sent outside the namespaces.
+//! each test returns early and reports itself skipped (`skip` in tests/common). Nothing is sent outside the namespaces.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
