@@ -22,6 +22,7 @@ mod receiver;
 mod sender;
 pub mod signing;
 pub mod socket;
+mod wire;
 pub mod zmq;
 
 pub use error::Error;

@@ -1,14 +1,12 @@
 //! A PGM receiver on real sockets.
 
-use crate::batch::{batched, Batched};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
+use crate::batch::batched;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use pgm_wire::Tsi;
 use pgmcc::{JoinPolicy, ReceiverConfig, ReceiverStats};
 use serde::Serialize;
-use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio::task::JoinHandle;
 use tracing::debug;
@@ -18,6 +16,7 @@ use crate::error::Error;
 use crate::keyed::{Direction, Envelope, Key, KeyedStats};
 use crate::signing::TrustedKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
+use crate::wire::{FaultOn, Faults, Wire};
 
 /// How a receiver is set up. [`ReceiverOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
@@ -180,20 +179,13 @@ impl Receiver {
         let (report_tx, report_rx) = mpsc::channel(8);
         debug!(%local, group = %opts.group, "pgm receiver joined");
         let batch = batched(&recv, setup.encapsulation, 1);
+        let faults = (Faults::every(opts.drop_every), FaultOn::Incoming);
         let driver = Driver {
             core,
-            batch,
-            recv: Arc::new(recv),
-            send,
-            setup,
+            wire: Wire::new(recv, Some(send), batch, setup, envelope, faults),
             clock,
             events: event_tx,
             status: status_tx,
-            send_errors: 0,
-            drop_every: opts.drop_every.filter(|&n| n > 0),
-            received: 0,
-            injected_drops: 0,
-            envelope,
             reports: report_rx,
         };
         let task = tokio::spawn(driver.run(stop_rx));
@@ -256,21 +248,11 @@ impl Receiver {
 
 struct Driver {
     core: pgmcc::Receiver,
-    /// `recvmmsg` and GRO on `recv` (UDP encapsulation; `None` for raw IP or when the socket
-    /// could not be set up for it).
-    batch: Option<Batched>,
-    recv: Arc<UdpSocket>,
-    send: UdpSocket,
-    setup: SocketSetup,
+    /// The sockets, keyed mode's envelope, batching, fault injection.
+    wire: Wire,
     clock: Clock,
     events: mpsc::Sender<Event>,
     status: watch::Sender<ReceiverStatus>,
-    send_errors: u64,
-    drop_every: Option<u32>,
-    received: u64,
-    injected_drops: u64,
-    /// Keyed mode's sealing, or the plain path.
-    envelope: Envelope,
     reports: mpsc::Receiver<(pgm_wire::Tsi, pgm_wire::Outcome)>,
 }
 
@@ -279,15 +261,13 @@ const REPORT_COPIES: u32 = 3;
 
 impl Driver {
     async fn run(mut self, mut stop: oneshot::Receiver<()>) -> ReceiverStatus {
-        let mut buf = vec![0u8; 65536];
-        let mut rbuf = vec![0u8; 65536];
         let mut next_status = self.clock.now();
         loop {
             let now = self.clock.now();
             if self.core.poll_timeout().is_some_and(|d| d <= now) {
                 self.core.handle_timeout(now);
             }
-            self.flush(now, &mut buf).await;
+            self.wire.flush(&mut self.core, now).await;
             // Hand events over; a slow application stalls reading, and the network's
             // losses that follow are repaired like any others.
             while let Some(ev) = self.core.poll_event() {
@@ -312,73 +292,10 @@ impl Driver {
                         debug!(%tsi, "no source address known for the delivery report");
                     }
                 }
-                r = self.recv.readable(), if self.batch.is_some() => {
-                    if let Err(e) = r {
-                        debug!(error = %e, "receive error");
-                    }
-                    self.read_batches();
-                }
-                r = self.recv.recv_from(&mut rbuf), if self.batch.is_none() => {
-                    match r {
-                        Ok((n, from)) => self.input(from, &rbuf[..n]),
-                        Err(e) => debug!(error = %e, "receive error"),
-                    }
-                    for _ in 0..64 {
-                        match self.recv.try_recv_from(&mut rbuf) {
-                            Ok((n, from)) => self.input(from, &rbuf[..n]),
-                            Err(_) => break,
-                        }
-                    }
-                }
+                // Up to 8 `recvmmsg` batches (256 buffers) of what is queued, then the
+                // feedback they caused goes out.
+                () = self.wire.readable() => self.wire.take_queued(&mut self.core, &self.clock, 8),
                 _ = tokio::time::sleep_until(wake) => {}
-            }
-        }
-    }
-
-    /// Takes up to 8 `recvmmsg` batches (256 buffers) of what is queued, then lets the loop
-    /// send the feedback they caused.
-    fn read_batches(&mut self) {
-        let Some(mut b) = self.batch.take() else {
-            return;
-        };
-        let sock = Arc::clone(&self.recv);
-        b.drain(&sock, 8, |from, d| self.input(from, d));
-        self.batch = Some(b);
-    }
-
-    fn input(&mut self, from: SocketAddr, datagram: &[u8]) {
-        self.received += 1;
-        if let Some(n) = self.drop_every {
-            if self.received % u64::from(n) == 0 {
-                self.injected_drops += 1;
-                return;
-            }
-        }
-        let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) else {
-            return;
-        };
-        if let Some(pgm) = self.envelope.open(pgm) {
-            self.core.handle(self.clock.now(), from.ip(), pgm);
-        }
-    }
-
-    async fn flush(&mut self, now: pgmcc::Instant, buf: &mut [u8]) {
-        while let Some(t) = self.core.poll_transmit(now, buf) {
-            let Some(bytes) = buf.get(..t.len) else {
-                continue;
-            };
-            // The core only emits upstream PGM packets; count it if one cannot be sealed.
-            let Some(bytes) = self.envelope.seal(bytes) else {
-                self.send_errors += 1;
-                continue;
-            };
-            let sent = match socket::destination(&self.setup, t.dst) {
-                Ok(to) => self.send.send_to(bytes, to).await.map(|_| ()),
-                Err(e) => Err(std::io::Error::other(e.to_string())),
-            };
-            if let Err(e) = sent {
-                self.send_errors += 1;
-                debug!(error = %e, "upstream datagram dropped");
             }
         }
     }
@@ -387,10 +304,10 @@ impl Driver {
         let status = ReceiverStatus {
             elapsed_secs: now.as_nanos() as f64 / 1e9,
             stats: self.core.stats().clone(),
-            send_errors: self.send_errors,
-            injected_drops: self.injected_drops,
-            keyed: self.envelope.stats(),
-            sealed_without_key: self.envelope.sealed_without_key(),
+            send_errors: self.wire.send_errors(),
+            injected_drops: self.wire.injected_drops(),
+            keyed: self.wire.keyed(),
+            sealed_without_key: self.wire.sealed_without_key(),
             sessions: self
                 .core
                 .sessions()

@@ -1,15 +1,13 @@
 //! A PGM source on real sockets.
 
-use crate::batch::{batched, Batched};
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::Arc;
+use crate::batch::batched;
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use pgm_wire::{Gsi, Tsi};
 use pgmcc::cc::{CcConfig, CcEvent, CcStats};
 use pgmcc::{EndPolicy, RateLimit, SendError, SenderConfig, SenderStats, SessionEnd};
 use serde::Serialize;
-use tokio::net::UdpSocket;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tracing::{debug, info, trace, warn};
@@ -19,6 +17,7 @@ use crate::error::Error;
 use crate::keyed::{self, Direction, Envelope, Key, KeyedStats};
 use crate::signing::SourceKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
+use crate::wire::{FaultOn, Faults, Wire};
 
 /// How a source is set up. [`SenderOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
@@ -308,21 +307,15 @@ impl Sender {
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
+        let faults = (Faults::every(opts.drop_every), FaultOn::OutgoingOdata);
         let driver = Driver {
             core,
-            batch,
-            sock: Arc::new(sock),
-            setup,
+            wire: Wire::new(sock, None, batch, setup, envelope, faults),
             clock,
             apdus: apdu_rx,
             abort: abort_rx,
             manifests: manifest_rx,
             status: status_tx,
-            send_errors: 0,
-            drop_every: opts.drop_every.filter(|&n| n > 0),
-            odata_seen: 0,
-            injected_drops: 0,
-            envelope,
         };
         let task = tokio::spawn(driver.run());
         Ok(Sender {
@@ -452,28 +445,17 @@ impl Aborter {
 
 struct Driver {
     core: pgmcc::Sender,
-    /// GSO and `recvmmsg` on `sock` (UDP encapsulation; `None` for raw IP or when the
-    /// socket could not be set up for it: then one system call per datagram).
-    batch: Option<Batched>,
-    sock: Arc<UdpSocket>,
-    setup: SocketSetup,
+    /// The socket, keyed mode's envelope, batching, fault injection.
+    wire: Wire,
     clock: Clock,
     apdus: mpsc::Receiver<Vec<u8>>,
     abort: mpsc::Receiver<()>,
     manifests: mpsc::Receiver<pgm_wire::Manifest>,
     status: watch::Sender<SenderStatus>,
-    send_errors: u64,
-    drop_every: Option<u32>,
-    odata_seen: u64,
-    injected_drops: u64,
-    /// Keyed mode's sealing, or the plain path.
-    envelope: Envelope,
 }
 
 impl Driver {
     async fn run(mut self) -> Result<SenderStatus, Error> {
-        let mut buf = vec![0u8; 65536];
-        let mut rbuf = vec![0u8; 65536];
         let mut pending: Option<Vec<u8>> = None;
         let mut closed = false;
         let mut next_status = self.clock.now();
@@ -496,7 +478,7 @@ impl Driver {
             if self.core.poll_timeout().is_some_and(|d| d <= now) {
                 self.core.handle_timeout(now);
             }
-            self.flush(now, &mut buf).await;
+            self.wire.flush(&mut self.core, now).await;
             self.drain_events();
             // The core decides when the session is over (linger, expected reports) or
             // given up (feedback timeout, longest run).
@@ -525,25 +507,9 @@ impl Driver {
                     return Ok(self.send_reset().await);
                 }
                 Some(m) = self.manifests.recv() => self.core.set_manifest(Some(m)),
-                r = self.sock.readable(), if self.batch.is_some() => {
-                    if let Err(e) = r {
-                        debug!(error = %e, "receive error");
-                    }
-                    self.read_batches();
-                }
-                r = self.sock.recv_from(&mut rbuf), if self.batch.is_none() => {
-                    match r {
-                        Ok((n, from)) => self.input(from, &rbuf[..n]),
-                        Err(e) => debug!(error = %e, "receive error"),
-                    }
-                    // Take whatever else is already queued before sending again.
-                    for _ in 0..64 {
-                        match self.sock.try_recv_from(&mut rbuf) {
-                            Ok((n, from)) => self.input(from, &rbuf[..n]),
-                            Err(_) => break,
-                        }
-                    }
-                }
+                // Take what is queued (a few `recvmmsg` calls at most, so that sending
+                // resumes soon).
+                () = self.wire.readable() => self.wire.take_queued(&mut self.core, &self.clock, 4),
                 m = self.apdus.recv(), if accepting => {
                     match m {
                         Some(apdu) => pending = Some(apdu),
@@ -569,11 +535,10 @@ impl Driver {
 
     /// Aborts: the core sends its OPT_RST burst, then the final status.
     async fn send_reset(&mut self) -> SenderStatus {
-        let mut buf = vec![0u8; 65536];
         self.core.abort(0);
         for _ in 0..16 {
             let now = self.clock.now();
-            self.flush(now, &mut buf).await;
+            self.wire.flush(&mut self.core, now).await;
             if self.core.is_idle() {
                 break;
             }
@@ -599,69 +564,6 @@ impl Driver {
         }
     }
 
-    fn input(&mut self, from: SocketAddr, datagram: &[u8]) {
-        let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) else {
-            return;
-        };
-        if let Some(pgm) = self.envelope.open(pgm) {
-            self.core.handle(self.clock.now(), from.ip(), pgm);
-        }
-    }
-
-    /// Takes whatever upstream packets are queued (a few `recvmmsg` calls at most, so that
-    /// sending resumes soon).
-    fn read_batches(&mut self) {
-        let Some(mut b) = self.batch.take() else {
-            return;
-        };
-        let sock = Arc::clone(&self.sock);
-        b.drain(&sock, 4, |from, d| self.input(from, d));
-        self.batch = Some(b);
-    }
-
-    async fn flush(&mut self, now: pgmcc::Instant, buf: &mut [u8]) {
-        while let Some(t) = self.core.poll_transmit(now, buf) {
-            let Some(bytes) = buf.get(..t.len) else {
-                continue;
-            };
-            if let Some(n) = self.drop_every {
-                // Byte 4 of the PGM header is the type; 0x04 is ODATA.
-                if bytes.get(4) == Some(&0x04) {
-                    self.odata_seen += 1;
-                    if self.odata_seen % u64::from(n) == 0 {
-                        self.injected_drops += 1;
-                        continue;
-                    }
-                }
-            }
-            let to = match socket::destination(&self.setup, t.dst) {
-                Ok(to) => to,
-                Err(e) => {
-                    self.send_errors += 1;
-                    debug!(error = %e, "datagram dropped");
-                    continue;
-                }
-            };
-            // The core only emits downstream PGM packets; count it if one cannot be sealed.
-            let Some(bytes) = self.envelope.seal(bytes) else {
-                self.send_errors += 1;
-                continue;
-            };
-            match self.batch.as_mut() {
-                Some(b) => self.send_errors += b.send(&self.sock, to, bytes).await as u64,
-                None => {
-                    if let Err(e) = self.sock.send_to(bytes, to).await {
-                        self.send_errors += 1;
-                        debug!(error = %e, %to, "send failed; datagram dropped");
-                    }
-                }
-            }
-        }
-        if let Some(b) = self.batch.as_mut() {
-            self.send_errors += b.flush(&self.sock).await as u64;
-        }
-    }
-
     fn publish(&mut self, now: pgmcc::Instant, finished: bool) -> SenderStatus {
         let m = self.core.cc_metrics();
         let status = SenderStatus {
@@ -674,12 +576,12 @@ impl Driver {
                 .map(|op| f64::from(op.loss) / 65536.0),
             window: m.as_ref().and_then(|m| m.packets_per_rtt()),
             cc: m.map(|m| m.stats),
-            send_errors: self.send_errors,
-            injected_drops: self.injected_drops,
+            send_errors: self.wire.send_errors(),
+            injected_drops: self.wire.injected_drops(),
             data_sent_secs: self.core.data_sent_at().map(|t| t.as_nanos() as f64 / 1e9),
             finished,
-            keyed: self.envelope.stats(),
-            sealed_without_key: self.envelope.sealed_without_key(),
+            keyed: self.wire.keyed(),
+            sealed_without_key: self.wire.sealed_without_key(),
             reports: self.reports(),
             // Up to 65,536 addresses: listed once, in the final status, not every 100 ms.
             heard: if finished {

@@ -1,0 +1,238 @@
+//! The socket side both drivers share: reading datagrams (batched where the socket allows),
+//! opening them (keyed mode), handing them to the core, and sealing and sending what the
+//! core emits. The drivers add only what is theirs: the application's channels, status and
+//! when to stop.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use pgmcc::{Instant, Transmit};
+use tokio::net::UdpSocket;
+use tracing::debug;
+
+use crate::batch::Batched;
+use crate::clock::Clock;
+use crate::keyed::{Envelope, KeyedStats};
+use crate::socket::{self, SocketSetup};
+
+/// What a driver's core is to the socket side: datagrams in, datagrams out.
+pub(crate) trait Core {
+    /// A datagram (the PGM packet, envelope and encapsulation removed) from `from`.
+    fn handle(&mut self, now: Instant, from: IpAddr, pgm: &[u8]);
+    /// The next datagram to send, if one is due.
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit>;
+}
+
+impl Core for pgmcc::Sender {
+    fn handle(&mut self, now: Instant, from: IpAddr, pgm: &[u8]) {
+        pgmcc::Sender::handle(self, now, from, pgm);
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        pgmcc::Sender::poll_transmit(self, now, buf)
+    }
+}
+
+impl Core for pgmcc::Receiver {
+    fn handle(&mut self, now: Instant, from: IpAddr, pgm: &[u8]) {
+        pgmcc::Receiver::handle(self, now, from, pgm);
+    }
+    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
+        pgmcc::Receiver::poll_transmit(self, now, buf)
+    }
+}
+
+/// Fault injection for tests and demonstrations: every `every`th datagram of one kind never
+/// reaches the network (a source's ODATA: the core believes it sent it) or the core (any
+/// datagram a receiver reads), so receivers NAK and repairs follow.
+#[derive(Debug)]
+pub(crate) struct Faults {
+    every: Option<u32>,
+    seen: u64,
+    /// Datagrams withheld.
+    pub(crate) dropped: u64,
+}
+
+impl Faults {
+    pub(crate) fn every(n: Option<u32>) -> Faults {
+        Faults {
+            every: n.filter(|&n| n > 0),
+            seen: 0,
+            dropped: 0,
+        }
+    }
+
+    /// Counts one datagram of the kind; true when it is to be dropped.
+    fn drop_this(&mut self) -> bool {
+        let Some(n) = self.every else {
+            return false;
+        };
+        self.seen += 1;
+        let drop = self.seen % u64::from(n) == 0;
+        self.dropped += u64::from(drop);
+        drop
+    }
+}
+
+/// Which datagrams [`Faults`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FaultOn {
+    /// ODATA the source sends.
+    OutgoingOdata,
+    /// Every datagram the receiver reads.
+    Incoming,
+}
+
+/// One driver's sockets and what sits between them and the core.
+pub(crate) struct Wire {
+    /// Where datagrams are read (and sent, without `send`).
+    recv: Arc<UdpSocket>,
+    /// A socket of its own for sending (receivers), or `None`.
+    send: Option<UdpSocket>,
+    /// `recvmmsg`/GRO on `recv`, and GSO when sending on it (UDP encapsulation; `None` for
+    /// raw IP or when the socket could not be set up for it: one call per datagram).
+    batch: Option<Batched>,
+    setup: SocketSetup,
+    /// Keyed mode's sealing, or the plain path.
+    envelope: Envelope,
+    faults: Faults,
+    fault_on: FaultOn,
+    send_errors: u64,
+    rbuf: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl Wire {
+    pub(crate) fn new(
+        recv: UdpSocket,
+        send: Option<UdpSocket>,
+        batch: Option<Batched>,
+        setup: SocketSetup,
+        envelope: Envelope,
+        faults: (Faults, FaultOn),
+    ) -> Wire {
+        Wire {
+            recv: Arc::new(recv),
+            send,
+            batch,
+            setup,
+            envelope,
+            faults: faults.0,
+            fault_on: faults.1,
+            send_errors: 0,
+            rbuf: vec![0u8; 65536],
+            buf: vec![0u8; 65536],
+        }
+    }
+
+    /// Waits until a datagram can be read.
+    pub(crate) async fn readable(&self) {
+        if let Err(e) = self.recv.readable().await {
+            debug!(error = %e, "receive error");
+        }
+    }
+
+    /// Hands the core what is queued on the socket: at most `calls` `recvmmsg` batches
+    /// (or 64 datagrams without them), so that sending resumes soon.
+    pub(crate) fn take_queued<C: Core>(&mut self, core: &mut C, clock: &Clock, calls: usize) {
+        let recv = Arc::clone(&self.recv);
+        if let Some(mut b) = self.batch.take() {
+            b.drain(&recv, calls, |from, d| self.input(core, clock, from, d));
+            self.batch = Some(b);
+            return;
+        }
+        let mut rbuf = std::mem::take(&mut self.rbuf);
+        for _ in 0..64 {
+            match recv.try_recv_from(&mut rbuf) {
+                Ok((n, from)) => self.input(core, clock, from, &rbuf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => {
+                    debug!(error = %e, "receive error");
+                    break;
+                }
+            }
+        }
+        self.rbuf = rbuf;
+    }
+
+    fn input<C: Core>(&mut self, core: &mut C, clock: &Clock, from: SocketAddr, datagram: &[u8]) {
+        if self.fault_on == FaultOn::Incoming && self.faults.drop_this() {
+            return;
+        }
+        let Some(pgm) = socket::pgm_payload(self.setup.encapsulation, datagram) else {
+            return;
+        };
+        if let Some(pgm) = self.envelope.open(pgm) {
+            core.handle(clock.now(), from.ip(), pgm);
+        }
+    }
+
+    /// Sends everything the core has to send now.
+    pub(crate) async fn flush<C: Core>(&mut self, core: &mut C, now: Instant) {
+        let mut buf = std::mem::take(&mut self.buf);
+        while let Some(t) = core.poll_transmit(now, &mut buf) {
+            let Some(bytes) = buf.get(..t.len) else {
+                continue;
+            };
+            // Byte 4 of the PGM header is the type; 0x04 is ODATA.
+            if self.fault_on == FaultOn::OutgoingOdata
+                && bytes.get(4) == Some(&0x04)
+                && self.faults.drop_this()
+            {
+                continue;
+            }
+            let to = match socket::destination(&self.setup, t.dst) {
+                Ok(to) => to,
+                Err(e) => {
+                    self.send_errors += 1;
+                    debug!(error = %e, "datagram dropped");
+                    continue;
+                }
+            };
+            // The core only emits PGM packets; count one that cannot be sealed.
+            let Some(bytes) = self.envelope.seal(bytes) else {
+                self.send_errors += 1;
+                continue;
+            };
+            if let Some(send) = &self.send {
+                if let Err(e) = send.send_to(bytes, to).await {
+                    self.send_errors += 1;
+                    debug!(error = %e, %to, "send failed; datagram dropped");
+                }
+                continue;
+            }
+            match self.batch.as_mut() {
+                Some(b) => self.send_errors += b.send(&self.recv, to, bytes).await as u64,
+                None => {
+                    if let Err(e) = self.recv.send_to(bytes, to).await {
+                        self.send_errors += 1;
+                        debug!(error = %e, %to, "send failed; datagram dropped");
+                    }
+                }
+            }
+        }
+        if let (None, Some(b)) = (&self.send, self.batch.as_mut()) {
+            self.send_errors += b.flush(&self.recv).await as u64;
+        }
+        self.buf = buf;
+    }
+
+    /// Datagrams the network refused (send errors) or that could not be addressed or sealed.
+    pub(crate) fn send_errors(&self) -> u64 {
+        self.send_errors
+    }
+
+    /// Datagrams withheld by fault injection.
+    pub(crate) fn injected_drops(&self) -> u64 {
+        self.faults.dropped
+    }
+
+    /// Keyed mode: datagrams opened and refused, by reason.
+    pub(crate) fn keyed(&self) -> Option<KeyedStats> {
+        self.envelope.stats()
+    }
+
+    /// Not keyed: sealed datagrams dropped.
+    pub(crate) fn sealed_without_key(&self) -> u64 {
+        self.envelope.sealed_without_key()
+    }
+}
