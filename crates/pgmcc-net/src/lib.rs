@@ -28,7 +28,9 @@ pub mod zmq;
 pub use error::Error;
 pub use keyed::{Key, KeyError, KeyId, KeyedStats};
 pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus, SessionStatus};
-pub use sender::{Aborter, DeliveryReport, Sender, SenderOptions, SenderStatus, StatusWatch};
+pub use sender::{
+    Aborter, DeliveryReport, DeliveryStatus, Sender, SenderOptions, SenderStatus, StatusWatch,
+};
 pub use signing::{SourceKey, TrustedKey};
 pub use socket::{
     local_addr_for, Encapsulation, Interface, DEFAULT_UDP_MCAST_PORT, DEFAULT_UDP_UCAST_PORT,

@@ -104,20 +104,44 @@ pub struct SenderOptions {
 pub struct DeliveryReport {
     /// The receiver's address.
     pub receiver: IpAddr,
-    /// It received the whole session.
-    pub complete: bool,
-    /// It ended with part of the stream, kept as such (`OUTCOME_PARTIAL`: it missed the start
-    /// and was told to keep the rest).
-    pub partial: bool,
-    /// It holds part of the stream and waits for the source's next pass to complete it
-    /// (`OUTCOME_AWAITING_PASS`, `pgmcc send --passes`): not its last word.
-    pub awaiting_pass: bool,
+    /// How the session ended there.
+    pub status: DeliveryStatus,
     /// Bytes it delivered.
     pub bytes: u64,
     /// SHA-256 of what it delivered, in hex.
     pub sha256: String,
     /// Why it failed (empty when complete).
     pub reason: String,
+}
+
+/// How a session ended at one receiver, as its delivery report says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum DeliveryStatus {
+    /// It received the whole session (`OUTCOME_COMPLETE`).
+    Complete,
+    /// It ended with part of the stream, kept as such (`OUTCOME_PARTIAL`: it missed the start
+    /// and was told to keep the rest).
+    Partial,
+    /// It holds part of the stream and waits for the source's next pass to complete it
+    /// (`OUTCOME_AWAITING_PASS`, `pgmcc send --passes`): not its last word.
+    AwaitingPass,
+    /// It failed (`OUTCOME_FAILED`, or a status this version does not know): the report's
+    /// `reason` says why.
+    Failed,
+}
+
+impl DeliveryStatus {
+    /// The status OPT_OUTCOME carries as `status`.
+    pub fn from_wire(status: u8) -> DeliveryStatus {
+        match status {
+            pgm_wire::OUTCOME_COMPLETE => DeliveryStatus::Complete,
+            pgm_wire::OUTCOME_PARTIAL => DeliveryStatus::Partial,
+            pgm_wire::OUTCOME_AWAITING_PASS => DeliveryStatus::AwaitingPass,
+            _ => DeliveryStatus::Failed,
+        }
+    }
 }
 
 impl SenderOptions {
@@ -603,9 +627,7 @@ impl Driver {
             .reports()
             .map(|(receiver, o)| DeliveryReport {
                 receiver,
-                complete: o.status == pgm_wire::OUTCOME_COMPLETE,
-                partial: o.status == pgm_wire::OUTCOME_PARTIAL,
-                awaiting_pass: o.status == pgm_wire::OUTCOME_AWAITING_PASS,
+                status: DeliveryStatus::from_wire(o.status),
                 bytes: o.bytes,
                 sha256: o.sha256.iter().map(|b| format!("{b:02x}")).collect(),
                 reason: o.reason.clone(),

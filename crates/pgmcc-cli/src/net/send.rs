@@ -10,6 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use indicatif::ProgressBar;
 use pgmcc::cc::Controller;
+use pgmcc_net::DeliveryStatus::{self, AwaitingPass, Complete};
 use pgmcc_net::{CcConfig, Sender, SenderOptions};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
@@ -295,16 +296,16 @@ fn report_table(
     sha: &str,
     expect: Option<&pgmcc_net::Expect>,
 ) -> (Vec<String>, bool) {
-    let good = |r: &pgmcc_net::DeliveryReport| r.complete && r.sha256 == sha;
+    let good = |r: &pgmcc_net::DeliveryReport| r.status == Complete && r.sha256 == sha;
     let mut lines = Vec::new();
     for r in reports {
         let what = if good(r) {
             "complete, sha256 matches".to_string()
-        } else if r.complete {
+        } else if r.status == Complete {
             format!("complete but sha256 {} differs", r.sha256)
-        } else if r.partial {
+        } else if r.status == DeliveryStatus::Partial {
             format!("PARTIAL: {}", r.reason)
-        } else if r.awaiting_pass {
+        } else if r.status == AwaitingPass {
             format!("WAITING for another pass: {}", r.reason)
         } else {
             format!("FAILED: {}", r.reason)
@@ -516,7 +517,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
                     }
                     first_sha.get_or_insert(digest);
                     let (lines, ok) = report_table(&reports, &heard, &report.sha256, args.expect.as_ref());
-                    let waiting = reports.iter().filter(|r| r.awaiting_pass).count();
+                    let waiting = reports.iter().filter(|r| r.status == AwaitingPass).count();
                     if pass < passes && (waiting > 0 || (args.expect.is_some() && !ok)) {
                         let why = if waiting > 0 {
                             if waiting == 1 {
@@ -618,8 +619,8 @@ fn still_expected(
     reports: &[pgmcc_net::DeliveryReport],
     sha: &str,
 ) -> Option<pgmcc_net::Expect> {
-    let good = |r: &&pgmcc_net::DeliveryReport| r.complete && r.sha256 == sha;
-    let waiting = reports.iter().filter(|r| r.awaiting_pass).count();
+    let good = |r: &&pgmcc_net::DeliveryReport| r.status == Complete && r.sha256 == sha;
+    let waiting = reports.iter().filter(|r| r.status == AwaitingPass).count();
     match expect {
         Some(pgmcc_net::Expect::Hosts(h)) => {
             let left: Vec<std::net::IpAddr> = h
@@ -994,6 +995,7 @@ mod tests {
     #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
     use clap::Parser;
+    use pgmcc_net::DeliveryStatus;
 
     use super::*;
 
@@ -1014,9 +1016,11 @@ mod tests {
         let ip = |d: u8| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d));
         let report = |d: u8, complete: bool, awaiting_pass: bool| pgmcc_net::DeliveryReport {
             receiver: ip(d),
-            complete,
-            partial: false,
-            awaiting_pass,
+            status: match (complete, awaiting_pass) {
+                (true, _) => DeliveryStatus::Complete,
+                (false, true) => DeliveryStatus::AwaitingPass,
+                (false, false) => DeliveryStatus::Failed,
+            },
             bytes: 5,
             sha256: if complete { "ab" } else { "cd" }.into(),
             reason: String::new(),
@@ -1064,9 +1068,7 @@ mod tests {
         let ip = |d: u8| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d));
         let report = |d: u8| pgmcc_net::DeliveryReport {
             receiver: ip(d),
-            complete: true,
-            partial: false,
-            awaiting_pass: false,
+            status: DeliveryStatus::Complete,
             bytes: 5,
             sha256: "ab".into(),
             reason: String::new(),
