@@ -67,9 +67,10 @@ pub struct SenderOptions {
     /// Default none.
     pub drop_every: Option<u32>,
     /// Most datagrams handed to the kernel in one UDP GSO send (UDP encapsulation; capped at
-    /// what the kernel allows, 64). Default 1: no GSO. Larger values cut the CPU per packet
-    /// sharply, but a byte-limited queue on the sending host (a shaper such as `tbf`) drops a
-    /// whole GSO send at once, which congestion control reads as a burst loss.
+    /// what the kernel allows, 64). Default 1: no GSO. Larger values cut the CPU per packet,
+    /// but a byte-limited queue on the sending host (a shaper such as `tbf`) drops a whole GSO
+    /// send at once, which congestion control reads as a burst loss (`docs/runtime.md`,
+    /// "Framing, ports and sockets").
     pub gso_segments: usize,
     /// Proof of receipt (docs/security.md): every data packet carries a nonce from a random
     /// key drawn for the session, and ACKs must prove receipt with them; ACKs with a wrong

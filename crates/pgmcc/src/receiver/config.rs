@@ -51,13 +51,11 @@ pub struct ReceiverConfig {
     /// NAK_RDATA_IVL when the source advertises no group RTT: wait for RDATA after an NCF.
     /// Default 2 s (OpenPGM's default). With OPT_GRTT: twice the group RTT.
     pub nak_rdata_ivl: Duration,
-    /// With OPT_GRTT, the NAK back-off spans this many group RTTs, drawn from NORM's
-    /// truncated exponential (RFC 5740 §5.3; λ = ln(group size) + 1), so that among many
-    /// receivers missing the same packet one NAKs early and the NCF silences the rest.
-    /// Default `Some(4.0)` (NORM's `K`). `None`: the back-off stays uniform in
-    /// `[0, nak_bo_ivl]` whatever group RTT the source advertises (RFC 3208 and the
-    /// simulators of its era: ns-2's PGM receiver draws from 30 ms); the NCF and RDATA
-    /// waits and the give-up time still scale.
+    /// With OPT_GRTT, the NAK back-off spans this many group RTTs, drawn from NORM's truncated
+    /// exponential (RFC 5740 §5.3), so that of many receivers missing a packet one NAKs early
+    /// and its NCF silences the rest. Default `Some(4.0)` (NORM's `K`). `None`: uniform in
+    /// `[0, nak_bo_ivl]` whatever the group RTT (RFC 3208); the NCF and RDATA waits and the
+    /// give-up time still scale (`docs/core.md`, "NAK timers").
     pub nak_bo_grtts: Option<f64>,
     /// How long a missing sequence number is NAKed before it is given up (reported
     /// `Unrecoverable`), counted from when it was found missing; at least 20 group RTTs
@@ -101,7 +99,7 @@ pub struct ReceiverConfig {
     pub reliable: bool,
     /// Report TFRC's loss event rate (the TFMCC baseline, `docs/tfmcc.md`) instead of the
     /// pgmcc loss filter, merging losses within this interval into one loss event. Receivers
-    /// do not measure their RTT yet, so this stands for it (RFC 4654's initial RTT, 500 ms, is
+    /// do not measure their RTT, so this stands for it (RFC 4654's initial RTT, 500 ms, is
     /// the natural value). Default `None`: the pgmcc loss filter.
     pub loss_events: Option<Duration>,
     /// When the driver handles several ODATA before it polls transmits (a batch read from

@@ -58,13 +58,11 @@ pub struct SenderConfig {
     /// good). OpenPGM's sources send 3 at start. Default 1 (the simulator's, RFC 3208 sets
     /// no number); the runtime sends 3.
     pub spm_burst: u32,
-    /// While new data waits to be sent, the first heartbeat waits at least one group RTT
-    /// after the last ODATA (`Sender::heartbeat_at`). Default true; false is RFC 3208's
-    /// IHB_MIN after every ODATA, which puts one SPM into every idle gap of a window-limited
-    /// source's ACK clock, at the same point of every round trip, and on drop-tail
-    /// bottlenecks decides which flow meets the full queue (docs/pgmcc.md, "Heartbeat SPMs
-    /// and the drop-tail phase": the fairness grid's cells in band went from 18 to 26 of 36
-    /// against TCP SACK and from 24 to 30 against NewReno).
+    /// While new data waits to be sent, the first heartbeat SPM waits at least one group RTT
+    /// after the last ODATA (`Sender::heartbeat_at`); false is RFC 3208's IHB_MIN after every
+    /// ODATA. Default true: RFC heartbeats fall at the same point of every round trip of a
+    /// window-limited source and, at a drop-tail bottleneck, decide which flow meets the full
+    /// queue (`docs/pgmcc.md`, "Heartbeat SPMs and the drop-tail phase").
     pub heartbeat_waits_for_grtt: bool,
     /// First ODATA sequence number. Default 0.
     pub initial_sqn: u32,
@@ -80,13 +78,12 @@ pub struct SenderConfig {
     /// Answer NAKs with NCF and RDATA (default). When false (pgmcc paper §3.9, unreliable
     /// transfers) NAKs only feed congestion control their reports.
     pub repairs: bool,
-    /// Hold-off for repeated NCFs (ours). With `Some(d)`, a NAK for a sequence number whose
-    /// repair is already queued and was confirmed less than `d` ago gets no new NCF: in a NAK
-    /// storm (many late joiners) each unicast NAK would otherwise buy one multicast NCF. Keep
-    /// `d` below the receivers' NAK_RPT_IVL so that a receiver that missed the NCF is answered
-    /// when it repeats its NAK. Default none: one group RTT when a repair budget applies and
-    /// the group RTT is known (receivers then wait two), otherwise every NAK is answered by an
-    /// NCF (RFC 3208 §6.2).
+    /// Hold-off for repeated NCFs (ours): with `Some(d)`, a NAK for a sequence number whose
+    /// repair is queued and was confirmed less than `d` ago gets no new NCF, so a NAK storm
+    /// does not buy one multicast NCF per NAK; with `d` below the receivers' NAK_RPT_IVL a
+    /// repeated NAK is still answered. Default none: one group RTT when a repair budget applies
+    /// and the group RTT is known, otherwise an NCF for every NAK (RFC 3208 §6.2;
+    /// `docs/robustness.md`).
     pub ncf_holdoff: Option<Duration>,
     /// Repair hold-off (ours, after NORM's sender, RFC 5740 §5.3): once RDATA for a
     /// sequence number has gone out, NAKs for it arriving within one RTT (the longer of the
@@ -102,91 +99,54 @@ pub struct SenderConfig {
     /// learn it even while data keeps heartbeats away. OpenPGM's receivers ignore the
     /// option. Default true.
     pub advertise_grtt: bool,
-    /// Hold new data back rather than evict a packet a receiver may still ask for (ours;
-    /// `docs/core.md`, "Transmit window"). While the source advertises a group RTT `G`, the
-    /// count and byte bounds of the transmit window evict no packet sent less than the NAK
-    /// horizon ago, `(K + 1)·G + max(2·G, 20 ms)` with `K` our receivers' back-off span
-    /// ([`crate::nak_timing::DEFAULT_NAK_BO_GRTTS`], 4): the slowest receiver's first NAK
-    /// comes within a round trip plus its longest back-off, and the rest covers one NCF
-    /// wait. A packet a NAK had repaired (its RDATA, or parity for its group) is held one
-    /// horizon after its latest repair, for at most four horizons after it was sent
-    /// (`MAX_HOLD_HORIZONS` in `sender/txw.rs`): a repair lost on the way leaves a second
-    /// round. When the window is full of held packets, ODATA waits
-    /// ([`SenderStats::odata_held`]); so the source sends at most `txw_sqns` packets per
-    /// horizon, and a faster path needs a larger window, as TCP needs a larger socket
-    /// buffer. Without it, a source sending more than that evicts packets before their
-    /// NAKs arrive and receivers lose them for good. No hold without a group RTT (no
-    /// controller, or `advertise_grtt` off: receivers then use fixed timers), in unreliable
-    /// mode, or for the age bound (TXW_SECS). Default true.
+    /// Hold new data back rather than evict a packet a receiver may still NAK (ours). While a
+    /// group RTT is advertised, the count and byte bounds evict no packet younger than the NAK
+    /// horizon (about 7 group RTTs, longer after a repair), and ODATA waits while the window is
+    /// full of such packets ([`SenderStats::odata_held`]): at most `txw_sqns` packets per
+    /// horizon. Default true: without it a fast source evicts packets before their NAKs arrive
+    /// and receivers lose them for good (`docs/core.md`, "Transmit window").
     pub hold_for_naks: bool,
     /// How long one receiver's RTT counts towards the group RTT, and its reports towards the
     /// group size (see [`crate::grtt`]). Default 30 s.
     pub grtt_expiry: Duration,
-    /// Count the receivers with general polls (RFC 3208 Appendix D) this often, for the
-    /// group size OPT_GRTT advertises: receivers that neither NAK nor ACK are otherwise not
-    /// counted, and their NAK back-offs then lean too early for the group's size. The group
-    /// size is the larger of the poll's estimate (while no older than three intervals) and
-    /// the receivers heard within `grtt_expiry`. Polls start once a group RTT is measured,
-    /// only with `advertise_grtt`; a poll takes a few rounds of about four group RTTs
-    /// each, and its replies come at most a handful per round (`docs/core.md`, "Group
-    /// size"). OpenPGM's receivers do not answer (libpgm 5.3 never sends the POLR).
-    /// `None`: no polls. Default 30 s.
+    /// Count the receivers with general polls (RFC 3208 Appendix D) this often, for the group
+    /// size OPT_GRTT advertises: receivers that neither NAK nor ACK are otherwise not counted,
+    /// and too small a group size makes their NAK back-offs too short. Polls need
+    /// `advertise_grtt` and a measured group RTT; OpenPGM's receivers do not answer. `None`: no
+    /// polls. Default 30 s (`docs/core.md`, "Group size").
     pub group_poll_ivl: Option<Duration>,
-    /// Repair budget (ours; `docs/core.md`): NCFs and RDATA together may send at most this
-    /// fraction of the controller's current rate (a rate-based controller's rate; a
-    /// window-based one's window per group RTT), in bytes of `max_tpdu`-sized packets, with a
-    /// burst of one group RTT's worth. So no pattern of NAKs makes the source send more than
-    /// `1 + repair_budget` times its congestion-controlled rate. Repairs beyond it wait,
-    /// in order; NCFs beyond [`MAX_NCF_QUEUE`] lists are dropped and counted. `None`, or no
-    /// controller: repairs are paced by [`SenderConfig::rate_limit`] alone (RFC 3208; the
-    /// pgmcc paper, §3.8, leaves repairs unregulated). Default `Some(2.0)`: 1000 receivers
-    /// behind independent 1% loss need about 1.2 RDATA per ODATA plus their NCFs.
+    /// Repair budget (ours): NCFs and RDATA together may send at most this fraction of the
+    /// controller's current rate, with a burst of one group RTT's worth, so no pattern of NAKs
+    /// makes the source send more than `1 + repair_budget` times that rate; repairs beyond it
+    /// wait. `None`, or no controller: only [`SenderConfig::rate_limit`] paces repairs
+    /// (RFC 3208). Default `Some(2.0)`: enough for the repairs of a large group behind
+    /// independent loss (`docs/core.md`, "Repair budget").
     pub repair_budget: Option<f64>,
-    /// Per-source NAK limit (ours; `docs/core.md`, "Repair budget"): the repairs one source
-    /// address's NAKs may queue (new ones: sequence numbers not yet waiting for a repair,
-    /// each counted as one `max_tpdu` packet; parity counted per packet asked for) are at
-    /// most this fraction of the same session rate the repair budget uses, with a burst of
-    /// one group RTT's worth (at least 64 packets). Requests beyond are dropped without an
-    /// NCF ([`SenderStats::nak_sqns_source_limited`]), so that receiver NAKs again later.
-    /// Applies where the repair budget does. Default `Some(1.0)`: with the default budget of
-    /// 2.0, one NAKer can take at most half of it, and an honest receiver, which asks for
-    /// what it lost, never comes near it. Sources share [`NAK_SOURCE_BUCKETS`] buckets by a
-    /// hash of their address; one that spoofs others' addresses is bounded by the budget
-    /// alone.
+    /// Per-source NAK limit (ours): the new repairs one source address's NAKs may queue are at
+    /// most this fraction of the rate the repair budget uses; requests beyond it get no NCF and
+    /// are counted ([`SenderStats::nak_sqns_source_limited`]), so that receiver NAKs again
+    /// later. Applies where the repair budget does. Default `Some(1.0)`: one NAKer gets at most
+    /// half the default budget, which an honest receiver, asking for what it lost, does not come
+    /// near (`docs/core.md`, "Repair budget").
     pub nak_source_share: Option<f64>,
-    /// On-demand FEC parity (RFC 3208 Appendix A; `docs/core.md`, "FEC parity") over
-    /// transmission groups of this many packets (a power of two, 2 to 128): the source
-    /// advertises it in OPT_FEC on its SPMs, and our receivers then ask for parity packets
-    /// by count instead of retransmissions by sequence number, so one parity packet repairs
-    /// different losses at different receivers. OpenPGM receivers ignore OPT_FEC and keep
-    /// NAKing selectively, which is still answered; but the parity packets our receivers ask
-    /// for also reach them, and an OpenPGM receiver without FEC may park one in a missing
-    /// slot and stop NAKing for it: turn parity off in groups with OpenPGM receivers.
-    /// `None`: no parity. An invalid size is treated as `None`, and so is a size more than a
-    /// quarter of [`SenderConfig::txw_sqns`], and any size under a controller whose loss
-    /// signal is the NAKed sequence numbers ([`CcConfig::needs_selective_naks`]: the
-    /// low-weight ones). Default `Some(64)`: with
-    /// 1000 receivers behind independent 1% loss, 0.11 repair packets per ODATA against
-    /// 1.17 with selective repairs (`docs/core.md`); 32 costs more parity (0.085 against
-    /// 0.068 per ODATA at 100 receivers), and a group of 64 waits for 64 packets before
-    /// its losses are asked for.
+    /// On-demand FEC parity (RFC 3208 Appendix A) over transmission groups of this many packets
+    /// (a power of two, 2 to 128): our receivers ask for parity by count, so one parity packet
+    /// repairs different losses at different receivers. `None`: no parity; so is an invalid
+    /// size, one above a quarter of `txw_sqns`, or a controller that
+    /// [`CcConfig::needs_selective_naks`]. Default `Some(64)`: far fewer repairs than selective
+    /// ones in large groups; set `None` with OpenPGM receivers (`docs/core.md`, "FEC parity").
     pub fec: Option<u32>,
-    /// Pro-active parity (RFC 3208 §11.4): this many parity packets of every full
-    /// transmission group, sent as ODATA with OPT_PARITY right after the group's last packet
-    /// (at most the group size; `docs/core.md`, "FEC parity"). A receiver that lost no more
-    /// of the group than this rebuilds it without a NAK. Like repairs (pgmcc paper §3.8),
-    /// they go outside the congestion window and count against the repair budget, so they
-    /// add `proactive_parity / fec` to the session's rate. Needs [`SenderConfig::fec`]; SPMs
-    /// then say so (OPT_FEC). Default 0.
+    /// Pro-active parity (RFC 3208 §11.4): this many parity packets (at most the group size) of
+    /// every full transmission group, sent right after its last packet, so that a receiver that
+    /// lost no more of the group rebuilds it without a NAK. They go outside the congestion
+    /// window, under the repair budget, and add `proactive_parity / fec` to the session's rate.
+    /// Needs [`SenderConfig::fec`]. Default 0 (`docs/core.md`, "FEC parity").
     pub proactive_parity: u32,
-    /// Proof of receipt (ours; `docs/security.md`): with a key, every ODATA and RDATA carries
-    /// OPT_ACK_PROOF, a 32-bit nonce derived from its sequence number with SipHash-2-4 under
-    /// this key, and an ACK must carry the XOR of the nonces of the packets it acknowledges.
-    /// An ACK whose proof is wrong never reaches the controller, nor does an ACK without one
-    /// from an address that has proved itself before; ACKs without proof from receivers that
-    /// never do (OpenPGM's) reach it marked unproven, and pgmcc then caps its window
-    /// (`PgmccConfig::unproven_window`). The key must be secret and random (the runtime
-    /// draws one per session). Default `None` (no option; the simulator's default).
+    /// Proof of receipt (ours): with a key, every ODATA and RDATA carries OPT_ACK_PROOF, a
+    /// nonce keyed by it, and an ACK must carry the XOR of the nonces it acknowledges; ACKs
+    /// with a wrong proof are dropped, and an acker that never proves (OpenPGM's) is held to
+    /// `PgmccConfig::unproven_window`. The key must be secret and random (the runtime draws one
+    /// per session). Default `None` (`docs/security.md`, "Unauthenticated mode, hardened").
     pub ack_proof: Option<[u8; 16]>,
     /// Signed mode (`crate::signed`, `docs/security.md`): with a signer, data goes out in
     /// blocks, each preceded (one sequence number before) by a list of its packets' digests

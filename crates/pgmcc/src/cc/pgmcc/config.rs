@@ -45,7 +45,7 @@ pub enum TimeoutPolicy {
 /// Which ACKs restart an adaptive stall timer ([`TimeoutPolicy::Adaptive`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum RtoRestart {
-    /// The fairness benchmark's fix (Set 1): only an ACK whose bitmap shows no hole.
+    /// The fairness benchmark's rule: only an ACK whose bitmap shows no hole.
     CleanBitmap,
     /// The draft's (§2.7 and its pseudo-code's `update_timeout` on every ACK from the
     /// acker) and TCP's (RFC 6298 §5.3): every ACK that acknowledges new data.
@@ -94,13 +94,10 @@ pub struct PgmccConfig {
     /// Window growth during the round trip after a loss reaction (paper: [`Recovery::Grow`];
     /// our recommended controller: [`Recovery::Hold`]).
     pub recovery: Recovery,
-    /// Reports despite suppression (ours; paper: false, recommended: true): the source puts
-    /// a report bar on NCFs and SPMs (OPT_REPORT_BAR): the acker's loss rate over `c²`,
-    /// which a receiver with the acker's RTT must exceed to replace it. A receiver whose own
-    /// loss rate is above the bar lets no NCF or peer NAK suppress its NAK, and NAKs
-    /// selectively rather than wait for FEC parity, so its report reaches the election
-    /// (`docs/pgmcc.md`, "Reports despite suppression"). The paper's receivers report only
-    /// on the NAKs suppression leaves them.
+    /// Reports despite suppression (ours; paper: false, recommended: true): SPMs and NCFs carry
+    /// a report bar (OPT_REPORT_BAR), the acker's loss rate over `c²`; a receiver whose loss is
+    /// above it lets no NCF or peer NAK suppress its NAK and NAKs selectively, so that its
+    /// report reaches the election (`docs/pgmcc.md`, "Reports despite suppression").
     pub advertise_report_bar: bool,
     /// Most packets the window may hold while the acker's ACKs are unproven (ours;
     /// `docs/security.md`): the source asks for proof of receipt
@@ -113,23 +110,19 @@ pub struct PgmccConfig {
     /// and ours with `--no-pgmcc` never take part in the election, so their loss, read from
     /// their NAKs, bounds the window at TCP's for that loss ([`super::silent`]).
     pub cap_for_silent: bool,
-    /// The acker's loss reports checked against its own ACKs (ours; paper: false,
-    /// recommended: true; [`super::report_check`]): once its reports claim far more loss
-    /// than its ACKs show, its loss counts as what they show, in this and every later
-    /// election, and the window goes back to what it was when it became acker. A receiver
-    /// on a fast path can no longer win the election with a false loss rate and then clock
-    /// the source past the slowest receiver. Applies to the filter's reports
-    /// ([`LossReport::Filter`]) only.
+    /// Check the acker's loss reports against its own ACKs (ours; paper: false, recommended:
+    /// true; [`super::report_check`]): once its reports claim far more loss than its ACKs show,
+    /// its loss counts as what they show in every later election, and the window goes back to
+    /// what it was when it became acker, so a false loss rate cannot buy the role and clock the
+    /// source past the slowest receiver. Applies to [`LossReport::Filter`] only
+    /// (`docs/pgmcc.md`, difference 17).
     pub check_reports: bool,
-    /// Repairs in the window (ours, a knob off in both presets; needs
-    /// [`Accounting::Pipe`]): every repair (RDATA or parity) counts as a packet in flight for
-    /// one smoothed acker RTT after it leaves, as a TCP retransmission occupies the window
-    /// until its ACK. Repairs still leave at once (paper §3.8: a repair waits for nothing
-    /// but the rate limit and the repair budget); the data after them waits until the
-    /// window has room again. Without it, repairs go on top of a window that the ACK clock
-    /// keeps full, and where the queue they meet is the source's own (a slow access link)
-    /// they are dropped there. Off in `pgmcc` until measured to help (`docs/pgmcc.md`
-    /// difference 19).
+    /// Repairs in the window (ours; off in both presets; needs [`Accounting::Pipe`]): every
+    /// repair (RDATA or parity) counts as a packet in flight for one smoothed acker RTT after
+    /// it leaves, as a TCP retransmission does. Repairs still leave at once; the data after
+    /// them waits for room. Default false: it does not stop repairs being dropped at the
+    /// source's own slow access link, and it slows the source of a group with many lossy
+    /// receivers (`docs/pgmcc.md`, difference 19).
     pub repairs_in_window: bool,
 }
 
@@ -169,15 +162,12 @@ pub enum Accounting {
     /// until a stall timeout (docs/pgmcc.md).
     #[default]
     Tokens,
-    /// Ours (issue 19), TCP's pipe rule (RFC 6675) over the acker's reports: a data packet
-    /// may leave while `packets in flight + 1 <= W`. A packet is in flight until the acker
-    /// it named acknowledges it or its reports declare it lost (three later packets
-    /// acknowledged). Packets that named a former acker stay in flight after a switch until
-    /// that acker settles them or the new acker has acknowledged `dupack_threshold` packets
-    /// sent after the switch (the same evidence that declares a loss, here taken as "will
-    /// not be reported"); a loss the former acker reports still triggers one reaction. The
-    /// window rules (growth per acknowledged packet, halving once per RTT) are the paper's;
-    /// "ignore the next W/2 ACKs" is what the pipe does by itself once W is halved.
+    /// Ours, TCP's pipe rule (RFC 6675) over the acker's reports: a data packet may leave while
+    /// `packets in flight + 1 <= W`; a packet is in flight until the acker it named
+    /// acknowledges it or declares it lost (`dupack_threshold` later packets acknowledged).
+    /// After a switch, packets that named the former acker stay in flight until it settles them
+    /// or its retransmission timeout passes. The window rules are the paper's (`docs/pgmcc.md`,
+    /// difference 8).
     Pipe,
 }
 
@@ -189,35 +179,28 @@ pub enum SlowStart {
     /// leaves an adaptive threshold to future work.
     #[default]
     Fixed,
-    /// Ours (issue 19), TCP's (RFC 5681 §3.1): no threshold until the first loss reaction,
-    /// then the halved window; after a stall, half the window the stall found (at least 2).
-    /// With the fixed 6, a session that starts beside a TCP flow opens linearly from 6
-    /// packets while TCP slow-starts to its share, and on paths of hundreds of packets it
-    /// had not caught up by the end of the fairness grid's measurement (docs/pgmcc.md,
-    /// "Slow start").
+    /// Ours, TCP's (RFC 5681 §3.1): no threshold until the first loss reaction, then the halved
+    /// window; after a stall, half the window the stall found (at least 2). With the fixed 6, a
+    /// session that starts beside a TCP flow opens linearly while TCP slow-starts to its share
+    /// (`docs/pgmcc.md`, "Slow start").
     Adaptive,
 }
 
 /// The loss estimate receivers report, on which the acker is elected (§3.5).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub enum LossReport {
-    /// The paper's §3.2.2: a low-pass filter over the per-packet loss signal with a memory
-    /// of about 120 packets. A non-acker reports only on a NAK, just after a loss made its
-    /// filter jump: at 1% loss such a report reads the loss rate 1.8 times too high on
-    /// average, while the acker's reports, on every ACK, read it right and swing widely;
-    /// the bias is about the switch bias `c`, so the acker churns among the receivers near
-    /// the slowest (docs/pgmcc.md, "Acker election with many receivers").
+    /// The paper's §3.2.2: a low-pass filter over the per-packet loss signal with a memory of
+    /// about 120 packets. A non-acker reports only on a NAK, just after a loss made its filter
+    /// jump, so its reports read high, while the acker's, on every ACK, swing widely: the acker
+    /// churns among the receivers near the slowest (`docs/pgmcc.md`, "Acker election with many
+    /// receivers").
     #[default]
     Filter,
-    /// Ours (issue 19): the source asks receivers (OPT_REPORT_BAR's INTERVALS flag) for
-    /// TFRC's average loss interval rate (RFC 5348 §5.4) over their latest eight loss
-    /// intervals, losses within the advertised group RTT merged into one event. It reads
-    /// the same at a NAK as at an ACK, with a third of the filter's spread, and the acker
-    /// follows the slowest receiver of a large group more closely. Receivers that do not
-    /// know the flag, or have heard no group RTT, keep the filter. Not the default: after a
-    /// long loss-free period one long interval dominates the average for the next eight
-    /// loss events, so a receiver whose path a TCP flow starts to congest is elected tens
-    /// of seconds late (the paper's Fig. 5: TCP got 54% of pgmcc's rate instead of 83%).
+    /// Ours: the source asks receivers (OPT_REPORT_BAR's INTERVALS flag) for TFRC's average
+    /// loss interval rate (RFC 5348 §5.4) over their latest eight loss intervals, which reads
+    /// the same at a NAK as at an ACK and spreads less; receivers that do not know the flag, or
+    /// heard no group RTT, keep the filter. Not the default: after a long loss-free period it
+    /// sees new congestion late (`docs/pgmcc.md`, "Acker election with many receivers").
     Intervals,
 }
 
@@ -225,22 +208,18 @@ pub enum LossReport {
 /// replaces the acker when `T(candidate) < c T(acker)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
 pub enum Election {
-    /// The paper's and the draft's (§2.3): the acker's latest report, which rides on every
-    /// ACK, against the candidate's, which rides on the NAK for its latest loss; a report of
-    /// zero loss is never the slowest (the draft's `M = 0`), so the first receiver to answer
-    /// the election request keeps the role until someone reports a loss. With the filter
-    /// ([`LossReport::Filter`]) the acker's reading decays by 0.8% per packet between its
-    /// losses and, in 16.16 fixed point, reaches exactly 0 a few hundred packets after the
-    /// last one: `T(acker)` is then infinite and any receiver that NAKs, however fast, wins.
+    /// The paper's and the draft's (§2.3): the acker's latest report, on every ACK, against the
+    /// candidate's, on the NAK for its latest loss; a report of zero loss is never the slowest,
+    /// so the first receiver to answer the election request keeps the role until someone
+    /// reports a loss. With [`LossReport::Filter`] the acker's reading reaches 0 a few hundred
+    /// packets after its last loss, and any receiver that NAKs then wins (`docs/pgmcc.md`,
+    /// "Acker election with many receivers").
     #[default]
     Paper,
-    /// Ours (issue 19), like compared with like: the acker's loss is that of its latest
-    /// report that read higher than the one before, i.e. taken just after the acker's latest
-    /// loss, when a candidate's report is taken; and two reports of zero loss, equal loss,
-    /// compare by RTT (`T ∝ 1/RTT`: the candidate wins if `RTT(acker) < c RTT(candidate)`),
-    /// so the first election moves to a distant receiver as soon as it answers instead of
-    /// letting the nearest one clock the start-up. The acker's RTT is still its ACKs'
-    /// smoothed one (docs/pgmcc.md, "A tree with a slow branch").
+    /// Ours, like compared with like: the acker's loss is that of its latest report that read
+    /// higher than the one before (taken just after its latest loss, as a candidate's is), and
+    /// two reports of zero loss compare by RTT (`T ∝ 1/RTT`), so the first election moves to a
+    /// distant receiver as soon as it answers (`docs/pgmcc.md`, difference 15).
     LikeWithLike,
 }
 
@@ -252,13 +231,10 @@ pub enum Recovery {
     /// halving included.
     #[default]
     Grow,
-    /// Ours (issue 19), TCP's fast recovery (RFC 5681 §3.2, RFC 6675): after a halving W
-    /// stays put until an ACK reports a packet sent after the reaction, and a halving leaves
-    /// at least 2 packets (RFC 5681's ssthresh floor; with 1, the lost packet alone fills
-    /// the pipe and only the stall timeout restarts it). With `Grow`, pgmcc
-    /// gains about one packet per loss episode over a TCP flow that shares its losses, and
-    /// the offset between the two windows settles at twice that (docs/pgmcc.md,
-    /// "TCP-friendliness on a dumbbell").
+    /// Ours, TCP's fast recovery (RFC 5681 §3.2, RFC 6675): after a halving W stays put until
+    /// an ACK reports a packet sent after the reaction, and a halving leaves at least 2
+    /// packets. With `Grow`, pgmcc gains window over a TCP flow that shares its losses
+    /// (`docs/pgmcc.md`, difference 11).
     Hold,
 }
 
