@@ -35,8 +35,8 @@ pub struct SenderConfig {
     /// Largest PGM packet (TPDU) in bytes. Default 1472: an Ethernet MTU of 1500 minus
     /// IPv4 and UDP headers (UDP encapsulation).
     pub max_tpdu: usize,
-    /// Largest APDU [`Sender::send`] accepts. Default 65535, OpenPGM's `PGM_MAX_APDU`
-    /// (its receivers reject larger ones).
+    /// Largest APDU [`Sender::send`](super::Sender::send) accepts. Default 65535, OpenPGM's
+    /// `PGM_MAX_APDU` (its receivers reject larger ones).
     pub max_apdu: usize,
     /// TXW_SQNS: packets kept for repair. Default 4096.
     pub txw_sqns: u32,
@@ -69,8 +69,8 @@ pub struct SenderConfig {
     /// When set, ODATA carries OPT_JOIN allowing late joiners to ask for this many packets
     /// before the current one (bounded by the window trail). Default none.
     pub join_window: Option<u32>,
-    /// Packets that may wait in the send queue before [`Sender::send`] says `WouldBlock`.
-    /// Default 1024.
+    /// Packets that may wait in the send queue before [`Sender::send`](super::Sender::send)
+    /// says `WouldBlock`. Default 1024.
     pub send_queue: usize,
     /// Congestion control: [`CcConfig::None`] (the rate limiter alone, plain PGM) or pgmcc.
     /// Default none.
@@ -85,12 +85,11 @@ pub struct SenderConfig {
     /// and the group RTT is known, otherwise an NCF for every NAK (RFC 3208 §6.2;
     /// `docs/robustness.md`).
     pub ncf_holdoff: Option<Duration>,
-    /// Repair hold-off (ours, after NORM's sender, RFC 5740 §5.3): once RDATA for a
-    /// sequence number has gone out, NAKs for it arriving within one RTT (the longer of the
-    /// group RTT and the NAKing receiver's own) were sent before that RDATA could reach their
-    /// receiver: they get neither an NCF nor a second repair, and are counted in
-    /// [`SenderStats::naks_held_off`]. Needs an RTT measurement, so a controller; without one
-    /// every NAK is answered as RFC 3208 §6.2 says. Default true.
+    /// Repair hold-off (ours, after NORM's sender, RFC 5740 §5.3): a NAK that arrives within
+    /// one RTT (the longer of the group RTT and the NAKer's own) of its sequence number's RDATA
+    /// was sent before that RDATA could arrive, so it gets neither an NCF nor a second repair
+    /// ([`SenderStats::naks_held_off`](super::SenderStats::naks_held_off)). Needs an RTT, so a
+    /// controller; without one every NAK is answered (RFC 3208 §6.2). Default true.
     pub repair_holdoff: bool,
     /// Put OPT_GRTT (the group RTT and group size, `docs/wire.md`) on SPMs and NCFs once an
     /// RTT has been measured, so that receivers scale their NAK timers to it; an SPM goes
@@ -99,12 +98,12 @@ pub struct SenderConfig {
     /// learn it even while data keeps heartbeats away. OpenPGM's receivers ignore the
     /// option. Default true.
     pub advertise_grtt: bool,
-    /// Hold new data back rather than evict a packet a receiver may still NAK (ours). While a
+    /// Hold new data back rather than evict a packet a receiver may still NAK (ours): while a
     /// group RTT is advertised, the count and byte bounds evict no packet younger than the NAK
-    /// horizon (about 7 group RTTs, longer after a repair), and ODATA waits while the window is
-    /// full of such packets ([`SenderStats::odata_held`]): at most `txw_sqns` packets per
-    /// horizon. Default true: without it a fast source evicts packets before their NAKs arrive
-    /// and receivers lose them for good (`docs/core.md`, "Transmit window").
+    /// horizon (about 7 group RTTs, longer after a repair); ODATA waits instead
+    /// ([`SenderStats::odata_held`](super::SenderStats::odata_held)), at most `txw_sqns`
+    /// packets per horizon. Default true: without it a fast source evicts packets before their
+    /// NAKs arrive (`docs/core.md`, "Transmit window").
     pub hold_for_naks: bool,
     /// How long one receiver's RTT counts towards the group RTT, and its reports towards the
     /// group size (see [`crate::grtt`]). Default 30 s.
@@ -123,11 +122,11 @@ pub struct SenderConfig {
     /// independent loss (`docs/core.md`, "Repair budget").
     pub repair_budget: Option<f64>,
     /// Per-source NAK limit (ours): the new repairs one source address's NAKs may queue are at
-    /// most this fraction of the rate the repair budget uses; requests beyond it get no NCF and
-    /// are counted ([`SenderStats::nak_sqns_source_limited`]), so that receiver NAKs again
-    /// later. Applies where the repair budget does. Default `Some(1.0)`: one NAKer gets at most
-    /// half the default budget, which an honest receiver, asking for what it lost, does not come
-    /// near (`docs/core.md`, "Repair budget").
+    /// most this fraction of the rate the repair budget uses; beyond it a request gets no NCF,
+    /// so that receiver NAKs again later
+    /// ([`SenderStats::nak_sqns_source_limited`](super::SenderStats::nak_sqns_source_limited)).
+    /// Default `Some(1.0)`: half the default budget, which an honest receiver, asking for what
+    /// it lost, does not come near (`docs/core.md`, "Repair budget").
     pub nak_source_share: Option<f64>,
     /// On-demand FEC parity (RFC 3208 Appendix A) over transmission groups of this many packets
     /// (a power of two, 2 to 128): our receivers ask for parity by count, so one parity packet
@@ -148,16 +147,17 @@ pub struct SenderConfig {
     /// `PgmccConfig::unproven_window`. The key must be secret and random (the runtime draws one
     /// per session). Default `None` (`docs/security.md`, "Unauthenticated mode, hardened").
     pub ack_proof: Option<[u8; 16]>,
-    /// Signed mode (`crate::signed`, `docs/security.md`): with a signer, data goes out in
-    /// blocks, each preceded (one sequence number before) by a list of its packets' digests
-    /// signed with the source's key, and the session's last list marks its end. A block
-    /// holds at most [`signed::block_capacity`] packets and never splits an APDU, so
-    /// [`Sender::send`] refuses larger APDUs; a block goes out when full, when the link
-    /// would otherwise idle, and at [`Sender::close`]. Default `None`.
+    /// Signed mode (`crate::signed`, `docs/security.md`): data goes out in blocks, each
+    /// preceded by a signed list of its packets' digests; the last list marks the session's
+    /// end. A block holds at most [`signed::block_capacity`](crate::signed::block_capacity)
+    /// packets and never splits an APDU, so [`Sender::send`](super::Sender::send) refuses
+    /// larger ones; it goes out when full, when the link would idle, and at
+    /// [`Sender::close`](super::Sender::close). Default `None`.
     pub signer: Option<Arc<dyn Signer>>,
-    /// What the session carries (OPT_MANIFEST on every SPM: name, size, mode, mtime, and
-    /// the SHA-256 once [`Sender::set_manifest`] gives it): our receivers show progress and
-    /// verify the whole stream; others skip the option. Default `None`.
+    /// What the session carries (OPT_MANIFEST on every SPM: name, size, mode, mtime, and the
+    /// SHA-256 once [`Sender::set_manifest`](super::Sender::set_manifest) gives it): our
+    /// receivers show progress and verify the whole stream; others skip the option. Default
+    /// `None`.
     pub manifest: Option<pgm_wire::Manifest>,
     /// When the session is over and when the source gives up: the linger after
     /// [`Sender::close`](super::Sender::close), the delivery reports to wait for, the

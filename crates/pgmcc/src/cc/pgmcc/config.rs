@@ -108,14 +108,14 @@ pub struct PgmccConfig {
     pub unproven_window: u32,
     /// Receivers that NAK without reports (ours; paper: false, recommended: true): OpenPGM's
     /// and ours with `--no-pgmcc` never take part in the election, so their loss, read from
-    /// their NAKs, bounds the window at TCP's for that loss ([`super::silent`]).
+    /// their NAKs, bounds the window at TCP's for that loss ([`silent`](crate::cc::silent)).
     pub cap_for_silent: bool,
     /// Check the acker's loss reports against its own ACKs (ours; paper: false, recommended:
-    /// true; [`super::report_check`]): once its reports claim far more loss than its ACKs show,
-    /// its loss counts as what they show in every later election, and the window goes back to
-    /// what it was when it became acker, so a false loss rate cannot buy the role and clock the
-    /// source past the slowest receiver. Applies to [`LossReport::Filter`] only
-    /// (`docs/pgmcc.md`, difference 17).
+    /// true; [`report_check`](crate::cc::report_check)): once its reports claim far more loss
+    /// than its ACKs show, its loss counts as what they show in every later election, and the
+    /// window goes back to what it was when it became acker, so a false loss rate cannot buy
+    /// the role and clock the source past the slowest receiver. Applies to
+    /// [`LossReport::Filter`] only (`docs/pgmcc.md`, difference 17).
     pub check_reports: bool,
     /// Repairs in the window (ours; off in both presets; needs [`Accounting::Pipe`]): every
     /// repair (RDATA or parity) counts as a packet in flight for one smoothed acker RTT after
