@@ -229,7 +229,8 @@ impl SenderConfig {
     /// Makes this a session that never fragments: `max_apdu` becomes one packet's payload,
     /// and parity packets keep no room for OPT_FRAGMENT, so each data packet can fill
     /// `max_tpdu`. Call it after the options (controller, OPT_JOIN, proof of receipt) are
-    /// set; [`Sender::next_tsdu`] then says how much the next APDU may hold.
+    /// set; [`Sender::next_tsdu`](super::Sender::next_tsdu) then says how much the next
+    /// APDU may hold.
     pub fn whole_packets(&mut self) {
         self.max_apdu = self.data_room(false, false);
     }

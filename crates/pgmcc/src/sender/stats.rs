@@ -8,7 +8,7 @@ pub struct SenderStats {
     /// ODATA packets sent.
     pub odata_packets: u64,
     /// Times new data had to wait because the transmit window was full of packets that
-    /// receivers may still NAK ([`SenderConfig::hold_for_naks`]): each wait counts once.
+    /// receivers may still NAK ([`super::SenderConfig::hold_for_naks`]): each wait counts once.
     pub odata_held: u64,
     /// ODATA payload bytes sent.
     pub odata_bytes: u64,
@@ -16,9 +16,9 @@ pub struct SenderStats {
     pub rdata_packets: u64,
     /// Delivery reports received (POLR with OPT_OUTCOME), repeats included.
     pub reports_received: u64,
-    /// Delivery reports from new addresses dropped because [`MAX_REPORTS`] were kept.
+    /// Delivery reports from new addresses dropped because [`super::MAX_REPORTS`] were kept.
     pub reports_dropped: u64,
-    /// General polls sent to count the receivers ([`SenderConfig::group_poll_ivl`]), one
+    /// General polls sent to count the receivers ([`super::SenderConfig::group_poll_ivl`]), one
     /// per round.
     pub polls_sent: u64,
     /// Poll responses counted (one per receiver per round).
@@ -40,22 +40,22 @@ pub struct SenderStats {
     pub nak_sqns_received: u64,
     /// NAKed sequence numbers already repaired or queued (no second RDATA queued).
     pub naks_duplicate: u64,
-    /// Sequence numbers left out of an NCF by [`SenderConfig::ncf_holdoff`].
+    /// Sequence numbers left out of an NCF by [`super::SenderConfig::ncf_holdoff`].
     pub ncfs_held: u64,
     /// Distinct sequence numbers NAKed at least once.
     pub sqns_naked: u64,
     /// Distinct sequence numbers NAKed more than once (by several receivers, or again by
     /// one): `sqns_naked_again / sqns_naked` measures how well NAK suppression works.
     pub sqns_naked_again: u64,
-    /// Sequence numbers left out of an NCF because [`MAX_NCF_QUEUE`] lists were waiting.
+    /// Sequence numbers left out of an NCF because [`super::MAX_NCF_QUEUE`] lists were waiting.
     pub ncfs_dropped: u64,
-    /// Times a repair or NCF waited for the repair budget ([`SenderConfig::repair_budget`]).
+    /// Times a repair or NCF waited for the repair budget ([`super::SenderConfig::repair_budget`]).
     pub repairs_budget_limited: u64,
     /// Sequence numbers (or parity packets) whose repair a NAK asked for beyond its source's
-    /// share ([`SenderConfig::nak_source_share`]): dropped, no NCF.
+    /// share ([`super::SenderConfig::nak_source_share`]): dropped, no NCF.
     pub nak_sqns_source_limited: u64,
     /// NAKed sequence numbers within the repair hold-off of their latest RDATA
-    /// ([`SenderConfig::repair_holdoff`]): no NCF, no second repair.
+    /// ([`super::SenderConfig::repair_holdoff`]): no NCF, no second repair.
     pub naks_held_off: u64,
     /// Parity NAK entries received (each asks for parity packets of one group).
     pub parity_naks_received: u64,
@@ -69,7 +69,7 @@ pub struct SenderStats {
     /// `rdata_packets`).
     pub parity_packets: u64,
     /// Pro-active parity packets sent (ODATA with OPT_PARITY,
-    /// [`SenderConfig::proactive_parity`]; not in `odata_packets`).
+    /// [`super::SenderConfig::proactive_parity`]; not in `odata_packets`).
     pub proactive_parity_packets: u64,
     /// NAKed sequence numbers outside the transmit window (no RDATA possible).
     pub naks_outside_window: u64,
