@@ -20,6 +20,7 @@ use crate::wire::{FaultOn, Faults, Wire};
 
 /// How a receiver is set up. [`ReceiverOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ReceiverOptions {
     /// Multicast group (IPv4).
     pub group: Ipv4Addr,

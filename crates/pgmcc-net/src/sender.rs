@@ -21,6 +21,7 @@ use crate::wire::{FaultOn, Faults, Wire};
 
 /// How a source is set up. [`SenderOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct SenderOptions {
     /// Multicast group (IPv4).
     pub group: Ipv4Addr,

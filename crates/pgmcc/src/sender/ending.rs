@@ -19,6 +19,7 @@ pub const LINGER_GRTTS: u32 = 10;
 /// When a source's session ends, and when it gives up. [`EndPolicy::default`] gives the
 /// values documented per field.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct EndPolicy {
     /// After [`Sender::close`](super::Sender::close), once the last data has left, keep
     /// answering NAKs until none needed a repair for this long. Default 3 s; at least
