@@ -238,7 +238,7 @@ fn the_acker_stays_near_the_slowest_of_a_heterogeneous_group() {
         "intervals f = {f_intervals}"
     );
     assert!(changes_intervals < 6.0, "{changes_intervals}");
-    // RTTs counted in packets (the paper's unit, the recommended one before session 28):
+    // RTTs counted in packets (the paper's unit):
     // samples taken at different rates are not comparable, and the role changes hands
     // several times as often.
     assert!(

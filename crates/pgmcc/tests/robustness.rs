@@ -1023,7 +1023,7 @@ fn a_full_session_table_frees_ended_and_long_silent_sessions_but_never_a_live_on
     assert_eq!(r.stats().sessions_rejected, 200);
     assert_eq!(r.stats().sessions_evicted, 0);
     // At 400 s sessions 1..=3 have been silent for 400 s: the next newcomers replace them,
-    // oldest first, and the application hears that each expired; session 0 stays.
+    // oldest first, and the application hears that each expired; the first session stays.
     let t = ms(400_000);
     r.handle(t, SRC, &odata_of(flood_tsi(0), 400));
     for g in 1000..1004u32 {
@@ -1040,12 +1040,12 @@ fn a_full_session_table_frees_ended_and_long_silent_sessions_but_never_a_live_on
         })
         .collect();
     assert_eq!(expired, vec![flood_tsi(1), flood_tsi(2), flood_tsi(3)]);
-    // Session 0 is still tracked: its packets are taken, not refused.
+    // The first session is still tracked: its packets are taken, not refused.
     r.handle(t, SRC, &odata_of(flood_tsi(0), 401));
     assert_eq!(r.stats().sessions_rejected, 201);
     assert!(
         r.missing(&flood_tsi(0)) > 0,
-        "session 0 still has its window"
+        "the first session still has its window"
     );
 }
 
@@ -1124,7 +1124,7 @@ fn an_ended_session_makes_room_at_once() {
     r.handle(ms(1), SRC, &common::odata(0, 0, b"a", None));
     r.handle(ms(2), SRC, &common::spm(1, 0, 0, true));
     r.handle(ms(3), SRC, &odata_of(flood_tsi(1), 0));
-    // Table full (the ended session and session 1); a third session takes the ended one's slot.
+    // Table full (the ended session and the second); a third session takes the ended one's slot.
     r.handle(ms(4), SRC, &odata_of(flood_tsi(2), 0));
     assert_eq!(r.stats().sessions_evicted, 1);
     assert_eq!(r.stats().sessions_rejected, 0);
