@@ -37,6 +37,7 @@ use pgm_wire::{
 };
 use serde::Serialize;
 
+use super::pacing::PacingBucket;
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
 use super::window::Window;
 use super::{
@@ -376,7 +377,7 @@ pub struct LowWeight {
     /// The computed rate, packets per second (before floor and ceiling).
     rate: f64,
     slow_start: bool,
-    tokens: f64,
+    tokens: PacingBucket,
     refilled: Instant,
     /// The computed rate each recent data packet left at: (sqn, rate), oldest first. A loss
     /// event halves the rate the lost packet was sent at, not the rate grown since (TCP
@@ -394,7 +395,7 @@ impl LowWeight {
             cfg,
             common: Common::new(cfg.worst),
             slow_start: true,
-            tokens: 1.0,
+            tokens: PacingBucket::new(),
             refilled: now,
             sent: VecDeque::new(),
         }
@@ -446,13 +447,9 @@ impl LowWeight {
         self.refilled = now;
         // Only a sender that spends its tokens earns more rate: once the bucket is full the
         // application is the limit, and growing the rate would only store up a burst.
-        let limited = self.tokens < self.cfg.burst;
-        let had = self.tokens >= 1.0;
-        self.tokens = (self.tokens + dt * self.send_rate()).min(self.cfg.burst);
-        if !had && self.tokens >= 1.0 {
-            self.common.push_event(CcEvent::TokensAvailable {
-                tokens: self.tokens as u32,
-            });
+        let limited = self.tokens.below(self.cfg.burst);
+        if let Some(tokens) = self.tokens.refill(dt, self.send_rate(), self.cfg.burst) {
+            self.common.push_event(CcEvent::TokensAvailable { tokens });
         }
         if limited {
             let rtt = self.rtt();
@@ -478,12 +475,12 @@ impl LowWeight {
 
 impl CongestionControl for LowWeight {
     fn can_send(&self) -> bool {
-        self.tokens >= 1.0
+        self.tokens.ready()
     }
 
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.advance(now);
-        self.tokens -= 1.0;
+        self.tokens.spend();
         self.common.last_sent = Some(sqn);
         self.sent.push_back((sqn, self.rate));
         if self.sent.len() > HISTORY {
@@ -498,7 +495,7 @@ impl CongestionControl for LowWeight {
         // and repairs together keep to the rate. The debt is capped at one RTT's worth.
         self.advance(now);
         let cap = self.cfg.burst + self.send_rate() * self.rtt();
-        self.tokens = (self.tokens - 1.0).max(-cap);
+        self.tokens.owe(cap);
     }
 
     fn on_ack(&mut self, _: Instant, _: &Ack<'_>) {
@@ -518,8 +515,7 @@ impl CongestionControl for LowWeight {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let mut t = self.common.worst.expiry_at();
-        if self.tokens < 1.0 {
-            let wait = ((1.0 - self.tokens) / self.send_rate()).min(3600.0);
+        if let Some(wait) = self.tokens.wait_secs(self.send_rate()) {
             // Rounded up, so that the token is whole when the timer fires (a deadline
             // rounded down to the nanosecond would fire again and again short of it).
             let at = self.refilled + Duration::from_nanos((wait * 1e9).ceil() as u64 + 1);
@@ -544,8 +540,7 @@ impl CongestionControl for LowWeight {
             pps: self.send_rate(),
             rtt_secs: self.rtt(),
         };
-        self.common
-            .metrics(None, Some(rate), self.tokens.max(0.0) as u32)
+        self.common.metrics(None, Some(rate), self.tokens.whole())
     }
 }
 

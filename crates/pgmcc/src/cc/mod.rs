@@ -31,6 +31,7 @@ mod events;
 pub(crate) mod feedback;
 pub mod loss_filter;
 pub mod lowweight;
+mod pacing;
 pub mod pgmcc;
 pub mod pseudofed;
 pub mod registry;

@@ -32,6 +32,7 @@ use pgm_wire::{
 };
 use serde::Serialize;
 
+use super::pacing::PacingBucket;
 use super::throughput::Operating;
 use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample};
 use crate::grtt::GroupRtt;
@@ -138,7 +139,7 @@ pub struct Pseudofed {
     cfg: PseudofedConfig,
     rate: f64,
     accel: f64,
-    tokens: f64,
+    tokens: PacingBucket,
     refilled: Instant,
     rate_updated: Instant,
     slow_start: bool,
@@ -165,7 +166,7 @@ impl Pseudofed {
         let mut p = Pseudofed {
             rate: cfg.rate_min,
             accel: 0.0,
-            tokens: 1.0,
+            tokens: PacingBucket::new(),
             refilled: now,
             rate_updated: now,
             slow_start: true,
@@ -233,12 +234,8 @@ impl Pseudofed {
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_duration_since(self.refilled).as_secs_f64();
         self.refilled = now;
-        let had = self.tokens >= 1.0;
-        self.tokens = (self.tokens + dt * self.rate).min(self.cfg.burst.max(1.0));
-        if !had && self.tokens >= 1.0 {
-            self.events.push(CcEvent::TokensAvailable {
-                tokens: self.tokens as u32,
-            });
+        if let Some(tokens) = self.tokens.refill(dt, self.rate, self.cfg.burst.max(1.0)) {
+            self.events.push(CcEvent::TokensAvailable { tokens });
         }
     }
 
@@ -453,12 +450,12 @@ impl Pseudofed {
 
 impl CongestionControl for Pseudofed {
     fn can_send(&self) -> bool {
-        self.tokens >= 1.0
+        self.tokens.ready()
     }
 
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.advance(now);
-        self.tokens -= 1.0;
+        self.tokens.spend();
         self.last_sent = Some(sqn);
         opts.pgmcc_data = Some(PgmccData {
             tstamp: now.as_millis_u32(),
@@ -500,8 +497,8 @@ impl CongestionControl for Pseudofed {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let mut t = None;
-        if self.tokens < 1.0 && self.rate > 0.0 {
-            let wait = Duration::from_secs_f64(((1.0 - self.tokens) / self.rate).min(3600.0));
+        if let Some(wait) = self.tokens.wait_secs(self.rate).filter(|_| self.rate > 0.0) {
+            let wait = Duration::from_secs_f64(wait);
             t = Some(self.refilled + wait);
         }
         let check = self.next_silence_check(self.refilled);
@@ -547,7 +544,7 @@ impl CongestionControl for Pseudofed {
                 pps: self.rate,
                 rtt_secs: self.grtt_latest(),
             }),
-            tokens: self.tokens.max(0.0) as u32,
+            tokens: self.tokens.whole(),
             stats: self.stats.clone(),
         }
     }

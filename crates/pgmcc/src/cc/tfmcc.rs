@@ -29,6 +29,7 @@ use std::net::IpAddr;
 use pgm_wire::{Options, PgmccData, PgmccFeedback, TfmccData};
 use serde::Serialize;
 
+use super::pacing::PacingBucket;
 use super::throughput::Operating;
 use super::{Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample};
 use crate::sqn;
@@ -196,7 +197,7 @@ pub struct Tfmcc {
     cfg: TfmccConfig,
     /// Sending rate, packets per second.
     rate: f64,
-    tokens: f64,
+    tokens: PacingBucket,
     refilled: Instant,
     slow_start: bool,
     /// Last time the rate was raised (slow start doubles once per RTT, congestion avoidance
@@ -227,7 +228,7 @@ impl Tfmcc {
     pub fn new(cfg: TfmccConfig, now: Instant) -> Tfmcc {
         Tfmcc {
             rate: cfg.initial_rate.max(cfg.min_rate),
-            tokens: 1.0,
+            tokens: PacingBucket::new(),
             refilled: now,
             slow_start: true,
             raised: now,
@@ -270,12 +271,8 @@ impl Tfmcc {
     fn refill(&mut self, now: Instant) {
         let dt = now.saturating_duration_since(self.refilled).as_secs_f64();
         self.refilled = now;
-        let had = self.tokens >= 1.0;
-        self.tokens = (self.tokens + dt * self.rate).min(self.cfg.burst.max(1.0));
-        if !had && self.tokens >= 1.0 {
-            self.events.push(CcEvent::TokensAvailable {
-                tokens: self.tokens as u32,
-            });
+        if let Some(tokens) = self.tokens.refill(dt, self.rate, self.cfg.burst.max(1.0)) {
+            self.events.push(CcEvent::TokensAvailable { tokens });
         }
     }
 
@@ -451,13 +448,13 @@ impl Tfmcc {
 
 impl CongestionControl for Tfmcc {
     fn can_send(&self) -> bool {
-        self.tokens >= 1.0
+        self.tokens.ready()
     }
 
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.refill(now);
         self.advance_round(now);
-        self.tokens -= 1.0;
+        self.tokens.spend();
         self.last_sent = Some(sqn);
         let acker = match (self.elect, self.clr) {
             (false, Some(c)) => c.addr,
@@ -498,8 +495,8 @@ impl CongestionControl for Tfmcc {
 
     fn poll_timeout(&self) -> Option<Instant> {
         let mut t = self.no_feedback_at;
-        if self.tokens < 1.0 && self.rate > 0.0 {
-            let wait = Duration::from_secs_f64(((1.0 - self.tokens) / self.rate).min(3600.0));
+        if let Some(wait) = self.tokens.wait_secs(self.rate).filter(|_| self.rate > 0.0) {
+            let wait = Duration::from_secs_f64(wait);
             t = t.min(self.refilled + wait);
         }
         Some(t)
@@ -539,7 +536,7 @@ impl CongestionControl for Tfmcc {
                 pps: self.rate,
                 rtt_secs: self.rtt_s(),
             }),
-            tokens: self.tokens.max(0.0) as u32,
+            tokens: self.tokens.whole(),
             stats: self.stats.clone(),
         }
     }
