@@ -536,6 +536,13 @@ impl Spec {
                 }
             }
         }
+        self.write_flows(&mut s, slot, cc, dur);
+        s
+    }
+
+    /// The scenario's flows: the subject in `slot` (with controller `cc`), the competing
+    /// TCP flows and the reverse ones, for a run of `dur` seconds.
+    fn write_flows(&self, s: &mut String, slot: Slot, cc: Controller, dur: f64) {
         match slot {
             Slot::Pgmcc => {
                 let _ = writeln!(
@@ -577,7 +584,6 @@ impl Spec {
                 self.tcp.kind().name()
             );
         }
-        s
     }
 }
 

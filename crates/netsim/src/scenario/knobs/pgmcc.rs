@@ -94,27 +94,7 @@ pub(super) fn apply(
             cx,
         )?;
     }
-    if let Some(t) = &fl.adaptive_timeout {
-        match t.get_ref() {
-            BoolOrName::Bool(false) => *pc = pc.with_fixed_timeout(),
-            BoolOrName::Bool(true) => *pc = pc.with_adaptive_timeout(),
-            BoolOrName::Name(n) => {
-                type With = fn(PgmccConfig) -> PgmccConfig;
-                let with = choice(
-                    &Spanned::new(t.span(), n.clone()),
-                    "flow.adaptive_timeout",
-                    &[
-                        ("benchmark", PgmccConfig::with_adaptive_timeout as With),
-                        ("draft", PgmccConfig::with_draft_timeout),
-                    ],
-                    "use true or \"benchmark\" (restarted only by an ACK without holes), \
-                     \"draft\" (restarted by every ACK of new data), or false",
-                    cx,
-                )?;
-                *pc = with(*pc);
-            }
-        }
-    }
+    adaptive_timeout(fl, pc, cx)?;
     if fl.realign_tokens.is_some() {
         return cx.err(
             fl.kind.span(),
@@ -202,6 +182,45 @@ pub(super) fn apply(
             cx,
         )?;
     }
+    repair_accounting(fl, pc, cx)
+}
+
+/// `adaptive_timeout`: the stall timeout's rule.
+fn adaptive_timeout(
+    fl: &FlowSpec,
+    pc: &mut PgmccConfig,
+    cx: &Ctx<'_>,
+) -> Result<(), ScenarioError> {
+    if let Some(t) = &fl.adaptive_timeout {
+        match t.get_ref() {
+            BoolOrName::Bool(false) => *pc = pc.with_fixed_timeout(),
+            BoolOrName::Bool(true) => *pc = pc.with_adaptive_timeout(),
+            BoolOrName::Name(n) => {
+                type With = fn(PgmccConfig) -> PgmccConfig;
+                let with = choice(
+                    &Spanned::new(t.span(), n.clone()),
+                    "flow.adaptive_timeout",
+                    &[
+                        ("benchmark", PgmccConfig::with_adaptive_timeout as With),
+                        ("draft", PgmccConfig::with_draft_timeout),
+                    ],
+                    "use true or \"benchmark\" (restarted only by an ACK without holes), \
+                     \"draft\" (restarted by every ACK of new data), or false",
+                    cx,
+                )?;
+                *pc = with(*pc);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `repair_accounting`: whether repairs count in flight (the pipe accounting only).
+fn repair_accounting(
+    fl: &FlowSpec,
+    pc: &mut PgmccConfig,
+    cx: &Ctx<'_>,
+) -> Result<(), ScenarioError> {
     if let Some(v) = &fl.repair_accounting {
         pc.repairs_in_window = choice(
             v,
