@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant as WallClock;
 
-use super::shared::{par_map, stats};
+use super::shared::{jobs, par_map, stats};
 use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use netsim::compare::{self, Matrix, Metrics};
@@ -82,31 +82,8 @@ fn run_one(path: &Path, seed: u64, recommended: bool) -> Result<(Summary, Reprod
 /// Runs the subcommand.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
     let wall = WallClock::now();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&args.scenarios)
-        .with_context(|| format!("reading {}", args.scenarios.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    files.sort();
-    // Keep only scenarios that declare what they reproduce (parse errors are reported).
-    let mut chosen = Vec::new();
-    for f in files {
-        match scenario::load(&f, Some(1)) {
-            Ok(sc) if sc.reproduce.is_some() => chosen.push(f),
-            Ok(_) => {}
-            Err(e) => bail!("{e}"),
-        }
-    }
-    if chosen.is_empty() {
-        bail!(
-            "no scenario in {} has a [reproduce] table",
-            args.scenarios.display()
-        );
-    }
-    let jobs = args
-        .jobs
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
+    let chosen = experiments(&args.scenarios)?;
+    let jobs = jobs(args.jobs);
     let tasks: Vec<(usize, u64, bool)> = (0..chosen.len())
         .flat_map(|i| (1..=args.seeds.max(1)).map(move |s| (i, s)))
         .flat_map(|(i, s)| [(i, s, false), (i, s, true)])
@@ -195,7 +172,41 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         page.push_str("</body></html>\n");
     }
     std::fs::write(args.out.join("report.html"), page)?;
-    for row in &rows {
+    print_summary(&rows, comparison.as_ref());
+    println!(
+        "wrote {} and {} in {wall:.0} s",
+        args.doc.display(),
+        args.out.join("report.html").display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The scenario files in `dir` that declare what they reproduce (a `[reproduce]` table), in
+/// name order; a file that does not parse is an error.
+fn experiments(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    let mut chosen = Vec::new();
+    for f in files {
+        match scenario::load(&f, Some(1)) {
+            Ok(sc) if sc.reproduce.is_some() => chosen.push(f),
+            Ok(_) => {}
+            Err(e) => bail!("{e}"),
+        }
+    }
+    if chosen.is_empty() {
+        bail!("no scenario in {} has a [reproduce] table", dir.display());
+    }
+    Ok(chosen)
+}
+
+/// One line per row and per comparison on the terminal.
+fn print_summary(rows: &[Row], comparison: Option<&(Matrix, Vec<CompareRow>)>) {
+    for row in rows {
         let (f, sd, ..) = stats(&row.f);
         let publ = row
             .rep
@@ -211,7 +222,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             sdr * 100.0
         );
     }
-    if let Some((matrix, crows)) = &comparison {
+    if let Some((matrix, crows)) = comparison {
         for r in crows {
             let f = mean(r.runs.iter().map(|m| m.f));
             let fb = mean(r.runs.iter().map(|m| m.feedback_per_data));
@@ -224,12 +235,6 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             );
         }
     }
-    println!(
-        "wrote {} and {} in {wall:.0} s",
-        args.doc.display(),
-        args.out.join("report.html").display()
-    );
-    Ok(ExitCode::SUCCESS)
 }
 
 fn markdown(rows: &[Row], args: &Args, wall: f64) -> String {
