@@ -320,28 +320,9 @@ fn made_by(args: &Args, cells: usize) -> String {
     }
 }
 
-fn markdown(
-    args: &Args,
-    cells: &[Cell],
-    tcps: &[FlowKind],
-    tasks: &[Task],
-    results: &[Outcome],
-    wall: f64,
-) -> String {
-    let pick = |cell: usize, tcp: FlowKind, control: bool| -> Vec<&Outcome> {
-        tasks
-            .iter()
-            .zip(results)
-            .filter(|(t, _)| {
-                t.cell == cell
-                    && t.tcp == tcp
-                    && matches!(t.contender, Contender::Tcp(_)) == control
-            })
-            .map(|(_, o)| o)
-            .collect()
-    };
+/// The grid section's heading and the paragraph that says how its table was measured.
+fn intro(args: &Args, cells: usize, wall: f64) -> String {
     let mut m = String::new();
-    let _ = writeln!(m, "{}", GRID.begin);
     let _ = writeln!(
         m,
         "## Fairness grid: `{cc}` against TCP on a dumbbell\n\n\
@@ -368,13 +349,39 @@ fn markdown(
         cc = args.cc,
         min_cycles = grid::MIN_CYCLES,
         precise = grid::PRECISE_CYCLES,
-        made_by = made_by(args, cells.len()),
+        made_by = made_by(args, cells),
         seeds_list = format_args!("1-{}", args.seeds),
         lo = BAND.0 * 100.0,
         hi = BAND.1 * 100.0,
         conv = grid::CONVERGE_CYCLES,
         budget = args.steady_budget,
     );
+    m
+}
+
+fn markdown(
+    args: &Args,
+    cells: &[Cell],
+    tcps: &[FlowKind],
+    tasks: &[Task],
+    results: &[Outcome],
+    wall: f64,
+) -> String {
+    let pick = |cell: usize, tcp: FlowKind, control: bool| -> Vec<&Outcome> {
+        tasks
+            .iter()
+            .zip(results)
+            .filter(|(t, _)| {
+                t.cell == cell
+                    && t.tcp == tcp
+                    && matches!(t.contender, Contender::Tcp(_)) == control
+            })
+            .map(|(_, o)| o)
+            .collect()
+    };
+    let mut m = String::new();
+    let _ = writeln!(m, "{}", GRID.begin);
+    m.push_str(&intro(args, cells.len(), wall));
     let mut head = String::from("| bottleneck | RTT | queue | access |");
     let mut rule = String::from("|---|---|---|---|");
     for &t in tcps {
