@@ -264,7 +264,24 @@ pub(crate) fn describe(datagram: &[u8], verify: bool) -> Result<String, pgm_wire
     line("gsi", repr.gsi.to_string());
     line("tsi", repr.tsi().to_string());
     line("tsdu_length", repr.payload.len().to_string());
-    match &repr.body {
+    describe_body(&mut s, &repr.body);
+    describe_options(&mut s, &repr.options);
+    describe_ours(&mut s, &repr.options);
+    let mut line = |k: &str, v: String| {
+        let _ = writeln!(s, "{k}: {v}");
+    };
+    if !repr.payload.is_empty() {
+        line("payload", preview(repr.payload));
+    }
+    Ok(s)
+}
+
+/// The type-specific header's fields.
+fn describe_body(s: &mut String, body: &Body) {
+    let mut line = |k: &str, v: String| {
+        let _ = writeln!(s, "{k}: {v}");
+    };
+    match body {
         Body::Spm(b) => {
             line("spm.sqn", b.sqn.to_string());
             line("spm.trail", b.trail.to_string());
@@ -299,7 +316,13 @@ pub(crate) fn describe(datagram: &[u8], verify: bool) -> Result<String, pgm_wire
             line("ack.bitmap", format!("0x{:08x}", b.bitmap));
         }
     }
-    let o = &repr.options;
+}
+
+/// RFC 3208's options and pgmcc's.
+fn describe_options(s: &mut String, o: &pgm_wire::Options<'_>) {
+    let mut line = |k: &str, v: String| {
+        let _ = writeln!(s, "{k}: {v}");
+    };
     if let Some(l) = &o.nak_list {
         line("opt.nak_list", format!("{:?}", l.as_slice()));
     }
@@ -383,7 +406,13 @@ pub(crate) fn describe(datagram: &[u8], verify: bool) -> Result<String, pgm_wire
         );
         line("opt.pgmcc_feedback.rx", f.rx.to_string());
     }
-    // Our experimental options (docs/wire.md).
+}
+
+/// Our experimental options (`docs/wire.md`) and options this decoder does not know.
+fn describe_ours(s: &mut String, o: &pgm_wire::Options<'_>) {
+    let mut line = |k: &str, v: String| {
+        let _ = writeln!(s, "{k}: {v}");
+    };
     let rate = |r: u32| {
         if r == pgm_wire::TfmccData::NO_RATE {
             "none".to_string()
@@ -454,10 +483,6 @@ pub(crate) fn describe(datagram: &[u8], verify: bool) -> Result<String, pgm_wire
             ),
         );
     }
-    if !repr.payload.is_empty() {
-        line("payload", preview(repr.payload));
-    }
-    Ok(s)
 }
 
 #[cfg(test)]
