@@ -287,56 +287,7 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
                 sack: info.kind == FlowKind::TcpSack,
             }
         } else {
-            let mut flags = Vec::new();
-            match info.kind {
-                FlowKind::Pgm => {
-                    let Some(limit) = text("rate_limit") else {
-                        bail!(
-                            "flow `{}`: a `pgm` flow needs `rate_limit` in emulation (the real \
-                             sender without congestion control needs a ceiling)",
-                            info.name
-                        );
-                    };
-                    flags.push("--cc".into());
-                    flags.push("none".into());
-                    flags.push("--rate-max".into());
-                    flags.push(bps(limit)?);
-                }
-                _ => {
-                    flags.push("--cc".into());
-                    flags.push(text("cc").unwrap_or("pgmcc").to_string());
-                    if let Some(limit) = text("rate_limit") {
-                        flags.push("--rate-max".into());
-                        flags.push(bps(limit)?);
-                    }
-                }
-            }
-            for (key, flag) in [
-                ("rate_floor", "--rate-floor"),
-                ("rate_ceiling", "--rate-ceiling"),
-            ] {
-                if let Some(r) = text(key) {
-                    flags.push(flag.into());
-                    flags.push(bps(r)?);
-                }
-            }
-            if let Some(n) = raw.get("fec").and_then(|v| v.as_integer()) {
-                flags.push("--fec".into());
-                flags.push(n.to_string());
-            }
-            let silent = match raw.get("receiver") {
-                Some(toml::Value::Array(rs)) => rs
-                    .iter()
-                    .map(|r| r.get("reports").and_then(|v| v.as_bool()) == Some(false))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            How::Pgm {
-                send_flags: flags,
-                silent,
-                bytes,
-                group,
-            }
+            pgm_how(info, raw, group, bytes)?
         };
         out.push(Planned {
             id: info.id,
@@ -350,6 +301,66 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
         });
     }
     Ok(out)
+}
+
+/// How a `pgmcc` or `pgm` flow runs: `pgmcc send` with the flags the file's keys ask for.
+fn pgm_how(
+    info: &netsim::scenario::FlowInfo,
+    raw: &toml::Table,
+    group: Ipv4Addr,
+    bytes: Option<u64>,
+) -> Result<How> {
+    let text = |k: &str| raw.get(k).and_then(|v| v.as_str());
+    let mut flags = Vec::new();
+    match info.kind {
+        FlowKind::Pgm => {
+            let Some(limit) = text("rate_limit") else {
+                bail!(
+                    "flow `{}`: a `pgm` flow needs `rate_limit` in emulation (the real \
+                     sender without congestion control needs a ceiling)",
+                    info.name
+                );
+            };
+            flags.push("--cc".into());
+            flags.push("none".into());
+            flags.push("--rate-max".into());
+            flags.push(bps(limit)?);
+        }
+        _ => {
+            flags.push("--cc".into());
+            flags.push(text("cc").unwrap_or("pgmcc").to_string());
+            if let Some(limit) = text("rate_limit") {
+                flags.push("--rate-max".into());
+                flags.push(bps(limit)?);
+            }
+        }
+    }
+    for (key, flag) in [
+        ("rate_floor", "--rate-floor"),
+        ("rate_ceiling", "--rate-ceiling"),
+    ] {
+        if let Some(r) = text(key) {
+            flags.push(flag.into());
+            flags.push(bps(r)?);
+        }
+    }
+    if let Some(n) = raw.get("fec").and_then(|v| v.as_integer()) {
+        flags.push("--fec".into());
+        flags.push(n.to_string());
+    }
+    let silent = match raw.get("receiver") {
+        Some(toml::Value::Array(rs)) => rs
+            .iter()
+            .map(|r| r.get("reports").and_then(|v| v.as_bool()) == Some(false))
+            .collect(),
+        _ => Vec::new(),
+    };
+    Ok(How::Pgm {
+        send_flags: flags,
+        silent,
+        bytes,
+        group,
+    })
 }
 
 /// Finds one of the programs built in `interop/` (`make -C interop`): beside the source
@@ -469,11 +480,58 @@ pub(super) fn run(
     let pgmcc = std::env::current_exe().context("finding this program")?;
     let script = dir.join("tcp-flow.py");
     std::fs::write(&script, TCP_FLOW_PY).context("writing tcp-flow.py")?;
-    let ns = |node: &str| format!("{prefix}-{node}");
-    let mut procs: Vec<Proc> = Vec::new();
-    let mut actions: Vec<(f64, Action)> = Vec::new();
-    let add = |procs: &mut Vec<Proc>, flow: u32, role: String, log: PathBuf| {
-        procs.push(Proc {
+    let mut l = Launcher {
+        prefix,
+        dir,
+        pgmcc,
+        script,
+        end,
+        procs: Vec::new(),
+        actions: Vec::new(),
+    };
+    for f in &flows {
+        match &f.how {
+            How::Pgm { .. } => l.pgm(f)?,
+            How::Tcp { .. } => l.tcp(f)?,
+            How::OpenPgm { .. } => l.openpgm(f)?,
+            How::Uftp { .. } => l.uftp(f)?,
+            How::Norm { .. } => l.norm(f)?,
+        }
+    }
+    let Launcher {
+        procs, mut actions, ..
+    } = l;
+    actions.sort_by(|a, b| a.0.total_cmp(&b.0));
+    std::thread::Builder::new()
+        .name("flows".into())
+        .spawn(move || schedule(procs, actions, origin, end, &stop))
+        .context("starting the flow scheduler")
+}
+
+/// The processes of every flow and when to start and stop each, as they are planned.
+struct Launcher {
+    /// Namespaces are `{prefix}-{node}`.
+    prefix: String,
+    /// Logs, input files and `--stats` files.
+    dir: PathBuf,
+    /// This program (`pgmcc send`, `pgmcc recv`).
+    pgmcc: PathBuf,
+    /// `tcp-flow.py`, written into `dir`.
+    script: PathBuf,
+    /// Seconds after the origin when the run ends.
+    end: f64,
+    procs: Vec<Proc>,
+    actions: Vec<(f64, Action)>,
+}
+
+impl Launcher {
+    fn ns(&self, node: &str) -> String {
+        format!("{}-{node}", self.prefix)
+    }
+
+    /// A process of flow `flow` in the role `role`, logging to `log`: its index.
+    fn add(&mut self, flow: u32, role: String, log: PathBuf) -> usize {
+        self.procs.push(Proc {
             flow,
             role,
             log,
@@ -484,231 +542,262 @@ pub(super) fn run(
             done_when: None,
             completed_at: None,
         });
-        procs.len() - 1
-    };
-    // A receiver of flow `f` on `node`, run from `join` to `leave`.
-    let add_receiver = |procs: &mut Vec<Proc>,
-                        actions: &mut Vec<(f64, Action)>,
-                        f: &Planned,
-                        node: &str,
-                        (join, leave): (f64, Option<f64>),
-                        c: Command| {
-        let log = dir.join(format!("flow{}-recv-{node}.log", f.id));
-        let i = add(procs, f.id, format!("receiver {node}"), log);
-        procs[i].receiver = Some(node.to_string());
+        self.procs.len() - 1
+    }
+
+    /// A receiver of flow `f` on `node`, run from `join` to `leave`.
+    fn add_receiver(
+        &mut self,
+        f: &Planned,
+        node: &str,
+        (join, leave): (f64, Option<f64>),
+        c: Command,
+    ) -> usize {
+        let log = self.dir.join(format!("flow{}-recv-{node}.log", f.id));
+        let i = self.add(f.id, format!("receiver {node}"), log);
+        self.procs[i].receiver = Some(node.to_string());
         // A receiver there from the start is listening before its sender sends.
         let at = if join <= f.start {
             (join - LEAD).max(0.0)
         } else {
             join
         };
-        actions.push((at, Action::Spawn(i, Box::new(c), None)));
+        self.actions.push((at, Action::Spawn(i, Box::new(c), None)));
         if let Some(t) = leave {
-            actions.push((t, Action::Stop(i)));
+            self.actions.push((t, Action::Stop(i)));
         }
         i
-    };
-    // The sender of flow `f` (its log `flowN-send.log`), started at `sender_start`; an
-    // endless PGM flow's input is fed until `input_ends`.
-    let add_sender = |procs: &mut Vec<Proc>,
-                      actions: &mut Vec<(f64, Action)>,
-                      f: &Planned,
-                      c: Command,
-                      input_ends: Option<f64>| {
-        let log = dir.join(format!("flow{}-send.log", f.id));
-        let i = add(procs, f.id, "sender".into(), log);
-        actions.push((sender_start(f), Action::Spawn(i, Box::new(c), input_ends)));
-    };
-    for f in &flows {
-        let ports = f.ports();
-        match &f.how {
-            How::Pgm {
-                send_flags,
-                bytes,
-                group,
-                silent,
-            } => {
-                let group = format!("{group}:7500");
-                let udp = format!("{},{}", ports[0], ports[1]);
-                for (j, (_, node, join, leave)) in f.receivers.iter().enumerate() {
-                    let mut c = Command::new("ip");
-                    c.args(["netns", "exec", &ns(node)])
-                        .arg(&pgmcc)
-                        .args(["recv", "--group", &group, "--udp-ports", &udp, "-q"])
-                        .args(["--idle-timeout", "1h", "--out", "-"]);
-                    // A receiver there from the start gets the whole stream (repairs
-                    // included); one that joins later takes it from where it joined.
-                    if *join > f.start {
-                        c.arg("--allow-partial-start");
-                    }
-                    if silent.get(j).copied().unwrap_or(false) {
-                        c.arg("--no-pgmcc");
-                    }
-                    add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
-                }
-                let stats = dir.join(format!("flow{}-send.json", f.id));
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", &ns(&f.from.1)])
-                    .arg(&pgmcc)
-                    .args(["send", "--group", &group, "--udp-ports", &udp, "-q"])
-                    .args(["--linger", "1s", "--feedback-timeout", "0", "--stats"])
-                    .arg(&stats)
-                    .args(send_flags);
-                let input_ends = match bytes {
-                    Some(n) => {
-                        let file = dir.join(format!("flow{}.bin", f.id));
-                        write_input(&file, *n)?;
-                        c.arg(&file);
-                        None
-                    }
-                    None => {
-                        c.arg("-");
-                        Some(f.stop.unwrap_or(end))
-                    }
-                };
-                add_sender(&mut procs, &mut actions, f, c, input_ends);
-            }
-            How::Tcp { to, linux_cc, sack } => {
-                let (_, sink_node, ..) = &f.receivers[0];
-                let port = ports[0].to_string();
-                let count = dir.join(format!("flow{}-tcp.count", f.id));
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", &ns(sink_node), "python3"])
-                    .arg(&script)
-                    .args(["sink", "0.0.0.0", &port])
-                    .arg(&count);
-                let log = dir.join(format!("flow{}-sink.log", f.id));
-                let i = add(&mut procs, f.id, format!("tcp sink {sink_node}"), log);
-                actions.push((0.0, Action::Spawn(i, Box::new(c), None)));
-                let seconds = f.stop.unwrap_or(end) - f.start;
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", &ns(&f.from.1), "sh", "-c"]).arg(format!(
-                    "sysctl -q -w net.ipv4.tcp_sack={} && exec python3 {} send {to} {port} {seconds:.3} {linux_cc}",
-                    u8::from(*sack),
-                    script.display()
-                ));
-                let log = dir.join(format!("flow{}-tcp.log", f.id));
-                let i = add(&mut procs, f.id, "tcp sender".into(), log);
-                actions.push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
-            }
-            How::OpenPgm {
-                group,
-                bytes,
-                rate_bytes,
-                send,
-                recv,
-                addrs,
-            } => {
-                let network = |node: usize| format!("{};{group}", addrs[node]);
-                let port = ports[0].to_string();
-                for (n, node, join, leave) in &f.receivers {
-                    let mut c = Command::new("ip");
-                    c.args(["netns", "exec", &ns(node)]).arg(recv).args([
-                        "-n",
-                        &network(*n),
-                        "--port",
-                        &port,
-                        "--timeout",
-                        "3600",
-                    ]);
-                    add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
-                }
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", &ns(&f.from.1)])
-                    .arg(send)
-                    .args([
-                        "-n",
-                        &network(f.from.0),
-                        "--port",
-                        &port,
-                        "--msg-size",
-                        "1400",
-                    ])
-                    .args(["--bytes", &bytes.to_string()])
-                    .args(["--rate", &rate_bytes.to_string(), "--linger", "3600"]);
-                add_sender(&mut procs, &mut actions, f, c, None);
-            }
-            How::Uftp { group, bytes, cc } => {
-                let name = format!("flow{}.bin", f.id);
-                let file = dir.join(&name);
-                write_input(&file, *bytes)?;
-                let port = ports[0].to_string();
-                let group = group.to_string();
-                for (_, node, join, leave) in &f.receivers {
-                    // Received into `tmp`, moved to `dest` when the session completes.
-                    let base = dir.join(format!("flow{}-uftpd-{node}", f.id));
-                    let (dest, tmp) = (base.join("dest"), base.join("tmp"));
-                    for d in [&dest, &tmp] {
-                        std::fs::create_dir_all(d)
-                            .with_context(|| format!("creating {}", d.display()))?;
-                    }
-                    let mut c = Command::new("ip");
-                    c.args(["netns", "exec", &ns(node), "uftpd", "-d", "-q"])
-                        .args(["-M", &group, "-p", &port, "-I", "eth0", "-D"])
-                        .arg(&dest)
-                        .arg("-T")
-                        .arg(&tmp);
-                    let i = add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
-                    procs[i].done_when = Some(dest.join(&name));
-                }
-                // The data goes to a private group beside the public one.
-                let octets = Ipv4Addr::new(239, 193, 0, (f.id % 250) as u8).to_string();
-                let mut c = Command::new("ip");
-                c.args([
-                    "netns",
-                    "exec",
-                    &ns(&f.from.1),
-                    "uftp",
-                    "-I",
-                    "eth0",
-                    "-Y",
-                    "none",
-                ])
-                .args(["-M", &group, "-P", &octets, "-p", &port])
-                .args(["-u", &ports[1].to_string(), "-C", cc])
-                .arg(&file);
-                add_sender(&mut procs, &mut actions, f, c, None);
-            }
-            How::Norm {
-                group,
-                bytes,
-                send_flags,
-                program,
-            } => {
-                let addr = group.to_string();
-                let port = ports[0].to_string();
-                for (_, node, join, leave) in &f.receivers {
-                    let mut c = Command::new("ip");
-                    c.args(["netns", "exec", &ns(node)])
-                        .arg(program)
-                        .args(["recv", "--addr", &addr, "--port", &port, "--iface", "eth0"]);
-                    if let Some(n) = bytes {
-                        c.args(["--bytes", &n.to_string()]);
-                    }
-                    add_receiver(&mut procs, &mut actions, f, node, (*join, *leave), c);
-                }
-                let mut c = Command::new("ip");
-                c.args(["netns", "exec", &ns(&f.from.1)])
-                    .arg(program)
-                    .args(["send", "--addr", &addr, "--port", &port, "--iface", "eth0"])
-                    .args(["--linger", "3600"])
-                    .args(send_flags);
-                match bytes {
-                    Some(n) => c.args(["--bytes", &n.to_string()]),
-                    None => c.args([
-                        "--seconds",
-                        &format!("{:.3}", f.stop.unwrap_or(end) - f.start),
-                    ]),
-                };
-                add_sender(&mut procs, &mut actions, f, c, None);
-            }
-        }
     }
-    actions.sort_by(|a, b| a.0.total_cmp(&b.0));
-    std::thread::Builder::new()
-        .name("flows".into())
-        .spawn(move || schedule(procs, actions, origin, end, &stop))
-        .context("starting the flow scheduler")
+
+    /// The sender of flow `f` (its log `flowN-send.log`), started at `sender_start`; an
+    /// endless PGM flow's input is fed until `input_ends`.
+    fn add_sender(&mut self, f: &Planned, c: Command, input_ends: Option<f64>) {
+        let log = self.dir.join(format!("flow{}-send.log", f.id));
+        let i = self.add(f.id, "sender".into(), log);
+        self.actions
+            .push((sender_start(f), Action::Spawn(i, Box::new(c), input_ends)));
+    }
+
+    /// A `pgmcc` or `pgm` flow: `pgmcc recv` at each receiver, `pgmcc send` at the source.
+    fn pgm(&mut self, f: &Planned) -> Result<()> {
+        let How::Pgm {
+            send_flags,
+            bytes,
+            group,
+            silent,
+        } = &f.how
+        else {
+            return Ok(());
+        };
+        let ports = f.ports();
+        let group = format!("{group}:7500");
+        let udp = format!("{},{}", ports[0], ports[1]);
+        for (j, (_, node, join, leave)) in f.receivers.iter().enumerate() {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &self.ns(node)])
+                .arg(&self.pgmcc)
+                .args(["recv", "--group", &group, "--udp-ports", &udp, "-q"])
+                .args(["--idle-timeout", "1h", "--out", "-"]);
+            // A receiver there from the start gets the whole stream (repairs
+            // included); one that joins later takes it from where it joined.
+            if *join > f.start {
+                c.arg("--allow-partial-start");
+            }
+            if silent.get(j).copied().unwrap_or(false) {
+                c.arg("--no-pgmcc");
+            }
+            self.add_receiver(f, node, (*join, *leave), c);
+        }
+        let stats = self.dir.join(format!("flow{}-send.json", f.id));
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(&f.from.1)])
+            .arg(&self.pgmcc)
+            .args(["send", "--group", &group, "--udp-ports", &udp, "-q"])
+            .args(["--linger", "1s", "--feedback-timeout", "0", "--stats"])
+            .arg(&stats)
+            .args(send_flags);
+        let input_ends = match bytes {
+            Some(n) => {
+                let file = self.dir.join(format!("flow{}.bin", f.id));
+                write_input(&file, *n)?;
+                c.arg(&file);
+                None
+            }
+            None => {
+                c.arg("-");
+                Some(f.stop.unwrap_or(self.end))
+            }
+        };
+        self.add_sender(f, c, input_ends);
+        Ok(())
+    }
+
+    /// A TCP flow: the sink at its receiver, the sender (Linux TCP, its congestion control and
+    /// SACK as asked) at the source.
+    fn tcp(&mut self, f: &Planned) -> Result<()> {
+        let How::Tcp { to, linux_cc, sack } = &f.how else {
+            return Ok(());
+        };
+        let ports = f.ports();
+        let (_, sink_node, ..) = &f.receivers[0];
+        let port = ports[0].to_string();
+        let count = self.dir.join(format!("flow{}-tcp.count", f.id));
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(sink_node), "python3"])
+            .arg(&self.script)
+            .args(["sink", "0.0.0.0", &port])
+            .arg(&count);
+        let log = self.dir.join(format!("flow{}-sink.log", f.id));
+        let i = self.add(f.id, format!("tcp sink {sink_node}"), log);
+        self.actions
+            .push((0.0, Action::Spawn(i, Box::new(c), None)));
+        let seconds = f.stop.unwrap_or(self.end) - f.start;
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(&f.from.1), "sh", "-c"]).arg(format!(
+            "sysctl -q -w net.ipv4.tcp_sack={} && exec python3 {} send {to} {port} {seconds:.3} {linux_cc}",
+            u8::from(*sack),
+            self.script.display()
+        ));
+        let log = self.dir.join(format!("flow{}-tcp.log", f.id));
+        let i = self.add(f.id, "tcp sender".into(), log);
+        self.actions
+            .push((sender_start(f), Action::Spawn(i, Box::new(c), None)));
+        Ok(())
+    }
+
+    /// An OpenPGM flow: `interop/pgm-recv` at each receiver, `interop/pgm-send` at the source.
+    fn openpgm(&mut self, f: &Planned) -> Result<()> {
+        let How::OpenPgm {
+            group,
+            bytes,
+            rate_bytes,
+            send,
+            recv,
+            addrs,
+        } = &f.how
+        else {
+            return Ok(());
+        };
+        let ports = f.ports();
+        let network = |node: usize| format!("{};{group}", addrs[node]);
+        let port = ports[0].to_string();
+        for (n, node, join, leave) in &f.receivers {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &self.ns(node)]).arg(recv).args([
+                "-n",
+                &network(*n),
+                "--port",
+                &port,
+                "--timeout",
+                "3600",
+            ]);
+            self.add_receiver(f, node, (*join, *leave), c);
+        }
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(&f.from.1)])
+            .arg(send)
+            .args([
+                "-n",
+                &network(f.from.0),
+                "--port",
+                &port,
+                "--msg-size",
+                "1400",
+            ])
+            .args(["--bytes", &bytes.to_string()])
+            .args(["--rate", &rate_bytes.to_string(), "--linger", "3600"]);
+        self.add_sender(f, c, None);
+        Ok(())
+    }
+
+    /// A uftp flow: `uftpd` at each receiver (done when the file lands), `uftp` with TFMCC at
+    /// the source.
+    fn uftp(&mut self, f: &Planned) -> Result<()> {
+        let How::Uftp { group, bytes, cc } = &f.how else {
+            return Ok(());
+        };
+        let ports = f.ports();
+        let name = format!("flow{}.bin", f.id);
+        let file = self.dir.join(&name);
+        write_input(&file, *bytes)?;
+        let port = ports[0].to_string();
+        let group = group.to_string();
+        for (_, node, join, leave) in &f.receivers {
+            // Received into `tmp`, moved to `dest` when the session completes.
+            let base = self.dir.join(format!("flow{}-uftpd-{node}", f.id));
+            let (dest, tmp) = (base.join("dest"), base.join("tmp"));
+            for d in [&dest, &tmp] {
+                std::fs::create_dir_all(d).with_context(|| format!("creating {}", d.display()))?;
+            }
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &self.ns(node), "uftpd", "-d", "-q"])
+                .args(["-M", &group, "-p", &port, "-I", "eth0", "-D"])
+                .arg(&dest)
+                .arg("-T")
+                .arg(&tmp);
+            let i = self.add_receiver(f, node, (*join, *leave), c);
+            self.procs[i].done_when = Some(dest.join(&name));
+        }
+        // The data goes to a private group beside the public one.
+        let octets = Ipv4Addr::new(239, 193, 0, (f.id % 250) as u8).to_string();
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            &self.ns(&f.from.1),
+            "uftp",
+            "-I",
+            "eth0",
+            "-Y",
+            "none",
+        ])
+        .args(["-M", &group, "-P", &octets, "-p", &port])
+        .args(["-u", &ports[1].to_string(), "-C", cc])
+        .arg(&file);
+        self.add_sender(f, c, None);
+        Ok(())
+    }
+
+    /// A NORM flow: `interop/norm-peer` receiving at each receiver and sending at the source.
+    fn norm(&mut self, f: &Planned) -> Result<()> {
+        let How::Norm {
+            group,
+            bytes,
+            send_flags,
+            program,
+        } = &f.how
+        else {
+            return Ok(());
+        };
+        let ports = f.ports();
+        let addr = group.to_string();
+        let port = ports[0].to_string();
+        for (_, node, join, leave) in &f.receivers {
+            let mut c = Command::new("ip");
+            c.args(["netns", "exec", &self.ns(node)])
+                .arg(program)
+                .args(["recv", "--addr", &addr, "--port", &port, "--iface", "eth0"]);
+            if let Some(n) = bytes {
+                c.args(["--bytes", &n.to_string()]);
+            }
+            self.add_receiver(f, node, (*join, *leave), c);
+        }
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.ns(&f.from.1)])
+            .arg(program)
+            .args(["send", "--addr", &addr, "--port", &port, "--iface", "eth0"])
+            .args(["--linger", "3600"])
+            .args(send_flags);
+        match bytes {
+            Some(n) => c.args(["--bytes", &n.to_string()]),
+            None => c.args([
+                "--seconds",
+                &format!("{:.3}", f.stop.unwrap_or(self.end) - f.start),
+            ]),
+        };
+        self.add_sender(f, c, None);
+        Ok(())
+    }
 }
 
 fn schedule(
