@@ -79,10 +79,11 @@ fn the_send_and_recv_examples_talk_to_each_other() {
     );
 }
 
-#[test]
-fn the_blocking_example_delivers_every_line() {
+/// Runs example `name` (one that needs no arguments); asserts it succeeded and printed
+/// `want`.
+fn run_alone(name: &str, want: &str) {
     let o = finish(
-        Command::new(example("blocking"))
+        Command::new(example(name))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -90,19 +91,19 @@ fn the_blocking_example_delivers_every_line() {
         Duration::from_secs(30),
     );
     assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("100 lines received"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains(want),
+        "{}",
+        text(&o)
+    );
+}
+
+#[test]
+fn the_blocking_example_delivers_every_line() {
+    run_alone("blocking", "100 lines received");
 }
 
 #[test]
 fn the_keyed_example_opens_what_it_sealed() {
-    let o = finish(
-        Command::new(example("keyed"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap(),
-        Duration::from_secs(30),
-    );
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("sealed with the group key"));
+    run_alone("keyed", "sealed with the group key");
 }
