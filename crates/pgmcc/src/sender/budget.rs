@@ -41,7 +41,7 @@ fn nak_source_bucket(from: IpAddr, tsi: &Tsi) -> usize {
 }
 
 /// What the budget's rates follow.
-pub(super) struct Session {
+pub(super) struct Inputs {
     /// The repair budget's share of the session rate (`SenderConfig::repair_budget`).
     pub repair_share: Option<f64>,
     /// One address's share (`SenderConfig::nak_source_share`).
@@ -84,7 +84,7 @@ impl RepairBudget {
     }
 
     /// Sets the rates from the controller's current rate and the group RTT.
-    pub(super) fn refresh(&mut self, now: Instant, s: &Session) {
+    pub(super) fn refresh(&mut self, now: Instant, s: &Inputs) {
         self.source_rate = None;
         let (Some(share), Some(m)) = (s.repair_share, s.metrics.as_ref()) else {
             self.bucket = None;

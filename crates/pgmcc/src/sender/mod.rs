@@ -406,19 +406,10 @@ impl Sender {
                 return;
             }
         };
-        let ours = repr.tsi() == self.config.tsi;
-        let feedback = match repr.body {
-            // NAKs count whichever session they name, as they always reach `on_nak`.
-            Body::Nak(_) => true,
-            Body::Ack(_) => ours && repr.sport == self.config.dport,
-            Body::Spmr => ours,
-            _ => false,
-        };
-        if feedback {
-            self.ending.heard(now);
-        }
         match repr.body {
             Body::Nak(nak) => {
+                // A receiver is there (NAKs count whichever session they name).
+                self.ending.heard(now);
                 let rtt = report_rtt(now, &repr.options);
                 if self.is_ours(&repr, &nak) {
                     self.note_receiver(now, from, rtt);
@@ -463,6 +454,7 @@ impl Sender {
                 }
             }
             Body::Ack(ack) if repr.tsi() == self.config.tsi && repr.sport == self.config.dport => {
+                self.ending.heard(now);
                 self.stats.acks_received += 1;
                 // An ACK for data never sent is forged or stale: the controller never sees it.
                 if self.stats.odata_packets == 0 || crate::sqn::gt(ack.rx_max, self.txw.lead()) {
@@ -493,6 +485,7 @@ impl Sender {
                 }
             }
             Body::Spmr if repr.tsi() == self.config.tsi => {
+                self.ending.heard(now);
                 self.stats.spmrs_received += 1;
                 self.spm_now = true;
             }
@@ -579,14 +572,14 @@ impl Sender {
 
     /// Sets the repair budget's rates from the controller's current rate and the group RTT.
     fn refresh_budget(&mut self, now: Instant) {
-        let session = budget::Session {
+        let inputs = budget::Inputs {
             repair_share: self.config.repair_budget,
             source_share: self.config.nak_source_share,
             metrics: self.cc.as_ref().map(|c| c.metrics()),
             grtt: self.grtt(now),
             max_tpdu: self.config.max_tpdu,
         };
-        self.budget.refresh(now, &session);
+        self.budget.refresh(now, &inputs);
     }
 
     /// True when `from`'s share ([`SenderConfig::nak_source_share`]) lets it queue `packets`
@@ -732,7 +725,8 @@ impl Sender {
             idle: self.is_idle(),
             drained: self.closing && self.queued_packets() == 0,
             cc: self.cc.is_some(),
-            grtt: self.grtt(now),
+            // Only a linger (after close) depends on it: not measured on every datagram.
+            grtt: self.closing.then(|| self.grtt(now)).flatten(),
             reports: &self.reports,
         };
         self.ending.update(&state);
