@@ -22,6 +22,7 @@ mod receiver;
 mod sender;
 pub mod signing;
 pub mod socket;
+pub mod transfer;
 mod wire;
 pub mod zmq;
 

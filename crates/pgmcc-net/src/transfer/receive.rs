@@ -1,0 +1,1 @@
+//! The receiving side of a transfer: [`TransferReceiver`].

@@ -1,0 +1,1 @@
+//! The sending side of a transfer over its passes: [`TransferSender`].
