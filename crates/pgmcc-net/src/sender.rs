@@ -144,6 +144,16 @@ impl DeliveryStatus {
             _ => DeliveryStatus::Failed,
         }
     }
+
+    /// The status OPT_OUTCOME carries for this one.
+    pub fn wire(self) -> u8 {
+        match self {
+            DeliveryStatus::Complete => pgm_wire::OUTCOME_COMPLETE,
+            DeliveryStatus::Partial => pgm_wire::OUTCOME_PARTIAL,
+            DeliveryStatus::AwaitingPass => pgm_wire::OUTCOME_AWAITING_PASS,
+            DeliveryStatus::Failed => pgm_wire::OUTCOME_FAILED,
+        }
+    }
 }
 
 impl SenderOptions {

@@ -14,5 +14,8 @@
 //! Both are plain state machines: `pgmcc send` and `pgmcc recv` drive them with sockets,
 //! files and timers, and the unit tests next to them drive them with nothing at all.
 
+mod ranges;
 pub mod receive;
 pub mod send;
+
+pub use ranges::Ranges;

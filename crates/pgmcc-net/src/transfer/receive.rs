@@ -1,1 +1,0 @@
-//! The receiving side of a transfer: [`TransferReceiver`].
