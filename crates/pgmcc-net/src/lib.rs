@@ -16,6 +16,7 @@
 mod batch;
 pub mod blocking;
 mod clock;
+mod driver;
 mod error;
 pub mod keyed;
 mod receiver;

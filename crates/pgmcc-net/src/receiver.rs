@@ -12,6 +12,7 @@ use tokio::task::JoinHandle;
 use tracing::debug;
 
 use crate::clock::{entropy, Clock};
+use crate::driver::{drive, Role};
 use crate::error::Error;
 use crate::keyed::{Direction, Envelope, Key, KeyedStats};
 use crate::signing::TrustedKey;
@@ -181,15 +182,14 @@ impl Receiver {
         debug!(%local, group = %opts.group, "pgm receiver joined");
         let batch = batched(&recv, setup.encapsulation, 1);
         let faults = (Faults::every(opts.drop_every), FaultOn::Incoming);
-        let driver = Driver {
-            core,
-            wire: Wire::new(recv, Some(send), batch, setup, envelope, faults),
-            clock,
+        let wire = Wire::new(recv, Some(send), batch, setup, envelope, faults);
+        let role = Driver {
             events: event_tx,
             status: status_tx,
             reports: report_rx,
+            stop: stop_rx,
         };
-        let task = tokio::spawn(driver.run(stop_rx));
+        let task = tokio::spawn(drive(core, wire, clock, role));
         Ok(Receiver {
             events: event_rx,
             status: status_rx,
@@ -247,70 +247,97 @@ impl Receiver {
     }
 }
 
+/// The receiver's side of the event loop: events to the application, its delivery reports
+/// to the core, and its status.
 struct Driver {
-    core: pgmcc::Receiver,
-    /// The sockets, keyed mode's envelope, batching, fault injection.
-    wire: Wire,
-    clock: Clock,
     events: mpsc::Sender<Event>,
     status: watch::Sender<ReceiverStatus>,
     reports: mpsc::Receiver<(pgm_wire::Tsi, pgm_wire::Outcome)>,
+    stop: oneshot::Receiver<()>,
 }
 
 /// Copies of each delivery report (`Receiver::report`).
 const REPORT_COPIES: u32 = 3;
 
-impl Driver {
-    async fn run(mut self, mut stop: oneshot::Receiver<()>) -> ReceiverStatus {
-        let mut next_status = self.clock.now();
-        loop {
-            let now = self.clock.now();
-            if self.core.poll_timeout().is_some_and(|d| d <= now) {
-                self.core.handle_timeout(now);
+/// What a receiving application asks of its driver.
+enum Ask {
+    /// Leave the group.
+    Stop,
+    /// Send this delivery report.
+    Report(pgm_wire::Tsi, pgm_wire::Outcome),
+}
+
+impl Role for Driver {
+    type Core = pgmcc::Receiver;
+    type Input = Ask;
+    type Out = ReceiverStatus;
+    // Up to 8 `recvmmsg` batches (256 buffers) of what is queued, then the feedback they
+    // caused goes out.
+    const READ_CALLS: usize = 8;
+
+    async fn after_flush(
+        &mut self,
+        core: &mut pgmcc::Receiver,
+        wire: &Wire,
+        now: pgmcc::Instant,
+    ) -> Option<ReceiverStatus> {
+        // Hand events over; a slow application stalls reading, and the network's losses
+        // that follow are repaired like any others.
+        while let Some(ev) = core.poll_event() {
+            if self.events.send(ev).await.is_err() {
+                return Some(self.snapshot(core, wire, now));
             }
-            self.wire.flush(&mut self.core, now).await;
-            // Hand events over; a slow application stalls reading, and the network's
-            // losses that follow are repaired like any others.
-            while let Some(ev) = self.core.poll_event() {
-                if self.events.send(ev).await.is_err() {
-                    return self.publish(now);
-                }
-            }
-            if now >= next_status {
-                self.publish(now);
-                next_status = now + Duration::from_millis(100);
-            }
-            let deadline = self
-                .core
-                .poll_timeout()
-                .unwrap_or(now + Duration::from_secs(1))
-                .min(next_status);
-            let wake = self.clock.deadline(deadline);
-            tokio::select! {
-                _ = &mut stop => return self.publish(self.clock.now()),
-                Some((tsi, outcome)) = self.reports.recv() => {
-                    if !self.core.report(tsi, outcome) {
-                        debug!(%tsi, "no source address known for the delivery report");
-                    }
-                }
-                // Up to 8 `recvmmsg` batches (256 buffers) of what is queued, then the
-                // feedback they caused goes out.
-                () = self.wire.readable() => self.wire.take_queued(&mut self.core, &self.clock, 8),
-                _ = tokio::time::sleep_until(wake) => {}
-            }
+        }
+        None
+    }
+
+    fn publish(&mut self, core: &pgmcc::Receiver, wire: &Wire, now: pgmcc::Instant) {
+        self.snapshot(core, wire, now);
+    }
+
+    async fn wait(&mut self) -> Ask {
+        tokio::select! {
+            _ = &mut self.stop => Ask::Stop,
+            Some((tsi, outcome)) = self.reports.recv() => Ask::Report(tsi, outcome),
+            else => std::future::pending().await,
         }
     }
 
-    fn publish(&mut self, now: pgmcc::Instant) -> ReceiverStatus {
+    async fn apply(
+        &mut self,
+        ask: Ask,
+        core: &mut pgmcc::Receiver,
+        wire: &mut Wire,
+        clock: &Clock,
+    ) -> Option<ReceiverStatus> {
+        match ask {
+            Ask::Stop => Some(self.snapshot(core, wire, clock.now())),
+            Ask::Report(tsi, outcome) => {
+                if !core.report(tsi, outcome) {
+                    debug!(%tsi, "no source address known for the delivery report");
+                }
+                None
+            }
+        }
+    }
+}
+
+impl Driver {
+    /// The status now, published and returned.
+    fn snapshot(
+        &mut self,
+        core: &pgmcc::Receiver,
+        wire: &Wire,
+        now: pgmcc::Instant,
+    ) -> ReceiverStatus {
         let status = ReceiverStatus {
             elapsed_secs: now.as_nanos() as f64 / 1e9,
-            stats: self.core.stats().clone(),
-            send_errors: self.wire.send_errors(),
-            injected_drops: self.wire.injected_drops(),
-            keyed: self.wire.keyed(),
-            sealed_without_key: self.wire.sealed_without_key(),
-            sessions: self
-                .core
+            stats: core.stats().clone(),
+            send_errors: wire.send_errors(),
+            injected_drops: wire.injected_drops(),
+            keyed: wire.keyed(),
+            sealed_without_key: wire.sealed_without_key(),
+            sessions: core
                 .sessions()
                 .map(|(tsi, heard)| SessionStatus {
                     tsi: tsi.to_string(),

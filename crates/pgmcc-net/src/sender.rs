@@ -13,6 +13,7 @@ use tokio::task::JoinHandle;
 use tracing::{debug, info, trace, warn};
 
 use crate::clock::{entropy, Clock};
+use crate::driver::{drive, Role};
 use crate::error::Error;
 use crate::keyed::{self, Direction, Envelope, Key, KeyedStats};
 use crate::signing::SourceKey;
@@ -344,16 +345,16 @@ impl Sender {
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
         let faults = (Faults::every(opts.drop_every), FaultOn::OutgoingOdata);
-        let driver = Driver {
-            core,
-            wire: Wire::new(sock, None, batch, setup, envelope, faults),
-            clock,
+        let wire = Wire::new(sock, None, batch, setup, envelope, faults);
+        let role = Driver {
             apdus: apdu_rx,
             abort: abort_rx,
             manifests: manifest_rx,
             status: status_tx,
+            pending: None,
+            closed: false,
         };
-        let task = tokio::spawn(driver.run());
+        let task = tokio::spawn(drive(core, wire, clock, role));
         Ok(Sender {
             apdus: Some(apdu_tx),
             abort: abort_tx,
@@ -479,132 +480,159 @@ impl Aborter {
     }
 }
 
+/// The source's side of the event loop: the application's messages, manifest and abort
+/// into the core, the core's end and status out.
 struct Driver {
-    core: pgmcc::Sender,
-    /// The socket, keyed mode's envelope, batching, fault injection.
-    wire: Wire,
-    clock: Clock,
     apdus: mpsc::Receiver<Vec<u8>>,
     abort: mpsc::Receiver<()>,
     manifests: mpsc::Receiver<pgm_wire::Manifest>,
     status: watch::Sender<SenderStatus>,
+    /// A message the core's full queue refused: it goes first when there is room.
+    pending: Option<Vec<u8>>,
+    /// The application closed: everything it wrote is in the core (or `pending`).
+    closed: bool,
+}
+
+/// What a sending application asks of its driver.
+enum Ask {
+    Abort,
+    Manifest(pgm_wire::Manifest),
+    /// A message, or `None`: the application closed.
+    Message(Option<Vec<u8>>),
+}
+
+impl Role for Driver {
+    type Core = pgmcc::Sender;
+    type Input = Ask;
+    type Out = Result<SenderStatus, Error>;
+    const READ_CALLS: usize = 4;
+
+    fn feed(&mut self, core: &mut pgmcc::Sender) {
+        // Move as many queued messages into the core as it takes.
+        while let Some(apdu) = self
+            .pending
+            .take()
+            .or_else(|| (!self.closed).then(|| self.apdus.try_recv().ok()).flatten())
+        {
+            match core.send(&apdu) {
+                Ok(()) => {}
+                Err(SendError::WouldBlock) => {
+                    self.pending = Some(apdu);
+                    break;
+                }
+                Err(e) => warn!(error = %e, "message dropped by the core"),
+            }
+        }
+    }
+
+    async fn after_flush(
+        &mut self,
+        core: &mut pgmcc::Sender,
+        wire: &Wire,
+        now: pgmcc::Instant,
+    ) -> Option<Self::Out> {
+        drain_events(core);
+        // The core decides when the session is over (linger, expected reports) or given up
+        // (feedback timeout, longest run).
+        match core.end().cloned() {
+            Some(SessionEnd::Finished) => Some(Ok(self.snapshot(core, wire, now, true))),
+            Some(SessionEnd::Abandoned(reason)) => {
+                info!("{reason}");
+                let status = Box::new(self.snapshot(core, wire, now, true));
+                Some(Err(Error::Abandoned { reason, status }))
+            }
+            None => None,
+        }
+    }
+
+    fn publish(&mut self, core: &pgmcc::Sender, wire: &Wire, now: pgmcc::Instant) {
+        self.snapshot(core, wire, now, false);
+    }
+
+    async fn wait(&mut self) -> Ask {
+        let accepting = self.pending.is_none() && !self.closed;
+        tokio::select! {
+            Some(()) = self.abort.recv() => Ask::Abort,
+            Some(m) = self.manifests.recv() => Ask::Manifest(m),
+            m = self.apdus.recv(), if accepting => Ask::Message(m),
+            else => std::future::pending().await,
+        }
+    }
+
+    async fn apply(
+        &mut self,
+        ask: Ask,
+        core: &mut pgmcc::Sender,
+        wire: &mut Wire,
+        clock: &Clock,
+    ) -> Option<Self::Out> {
+        match ask {
+            Ask::Abort => return Some(Ok(self.send_reset(core, wire, clock).await)),
+            Ask::Manifest(m) => core.set_manifest(Some(m)),
+            Ask::Message(Some(apdu)) => self.pending = Some(apdu),
+            Ask::Message(None) => {
+                // A manifest set before closing goes out with the end.
+                while let Ok(m) = self.manifests.try_recv() {
+                    core.set_manifest(Some(m));
+                }
+                core.close();
+                self.closed = true;
+                debug!("pgm source closing");
+            }
+        }
+        None
+    }
+}
+
+/// Takes the core's congestion-control events (its queue is bounded; draining it keeps the
+/// newest) and logs them.
+fn drain_events(core: &mut pgmcc::Sender) {
+    while let Some(ev) = core.poll_event() {
+        match ev {
+            CcEvent::AckerChanged { from, to } => {
+                info!(?from, %to, "acker changed")
+            }
+            CcEvent::Stalled { stalls_in_a_row } => {
+                info!(stalls_in_a_row, "no feedback: congestion control restarted")
+            }
+            CcEvent::Congestion { window } => debug!(window, "congestion: window cut"),
+            CcEvent::TokensAvailable { tokens } => trace!(tokens, "tokens available"),
+        }
+    }
 }
 
 impl Driver {
-    async fn run(mut self) -> Result<SenderStatus, Error> {
-        let mut pending: Option<Vec<u8>> = None;
-        let mut closed = false;
-        let mut next_status = self.clock.now();
-        loop {
-            let now = self.clock.now();
-            // Move as many queued messages into the core as it takes.
-            while let Some(apdu) = pending
-                .take()
-                .or_else(|| (!closed).then(|| self.apdus.try_recv().ok()).flatten())
-            {
-                match self.core.send(&apdu) {
-                    Ok(()) => {}
-                    Err(SendError::WouldBlock) => {
-                        pending = Some(apdu);
-                        break;
-                    }
-                    Err(e) => warn!(error = %e, "message dropped by the core"),
-                }
-            }
-            if self.core.poll_timeout().is_some_and(|d| d <= now) {
-                self.core.handle_timeout(now);
-            }
-            self.wire.flush(&mut self.core, now).await;
-            self.drain_events();
-            // The core decides when the session is over (linger, expected reports) or
-            // given up (feedback timeout, longest run).
-            match self.core.end().cloned() {
-                Some(SessionEnd::Finished) => break,
-                Some(SessionEnd::Abandoned(reason)) => {
-                    info!("{reason}");
-                    let status = Box::new(self.publish(now, true));
-                    return Err(Error::Abandoned { reason, status });
-                }
-                None => {}
-            }
-            if now >= next_status {
-                self.publish(now, false);
-                next_status = now + Duration::from_millis(100);
-            }
-            let deadline = self
-                .core
-                .poll_timeout()
-                .unwrap_or(now + Duration::from_secs(1))
-                .min(next_status);
-            let wake = self.clock.deadline(deadline);
-            let accepting = pending.is_none() && !closed;
-            tokio::select! {
-                Some(()) = self.abort.recv() => {
-                    return Ok(self.send_reset().await);
-                }
-                Some(m) = self.manifests.recv() => self.core.set_manifest(Some(m)),
-                // Take what is queued (a few `recvmmsg` calls at most, so that sending
-                // resumes soon).
-                () = self.wire.readable() => self.wire.take_queued(&mut self.core, &self.clock, 4),
-                m = self.apdus.recv(), if accepting => {
-                    match m {
-                        Some(apdu) => pending = Some(apdu),
-                        None => {
-                            // The application closed: everything it wrote is in the core
-                            // (or `pending`, handled above on the next turn). A manifest it
-                            // set before closing goes out with the end.
-                            while let Ok(m) = self.manifests.try_recv() {
-                                self.core.set_manifest(Some(m));
-                            }
-                            self.core.close();
-                            closed = true;
-                            debug!("pgm source closing");
-                        }
-                    }
-                }
-                _ = tokio::time::sleep_until(wake) => {}
-            }
-        }
-        let now = self.clock.now();
-        Ok(self.publish(now, true))
-    }
-
     /// Aborts: the core sends its OPT_RST burst, then the final status.
-    async fn send_reset(&mut self) -> SenderStatus {
-        self.core.abort(0);
+    async fn send_reset(
+        &mut self,
+        core: &mut pgmcc::Sender,
+        wire: &mut Wire,
+        clock: &Clock,
+    ) -> SenderStatus {
+        core.abort(0);
         for _ in 0..16 {
-            let now = self.clock.now();
-            self.wire.flush(&mut self.core, now).await;
-            if self.core.is_idle() {
+            let now = clock.now();
+            wire.flush(core, now).await;
+            if core.is_idle() {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        self.publish(self.clock.now(), true)
+        self.snapshot(core, wire, clock.now(), true)
     }
 
-    /// Takes the core's congestion-control events (its queue is bounded; draining it keeps
-    /// the newest) and logs them.
-    fn drain_events(&mut self) {
-        while let Some(ev) = self.core.poll_event() {
-            match ev {
-                CcEvent::AckerChanged { from, to } => {
-                    info!(?from, %to, "acker changed")
-                }
-                CcEvent::Stalled { stalls_in_a_row } => {
-                    info!(stalls_in_a_row, "no feedback: congestion control restarted")
-                }
-                CcEvent::Congestion { window } => debug!(window, "congestion: window cut"),
-                CcEvent::TokensAvailable { tokens } => trace!(tokens, "tokens available"),
-            }
-        }
-    }
-
-    fn publish(&mut self, now: pgmcc::Instant, finished: bool) -> SenderStatus {
-        let m = self.core.cc_metrics();
+    /// The status now, published and returned.
+    fn snapshot(
+        &mut self,
+        core: &pgmcc::Sender,
+        wire: &Wire,
+        now: pgmcc::Instant,
+        finished: bool,
+    ) -> SenderStatus {
+        let m = core.cc_metrics();
         let status = SenderStatus {
             elapsed_secs: now.as_nanos() as f64 / 1e9,
-            stats: self.core.stats().clone(),
+            stats: core.stats().clone(),
             acker: m.as_ref().and_then(|m| m.acker),
             report_bar: m
                 .as_ref()
@@ -612,38 +640,37 @@ impl Driver {
                 .map(|op| f64::from(op.loss) / 65536.0),
             window: m.as_ref().and_then(|m| m.packets_per_rtt()),
             cc: m.map(|m| m.stats),
-            send_errors: self.wire.send_errors(),
-            injected_drops: self.wire.injected_drops(),
-            data_sent_secs: self.core.data_sent_at().map(|t| t.as_nanos() as f64 / 1e9),
+            send_errors: wire.send_errors(),
+            injected_drops: wire.injected_drops(),
+            data_sent_secs: core.data_sent_at().map(|t| t.as_nanos() as f64 / 1e9),
             finished,
-            keyed: self.wire.keyed(),
-            sealed_without_key: self.wire.sealed_without_key(),
-            reports: self.reports(),
+            keyed: wire.keyed(),
+            sealed_without_key: wire.sealed_without_key(),
+            reports: reports(core),
             // Up to 65,536 addresses: listed once, in the final status, not every 100 ms.
             heard: if finished {
-                let mut h: Vec<IpAddr> = self.core.receivers_heard().collect();
+                let mut h: Vec<IpAddr> = core.receivers_heard().collect();
                 h.sort_unstable();
                 h
             } else {
                 Vec::new()
             },
-            acker_reached: self.core.acker_reached(),
+            acker_reached: core.acker_reached(),
         };
         self.status.send_replace(status.clone());
         status
     }
+}
 
-    /// The core's delivery reports, for the application.
-    fn reports(&self) -> Vec<DeliveryReport> {
-        self.core
-            .reports()
-            .map(|(receiver, o)| DeliveryReport {
-                receiver,
-                status: DeliveryStatus::from_wire(o.status),
-                bytes: o.bytes,
-                sha256: o.sha256.iter().map(|b| format!("{b:02x}")).collect(),
-                reason: o.reason.clone(),
-            })
-            .collect()
-    }
+/// The core's delivery reports, for the application.
+fn reports(core: &pgmcc::Sender) -> Vec<DeliveryReport> {
+    core.reports()
+        .map(|(receiver, o)| DeliveryReport {
+            receiver,
+            status: DeliveryStatus::from_wire(o.status),
+            bytes: o.bytes,
+            sha256: o.sha256.iter().map(|b| format!("{b:02x}")).collect(),
+            reason: o.reason.clone(),
+        })
+        .collect()
 }

@@ -21,6 +21,10 @@ pub(crate) trait Core {
     fn handle(&mut self, now: Instant, from: IpAddr, pgm: &[u8]);
     /// The next datagram to send, if one is due.
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit>;
+    /// When the core next needs [`Core::handle_timeout`].
+    fn poll_timeout(&self) -> Option<Instant>;
+    /// Runs the timers due at `now`.
+    fn handle_timeout(&mut self, now: Instant);
 }
 
 impl Core for pgmcc::Sender {
@@ -30,6 +34,12 @@ impl Core for pgmcc::Sender {
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         pgmcc::Sender::poll_transmit(self, now, buf)
     }
+    fn poll_timeout(&self) -> Option<Instant> {
+        pgmcc::Sender::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        pgmcc::Sender::handle_timeout(self, now);
+    }
 }
 
 impl Core for pgmcc::Receiver {
@@ -38,6 +48,12 @@ impl Core for pgmcc::Receiver {
     }
     fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         pgmcc::Receiver::poll_transmit(self, now, buf)
+    }
+    fn poll_timeout(&self) -> Option<Instant> {
+        pgmcc::Receiver::poll_timeout(self)
+    }
+    fn handle_timeout(&mut self, now: Instant) {
+        pgmcc::Receiver::handle_timeout(self, now);
     }
 }
 
