@@ -6,6 +6,7 @@
 //! show the user (progress, final statistics, the sha256).
 
 pub(crate) mod args;
+mod input;
 mod keygen;
 mod output;
 mod packer;
