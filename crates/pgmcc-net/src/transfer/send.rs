@@ -62,9 +62,9 @@ pub struct PassOptions {
     pub another_pass: bool,
 }
 
-/// What follows a pass ([`TransferSender::pass_ended`]).
+/// What follows a pass ([`TransferSender::pass_ended`]). Exhaustive: a driver handles
+/// both.
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum PassDecision {
     /// Another pass goes out (the transfer moved on to it), for this reason.
     NextPass {
