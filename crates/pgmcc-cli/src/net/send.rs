@@ -14,18 +14,13 @@ use pgmcc_net::transfer::send::{NextPassReason, PassDecision, TransferSender, Ve
 use pgmcc_net::DeliveryStatus::{self, AwaitingPass, Complete};
 use pgmcc_net::{CcConfig, Sender, SenderOptions};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
 
 use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs, Peer};
+use super::feed::{send_input, Read};
 use super::input::Input;
-use super::packer::Packer;
 use super::report::{hex_string, progress, write_stats, LineProgress};
+use super::send_progress::Shown;
 use super::{runtime, Signals};
-
-/// How long bytes short of a full packet wait for more input: a live stream's last bytes
-/// go out this much later than they were read, and a file's reads come back to back.
-const PACKER_WAIT: Duration = Duration::from_millis(20);
 
 /// Arguments of `pgmcc send`.
 #[derive(Debug, ClapArgs)]
@@ -487,43 +482,6 @@ enum PassEnd {
     Stopped(SendReport, ExitCode),
 }
 
-/// What a pass shows while it runs: the bar, the progress lines, and the warning that no
-/// receiver acts as acker (once).
-struct Shown {
-    pb: ProgressBar,
-    lines: LineProgress,
-    /// The input's size, when known.
-    len: Option<u64>,
-    cc_on: bool,
-    /// The acker warning was given.
-    warned: bool,
-}
-
-impl Shown {
-    /// The bar and the progress line, `total` bytes read so far ([`show_progress`]).
-    fn progress(&mut self, st: &pgmcc_net::SenderStatus, total: u64) {
-        show_progress(st, total, self.len, &self.pb, &mut self.lines);
-    }
-
-    /// The acker warning, when due ([`warn_if_no_acker`]).
-    fn acker(&mut self, st: &pgmcc_net::SenderStatus) {
-        warn_if_no_acker(st, self.cc_on, &mut self.warned, &self.pb);
-    }
-}
-
-/// What reading the input for a pass came to.
-struct Read {
-    /// Bytes read, and handed to the source.
-    total: u64,
-    /// Their SHA-256.
-    sha256: [u8; 32],
-    /// Ctrl-C (or SIGTERM) arrived.
-    interrupted: bool,
-    /// The input failed part way (a file vanished or shrank), or is not the first pass's:
-    /// receivers are told, as on Ctrl-C, and nothing claims the transfer is complete.
-    input_error: Option<String>,
-}
-
 /// One pass: a session of its own (a new TSI) that sends the whole input once, lingers for
 /// repairs and the delivery reports, and closes.
 async fn one_pass(
@@ -586,116 +544,6 @@ async fn one_pass(
     }
     let closed = close(tx, &aborter, stop, &mut read, &mut shown).await;
     pass_end(closed, &read, id, &of, sending_secs, &shown.pb)
-}
-
-/// Reads the input and hands it to the source in packet-sized messages, until it ends or
-/// fails, the source's task ends, or Ctrl-C.
-async fn send_input(
-    tx: &mut Sender,
-    mut input: Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-    mut producer: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-    zeromq: bool,
-    shown: &mut Shown,
-    stop: &mut Signals,
-) -> Read {
-    let mut hash = Sha256::new();
-    let mut total = 0u64;
-    // Large reads (each tokio file read is a trip to a blocking thread), cut into
-    // packet-sized messages so nothing needs fragmenting; what is left of a read waits for
-    // the next one (`Packer`), so packets are full. For ZeroMQ subscribers each packet is
-    // one whole ZeroMQ message in their framing (pgmcc_net::zmq).
-    let room = |tsdu: usize| {
-        if zeromq {
-            tsdu.saturating_sub(pgmcc_net::zmq::ZMQ_APDU_OVERHEAD)
-                .max(1)
-        } else {
-            tsdu
-        }
-    };
-    let mut packer = Packer::new(room(tx.first_tsdu()), room(tx.max_tsdu()));
-    let mut buf = vec![0u8; 256 * room(tx.max_tsdu())];
-    let mut ended = false;
-    let mut interrupted = false;
-    let mut input_error: Option<String> = None;
-    // A write fails only when the source's task ended: `close` then says why.
-    'input: while !ended {
-        let waiting = packer.has_rest();
-        let read = tokio::select! {
-            r = input.read(&mut buf) => Some(r),
-            () = stop.recv() => {
-                interrupted = true;
-                break 'input;
-            }
-            // The input paused: what waits for a full packet goes now.
-            () = tokio::time::sleep(PACKER_WAIT), if waiting => None,
-        };
-        let n = match read {
-            None => 0,
-            Some(Ok(n)) => n,
-            Some(Err(e)) => {
-                input_error = Some(format!("reading the input: {e}"));
-                break 'input;
-            }
-        };
-        if read.is_some() && n == 0 {
-            ended = true;
-            // A tree's archive ends when its writer does: ask it whether it finished.
-            if let Some(p) = producer.take() {
-                match p.await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => input_error = Some(format!("reading the input: {e}")),
-                    Err(e) => input_error = Some(format!("reading the input: {e}")),
-                }
-            }
-            if input_error.is_some() {
-                break;
-            }
-        }
-        let block = buf.get(..n).unwrap_or_default();
-        hash.update(block);
-        let mut messages = packer.push(block);
-        if read.is_none() || ended {
-            messages.extend(packer.flush());
-        }
-        for message in messages {
-            let framed;
-            let chunk = if zeromq {
-                framed = pgmcc_net::zmq::zmq_apdu(&message);
-                &framed[..]
-            } else {
-                &message[..]
-            };
-            // Waits while congestion control holds the queue full; look up now and then.
-            loop {
-                let written = tokio::select! {
-                    r = tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)) => r,
-                    () = stop.recv() => {
-                        interrupted = true;
-                        break 'input;
-                    }
-                };
-                match written {
-                    Ok(Ok(())) => break,
-                    Ok(Err(_)) => break 'input,
-                    Err(_) => {
-                        let st = tx.status();
-                        shown.acker(&st);
-                        shown.progress(&st, total);
-                    }
-                }
-            }
-        }
-        total += n as u64;
-        let st = tx.status();
-        shown.progress(&st, total);
-        shown.acker(&st);
-    }
-    Read {
-        total,
-        sha256: hash.finalize().into(),
-        interrupted,
-        input_error,
-    }
 }
 
 /// Closes the pass's session: the source drains its queue and lingers for repairs and
@@ -838,66 +686,6 @@ fn cc_config(args: &SendArgs, max_tpdu: usize) -> Result<CcConfig> {
         lw.ceiling = ceiling;
     }
     Ok(cc)
-}
-
-/// The bar and the progress line: what has left as ODATA (of `total` read so far, of `len`
-/// if known), not what was read, since the source queues what it is given; and the status.
-fn show_progress(
-    st: &pgmcc_net::SenderStatus,
-    total: u64,
-    len: Option<u64>,
-    pb: &ProgressBar,
-    lines: &mut LineProgress,
-) {
-    let left = st.stats.odata_bytes.min(total);
-    pb.set_position(left);
-    lines.tick(left, len);
-    pb.set_message(sender_message(st));
-}
-
-/// pgmcc needs a receiver that answers its election with ACKs; OpenPGM receivers never do
-/// (their PGMCC is broken, docs/interop.md), and the session then crawls at one packet per
-/// stall timeout. Say so once instead of looking hung.
-fn warn_if_no_acker(
-    st: &pgmcc_net::SenderStatus,
-    cc_on: bool,
-    warned: &mut bool,
-    pb: &ProgressBar,
-) {
-    if cc_on
-        && !*warned
-        && st.elapsed_secs > 5.0
-        && st.acker.is_none()
-        && st.stats.acks_received == 0
-    {
-        *warned = true;
-        pb.suspend(|| {
-            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --peer openpgm --rate-max RATE, or add one pgmcc receiver to the group to act as acker.");
-        });
-    }
-}
-
-/// The progress line: acker, its loss, the window, NAKs and repairs so far.
-fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
-    let mut m = String::new();
-    if let Some(a) = st.acker {
-        m.push_str(&format!("acker {a}"));
-        if let Some(n) = st.acker_reached {
-            // What the acker confirmed, against what left.
-            m.push_str(&format!(" at {n}/{} packets", st.stats.odata_packets));
-        }
-        if let Some(l) = st.report_bar {
-            m.push_str(&format!(" loss {:.2}%", l * 100.0));
-        }
-    }
-    if let Some(w) = st.window {
-        m.push_str(&format!(" window {w:.1}"));
-    }
-    m.push_str(&format!(
-        " NAKs {} repairs {}",
-        st.stats.naks_received, st.stats.rdata_packets
-    ));
-    m
 }
 
 /// `--fec N`: 0, or a transmission group size the code supports.
