@@ -21,6 +21,8 @@ pub(super) struct Read {
     pub(super) total: u64,
     /// Their SHA-256.
     pub(super) sha256: [u8; 32],
+    /// The input was read to its end: `sha256` is the whole input's.
+    pub(super) whole: bool,
     /// Ctrl-C (or SIGTERM) arrived.
     pub(super) interrupted: bool,
     /// The input failed part way (a file vanished or shrank), or is not the first pass's:
@@ -133,6 +135,7 @@ pub(super) async fn send_input(
     Read {
         total,
         sha256: hash.finalize().into(),
+        whole: ended && input_error.is_none(),
         interrupted,
         input_error,
     }

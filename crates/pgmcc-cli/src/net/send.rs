@@ -528,7 +528,8 @@ async fn one_pass(
     let mut read = send_input(&mut tx, input, producer, zeromq, &mut shown, stop).await;
     let sending_secs = started.elapsed().as_secs_f64();
     let id = (tx.tsi(), tx.local_addr());
-    if read.input_error.is_none() {
+    // Only a whole input's hash says whether it is the first pass's stream.
+    if read.whole {
         if let Err(e) = transfer.input_read(read.sha256) {
             read.input_error = Some(e.to_string());
         }
