@@ -1,11 +1,14 @@
 //! `pgmcc send` and `pgmcc recv`: files and streams over a real network.
 //!
 //! One file per job: [`args`] holds the network options both subcommands share,
-//! [`send`] the source, [`recv`] the receiver, [`output`] where received bytes go (a file
+//! [`send`] the source (what it reads in [`input`], fed to its sessions by [`feed`], shown
+//! by [`send_progress`]), [`recv`] the receiver, [`output`] where received bytes go (a file
 //! renamed into place only when complete, or standard output), and [`report`] what both
 //! show the user (progress, final statistics, the sha256).
 
 pub(crate) mod args;
+mod feed;
+mod input;
 mod keygen;
 mod output;
 mod packer;
@@ -13,6 +16,7 @@ mod pieces;
 mod recv;
 mod report;
 mod send;
+mod send_progress;
 mod tree;
 
 pub(crate) use keygen::{keygen, KeygenArgs};

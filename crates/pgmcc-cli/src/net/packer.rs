@@ -4,7 +4,7 @@
 //! read on its own leaves a short packet at the end of every read: 2% of the packets at
 //! half size, each taking a whole slot in a packet-counted queue. The packer carries the
 //! rest of a read over to the next one, so every message but the last fills its packet;
-//! `send` flushes the rest when the input ends or pauses.
+//! `feed::send_input` flushes the rest when the input ends or pauses.
 
 /// Packet-sized messages from a stream of reads.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! congestion controlled.
 
 use std::net::Ipv4Addr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -10,20 +10,17 @@ use anyhow::{bail, Context, Result};
 use clap::Args as ClapArgs;
 use indicatif::ProgressBar;
 use pgmcc::cc::Controller;
+use pgmcc_net::transfer::send::{NextPassReason, PassDecision, TransferSender, Verdict};
 use pgmcc_net::DeliveryStatus::{self, AwaitingPass, Complete};
 use pgmcc_net::{CcConfig, Sender, SenderOptions};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
-use tokio::io::AsyncReadExt;
 
 use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs, Peer};
-use super::packer::Packer;
+use super::feed::{send_input, Read};
+use super::input::Input;
 use super::report::{hex_string, progress, write_stats, LineProgress};
+use super::send_progress::Shown;
 use super::{runtime, Signals};
-
-/// How long bytes short of a full packet wait for more input: a live stream's last bytes
-/// go out this much later than they were read, and a file's reads come back to back.
-const PACKER_WAIT: Duration = Duration::from_millis(20);
 
 /// Arguments of `pgmcc send`.
 #[derive(Debug, ClapArgs)]
@@ -129,113 +126,6 @@ pub(crate) struct SendArgs {
     passes: u32,
 }
 
-/// What `pgmcc send` reads.
-enum Input {
-    /// Standard input (`-`).
-    Stdin,
-    /// One file.
-    File(PathBuf),
-    /// A directory, or several inputs, as one archive: the first input and the walked tree.
-    Tree(PathBuf, super::tree::Tree),
-}
-
-impl Input {
-    /// `-` alone, one file, or a tree.
-    fn open(inputs: &[PathBuf]) -> Result<Input> {
-        let first = inputs.first().context("nothing to send")?;
-        if inputs.iter().any(|p| p == Path::new("-")) {
-            if inputs.len() > 1 {
-                bail!("`-` (standard input) cannot be sent together with files");
-            }
-            return Ok(Input::Stdin);
-        }
-        let meta =
-            std::fs::metadata(first).with_context(|| format!("reading {}", first.display()))?;
-        if inputs.len() == 1 && !meta.is_dir() {
-            return Ok(Input::File(first.clone()));
-        }
-        let tree = super::tree::Tree::scan(inputs)?;
-        Ok(Input::Tree(first.clone(), tree))
-    }
-
-    /// Bytes it holds: a file's length (`meta`, its metadata), a tree's archive size;
-    /// unknown for standard input.
-    fn size(&self, meta: Option<&std::fs::Metadata>) -> Option<u64> {
-        match self {
-            Input::Tree(_, t) => Some(t.size()),
-            _ => meta.map(std::fs::Metadata::len),
-        }
-    }
-
-    /// Its metadata (none for standard input).
-    fn metadata(&self) -> Result<Option<std::fs::Metadata>> {
-        match self {
-            Input::Stdin => Ok(None),
-            Input::File(p) | Input::Tree(p, _) => std::fs::metadata(p)
-                .map(Some)
-                .with_context(|| format!("reading {}", p.display())),
-        }
-    }
-
-    /// The manifest's name: the file's or directory's, a description of a file set, or
-    /// nothing for standard input.
-    fn name(&self, inputs: usize) -> String {
-        let base = |p: &Path| {
-            super::tree::input_name(p)
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default()
-        };
-        match self {
-            Input::Stdin => String::new(),
-            Input::File(p) => base(p),
-            Input::Tree(p, _) if inputs == 1 => base(p),
-            Input::Tree(p, t) => {
-                format!("{} and {} more ({} files)", base(p), inputs - 1, t.files())
-            }
-        }
-    }
-
-    /// The bytes to send; for a tree, also the task writing its archive, whose result says
-    /// whether the archive is whole once the reader reaches its end.
-    async fn reader(
-        self,
-    ) -> Result<(
-        Box<dyn tokio::io::AsyncRead + Unpin + Send>,
-        Option<tokio::task::JoinHandle<std::io::Result<()>>>,
-    )> {
-        match self {
-            Input::Stdin => Ok((Box::new(tokio::io::stdin()), None)),
-            Input::File(p) => Ok((
-                Box::new(
-                    tokio::fs::File::open(&p)
-                        .await
-                        .with_context(|| format!("opening {}", p.display()))?,
-                ),
-                None,
-            )),
-            Input::Tree(_, tree) => {
-                // The archive is written on a blocking thread into a bounded pipe (1 MiB).
-                let (mut w, r) = tokio::io::duplex(1 << 20);
-                let rt = tokio::runtime::Handle::current();
-                let task = tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-                    use std::io::Read;
-                    use tokio::io::AsyncWriteExt;
-                    let mut archive = tree.reader();
-                    let mut buf = vec![0u8; 256 * 1024];
-                    loop {
-                        let n = archive.read(&mut buf)?;
-                        if n == 0 {
-                            return rt.block_on(w.shutdown());
-                        }
-                        rt.block_on(w.write_all(buf.get(..n).unwrap_or_default()))?;
-                    }
-                });
-                Ok((Box::new(r), Some(task)))
-            }
-        }
-    }
-}
-
 /// The `--stats` report of a session that did not finish (aborted, or given up): no sha256,
 /// the times are the session's.
 fn unfinished(
@@ -288,18 +178,12 @@ fn parse_expect(s: &str) -> Result<pgmcc_net::Expect, String> {
     Ok(pgmcc_net::Expect::Hosts(hosts))
 }
 
-/// The delivery reports as a table for the terminal, and whether they meet `expect` (every
-/// expected receiver complete with `sha`). Without `expect`, whether none failed.
-fn report_table(
-    reports: &[pgmcc_net::DeliveryReport],
-    heard: &[std::net::IpAddr],
-    sha: &str,
-    expect: Option<&pgmcc_net::Expect>,
-) -> (Vec<String>, bool) {
-    let good = |r: &pgmcc_net::DeliveryReport| r.status == Complete && r.sha256 == sha;
+/// The delivery reports as a table for the terminal: each receiver's latest report, then
+/// the expected receivers that sent none, then those heard from that sent none.
+fn report_table(transfer: &TransferSender) -> Vec<String> {
     let mut lines = Vec::new();
-    for r in reports {
-        let what = if good(r) {
+    for r in transfer.reports() {
+        let what = if transfer.good(r) {
             "complete, sha256 matches".to_string()
         } else if r.status == Complete {
             format!("complete but sha256 {} differs", r.sha256)
@@ -315,32 +199,18 @@ fn report_table(
             r.receiver, r.bytes
         ));
     }
-    let ok = match expect {
-        None => reports.iter().all(good),
-        Some(pgmcc_net::Expect::Receivers(n)) => reports.iter().filter(|r| good(r)).count() >= *n,
-        Some(pgmcc_net::Expect::Hosts(h)) => h.iter().all(|a| {
-            let missing = !reports.iter().any(|r| r.receiver == *a);
-            if missing {
-                lines.push(format!("  {a:<15} {:>12}        NO REPORT", "-"));
-            }
-            reports.iter().any(|r| r.receiver == *a && good(r))
-        }),
-    };
+    for a in transfer.unreported_expected() {
+        lines.push(format!("  {a:<15} {:>12}        NO REPORT", "-"));
+    }
     // Receivers that took part (NAKed or ACKed) but did not say how it ended: gone, or
     // their reports lost.
-    let named = |a: &std::net::IpAddr| match expect {
-        Some(pgmcc_net::Expect::Hosts(h)) => h.contains(a),
-        _ => false,
-    };
-    for a in heard {
-        if !reports.iter().any(|r| r.receiver == *a) && !named(a) {
-            lines.push(format!(
-                "  {a:<15} {:>12}        NO REPORT (heard from during the session)",
-                "-"
-            ));
-        }
+    for a in transfer.heard_without_report() {
+        lines.push(format!(
+            "  {a:<15} {:>12}        NO REPORT (heard from during the session)",
+            "-"
+        ));
     }
-    (lines, ok)
+    lines
 }
 
 /// What `--stats` holds after a send.
@@ -362,6 +232,38 @@ struct SendReport {
 /// Runs `pgmcc send`.
 pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     let group = args.net.group()?;
+    let (opts, keyed) = sender_options(args, group)?;
+    let cc_on = args.cc() != Controller::None;
+    let input = Input::open(&args.inputs)?;
+    let meta = input.metadata()?;
+    let len = input.size(meta.as_ref());
+    let manifest = input.manifest(meta.as_ref(), args.inputs.len());
+    if let Input::Tree(_, t) = &input {
+        for p in t.skipped() {
+            eprintln!(
+                "pgmcc send: warning: {} is not a file, directory or link (a device, FIFO or socket): not sent",
+                p.display()
+            );
+        }
+    }
+    if args.passes > 1 && matches!(input, Input::Stdin) {
+        bail!("--passes needs a file or directory: standard input cannot be read twice");
+    }
+    let ctx = PassCtx {
+        args,
+        group,
+        len,
+        cc_on,
+        zeromq: args.net.peer == Some(Peer::ZeroMq),
+        keyed: &keyed,
+    };
+    let rt = runtime()?;
+    rt.block_on(run_passes(&ctx, &opts, input, &manifest))
+}
+
+/// The source's options from the arguments, checked, and ", keyed (key ...)" and the like
+/// for the session line.
+fn sender_options(args: &SendArgs, group: Ipv4Addr) -> Result<(SenderOptions, String)> {
     let mut opts = SenderOptions::new(group, args.net.group.port());
     opts.interface = args.net.iface.clone();
     opts.encapsulation = args.net.encapsulation();
@@ -418,159 +320,134 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     if args.cc() == Controller::None && args.rate_max.is_none() {
         eprintln!("pgmcc send: warning: --cc none without --rate-max sends as fast as the host can, which congests any real network");
     }
-    let cc_on = args.cc() != Controller::None;
-    let input = Input::open(&args.inputs)?;
-    let meta = input.metadata()?;
-    let len = input.size(meta.as_ref());
-    // What the session carries, on every SPM; the SHA-256 is added at the end.
-    let manifest = pgm_wire::Manifest {
-        size: len,
-        mode: meta.as_ref().map_or(0, |m| {
-            use std::os::unix::fs::PermissionsExt;
-            m.permissions().mode() & 0o7777
-        }),
-        mtime: meta
-            .as_ref()
-            .and_then(|m| m.modified().ok())
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| d.as_secs()),
-        sha256: None,
-        name: input.name(args.inputs.len()),
-        tree: matches!(input, Input::Tree(..)),
-        another_pass: false,
-    };
-    if let Input::Tree(_, t) = &input {
-        for p in t.skipped() {
-            eprintln!(
-                "pgmcc send: warning: {} is not a file, directory or link (a device, FIFO or socket): not sent",
-                p.display()
-            );
-        }
-    }
-    if args.passes > 1 && matches!(input, Input::Stdin) {
-        bail!("--passes needs a file or directory: standard input cannot be read twice");
-    }
-    let passes = args.passes;
-    let rt = runtime()?;
-    rt.block_on(async {
-        // Ctrl-C (or SIGTERM) aborts: receivers are told at once (OPT_RST).
-        let mut stop = Signals::new()?;
-        let started = std::time::Instant::now();
-        let mut input = Some(input);
-        // Each receiver's latest delivery report over the passes, and who was heard from.
-        let mut reports: Vec<pgmcc_net::DeliveryReport> = Vec::new();
-        let mut heard: Vec<std::net::IpAddr> = Vec::new();
-        let mut first_sha: Option<[u8; 32]> = None;
-        let mut pass = 1;
-        let (mut report, code) = loop {
-            let this = match input.take() {
-                Some(i) => i,
-                None => {
-                    // Read again for the next pass: it must be the same stream.
-                    let i = Input::open(&args.inputs)?;
-                    let l = i.size(i.metadata()?.as_ref());
-                    if l != len {
-                        bail!("the input changed after pass 1 ({} bytes then, {} now): receivers could not combine the passes; nothing more sent", len.unwrap_or(0), l.unwrap_or(0));
-                    }
-                    i
+    Ok((opts, keyed))
+}
+
+/// The passes, each a session of its own sending the whole input, as the transfer's
+/// policy ([`TransferSender`]) asks for them; then the key hints, `--stats` and the exit
+/// code.
+async fn run_passes(
+    ctx: &PassCtx<'_>,
+    opts: &SenderOptions,
+    input: Input,
+    manifest: &pgm_wire::Manifest,
+) -> Result<ExitCode> {
+    let args = ctx.args;
+    // Ctrl-C (or SIGTERM) aborts: receivers are told at once (OPT_RST).
+    let mut stop = Signals::new()?;
+    let started = std::time::Instant::now();
+    let mut transfer = TransferSender::new(args.passes, args.expect.clone());
+    transfer.input_opened(ctx.len)?;
+    let mut input = Some(input);
+    let (mut report, code) = loop {
+        let this = match input.take() {
+            Some(i) => i,
+            None => {
+                // Read again for the next pass: it must be the same stream.
+                let i = Input::open(&args.inputs)?;
+                if let Err(e) = transfer.input_opened(i.size(i.metadata()?.as_ref())) {
+                    bail!("{e}; nothing more sent");
                 }
-            };
-            let mut opts = opts.clone();
-            if let (Some(max), true) = (args.max_duration, pass > 1) {
-                // What is left of --max-duration, in whole milliseconds.
-                let left = max.saturating_sub(started.elapsed()).as_millis().max(1);
-                opts.end.max_duration = Some(Duration::from_millis(u64::try_from(left).unwrap_or(u64::MAX)));
-            }
-            if pass > 1 {
-                opts.end.expect = still_expected(args.expect.as_ref(), &reports, first_sha.as_ref().map(|s| hex_string(s)).as_deref().unwrap_or(""));
-            }
-            // From the second pass on, receivers know the stream's hash from the start.
-            let pass_manifest = pgm_wire::Manifest {
-                sha256: first_sha,
-                another_pass: pass < passes,
-                ..manifest.clone()
-            };
-            opts.manifest = Some(pass_manifest.clone());
-            let ctx = PassCtx { args, group, len, cc_on, zeromq, keyed: &keyed, pass, passes, first_sha };
-            match one_pass(&ctx, opts, this, pass_manifest, &mut stop).await? {
-                PassEnd::Stopped(report, code) => {
-                    // A later pass that stopped (nobody answered it, or Ctrl-C) does not undo
-                    // the earlier ones: say who has the stream so far.
-                    if pass > 1 {
-                        let sha = first_sha.as_ref().map(|s| hex_string(s)).unwrap_or_default();
-                        let (lines, _) = report_table(&reports, &heard, &sha, args.expect.as_ref());
-                        print_reports(&format!("after {} of {passes} passes, ", pass - 1), reports.len(), &lines);
-                    }
-                    break (report, code);
-                }
-                PassEnd::Sent(report, digest) => {
-                    for r in &report.status.reports {
-                        match reports.iter_mut().find(|x| x.receiver == r.receiver) {
-                            Some(x) => *x = r.clone(),
-                            None => reports.push(r.clone()),
-                        }
-                    }
-                    for a in &report.status.heard {
-                        if !heard.contains(a) {
-                            heard.push(*a);
-                        }
-                    }
-                    first_sha.get_or_insert(digest);
-                    let (lines, ok) = report_table(&reports, &heard, &report.sha256, args.expect.as_ref());
-                    let waiting = reports.iter().filter(|r| r.status == AwaitingPass).count();
-                    if pass < passes && (waiting > 0 || (args.expect.is_some() && !ok)) {
-                        let why = if waiting > 0 {
-                            if waiting == 1 {
-                                "1 receiver holds part of it and waits".to_string()
-                            } else {
-                                format!("{waiting} receivers hold part of it and wait")
-                            }
-                        } else {
-                            "not every --expect receiver confirmed it".to_string()
-                        };
-                        eprintln!("pgmcc send: pass {pass} of {passes} done; {why}: pass {} follows", pass + 1);
-                        pass += 1;
-                        continue;
-                    }
-                    if pass < passes {
-                        eprintln!("pgmcc send: no receiver waits for another pass after pass {pass} of {passes}{}: no more passes", if args.expect.is_some() { ", and every --expect receiver confirmed" } else { "" });
-                    }
-                    if !reports.is_empty() || args.expect.is_some() || !lines.is_empty() {
-                        print_reports("", reports.len(), &lines);
-                    }
-                    let code = match (&args.expect, ok) {
-                        (Some(e), false) => {
-                            let want = match e {
-                                pgmcc_net::Expect::Receivers(n) => format!("{n} receivers"),
-                                pgmcc_net::Expect::Hosts(h) => format!("{} named receivers", h.len()),
-                            };
-                            eprintln!("pgmcc send: error: --expect {want} to confirm a complete transfer with this sha256 within --expect-timeout ({:?}){}; they did not", args.expect_timeout, if passes > 1 { format!(" after {pass} passes") } else { String::new() });
-                            ExitCode::from(1)
-                        }
-                        (None, false) => {
-                            eprintln!("pgmcc send: warning: some receivers report a failed or partial transfer (pass --expect to exit non-zero when that happens)");
-                            ExitCode::SUCCESS
-                        }
-                        _ => ExitCode::SUCCESS,
-                    };
-                    break (report, code);
-                }
+                i
             }
         };
-        if passes > 1 {
-            report.passes = pass;
-            report.status.reports = reports;
-            report.status.heard = heard;
+        let plan = transfer.pass_options();
+        let mut opts = opts.clone();
+        if let (Some(max), true) = (args.max_duration, plan.pass > 1) {
+            // What is left of --max-duration, in whole milliseconds.
+            let left = max.saturating_sub(started.elapsed()).as_millis().max(1);
+            opts.end.max_duration = Some(Duration::from_millis(
+                u64::try_from(left).unwrap_or(u64::MAX),
+            ));
         }
-        let st = &report.status;
-        for hint in key_hints(st.keyed.as_ref(), st.sealed_without_key) {
-            eprintln!("pgmcc send: warning: {hint}");
+        opts.end.expect = plan.expect.clone();
+        // From the second pass on, receivers know the stream's hash from the start.
+        let pass_manifest = pgm_wire::Manifest {
+            sha256: plan.sha256,
+            another_pass: plan.another_pass,
+            ..manifest.clone()
+        };
+        opts.manifest = Some(pass_manifest.clone());
+        let (pass, passes) = (plan.pass, transfer.passes());
+        match one_pass(ctx, opts, this, pass_manifest, &mut transfer, &mut stop).await? {
+            PassEnd::Stopped(report, code) => {
+                // A later pass that stopped (nobody answered it, or Ctrl-C) does not undo
+                // the earlier ones: say who has the stream so far.
+                if pass > 1 {
+                    let prefix = format!("after {} of {passes} passes, ", pass - 1);
+                    print_reports(&prefix, transfer.reports().len(), &report_table(&transfer));
+                }
+                break (report, code);
+            }
+            PassEnd::Sent(report) => match transfer.pass_ended(&report.status) {
+                PassDecision::NextPass { why } => {
+                    let why = match why {
+                        NextPassReason::NotConfirmed => {
+                            "not every --expect receiver confirmed it".to_string()
+                        }
+                        why => why.to_string(),
+                    };
+                    eprintln!(
+                        "pgmcc send: pass {pass} of {passes} done; {why}: pass {} follows",
+                        pass + 1
+                    );
+                }
+                PassDecision::Done(verdict) => {
+                    break (report, transfer_done(&transfer, &verdict, args))
+                }
+            },
         }
-        if let Some(path) = &args.net.stats {
-            write_stats(path, &report)?;
+    };
+    if transfer.passes() > 1 {
+        report.passes = transfer.pass();
+        report.status.reports = transfer.reports().to_vec();
+        report.status.heard = transfer.heard().to_vec();
+    }
+    let st = &report.status;
+    for hint in key_hints(st.keyed.as_ref(), st.sealed_without_key) {
+        eprintln!("pgmcc send: warning: {hint}");
+    }
+    if let Some(path) = &args.net.stats {
+        write_stats(path, &report)?;
+    }
+    Ok(code)
+}
+
+/// The transfer is over, with `verdict`: why no pass follows if some were left, the
+/// reports, and the exit code (1 when the `--expect` receivers did not confirm it).
+fn transfer_done(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) -> ExitCode {
+    let (pass, passes) = (transfer.pass(), transfer.passes());
+    if pass < passes {
+        eprintln!(
+            "pgmcc send: no receiver waits for another pass after pass {pass} of {passes}{}: no more passes",
+            if args.expect.is_some() { ", and every --expect receiver confirmed" } else { "" }
+        );
+    }
+    let lines = report_table(transfer);
+    if !transfer.reports().is_empty() || args.expect.is_some() || !lines.is_empty() {
+        print_reports("", transfer.reports().len(), &lines);
+    }
+    match verdict {
+        Verdict::NotConfirmed { wanted } => {
+            let want = match wanted {
+                pgmcc_net::Expect::Receivers(n) => format!("{n} receivers"),
+                pgmcc_net::Expect::Hosts(h) => format!("{} named receivers", h.len()),
+            };
+            eprintln!(
+                "pgmcc send: error: --expect {want} to confirm a complete transfer with this sha256 within --expect-timeout ({:?}){}; they did not",
+                args.expect_timeout,
+                if passes > 1 { format!(" after {pass} passes") } else { String::new() }
+            );
+            ExitCode::from(1)
         }
-        Ok(code)
-    })
+        Verdict::SomeFailed => {
+            eprintln!(
+                "pgmcc send: warning: {verdict} (pass --expect to exit non-zero when that happens)"
+            );
+            ExitCode::SUCCESS
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 /// "pgmcc send: {prefix}N delivery reports:" and the table's lines.
@@ -584,7 +461,7 @@ fn print_reports(prefix: &str, n: usize, lines: &[String]) {
     }
 }
 
-/// What one pass needs besides its options and input.
+/// What every pass needs besides its options and input.
 #[derive(Clone, Copy)]
 struct PassCtx<'a> {
     args: &'a SendArgs,
@@ -595,49 +472,14 @@ struct PassCtx<'a> {
     zeromq: bool,
     /// ", keyed (key ...)" and the like, for the session line.
     keyed: &'a str,
-    /// This pass, from 1, of `passes`.
-    pass: u32,
-    passes: u32,
-    /// The SHA-256 of the first pass, which every later pass must have.
-    first_sha: Option<[u8; 32]>,
 }
 
 /// How a pass ended.
 enum PassEnd {
-    /// The data went out and the linger is over: the report (its sha256 filled in), and
-    /// the stream's SHA-256.
-    Sent(SendReport, [u8; 32]),
+    /// The data went out and the linger is over: the report (its sha256 filled in).
+    Sent(SendReport),
     /// Interrupted, the input failed, or the source gave up: the report and the exit code.
     Stopped(SendReport, ExitCode),
-}
-
-/// What `--expect` still waits for after the passes so far: the receivers that have not
-/// confirmed `sha` (a count, or the named ones), or at least those waiting for another pass.
-/// `None` when nobody is outstanding.
-fn still_expected(
-    expect: Option<&pgmcc_net::Expect>,
-    reports: &[pgmcc_net::DeliveryReport],
-    sha: &str,
-) -> Option<pgmcc_net::Expect> {
-    let good = |r: &&pgmcc_net::DeliveryReport| r.status == Complete && r.sha256 == sha;
-    let waiting = reports.iter().filter(|r| r.status == AwaitingPass).count();
-    match expect {
-        Some(pgmcc_net::Expect::Hosts(h)) => {
-            let left: Vec<std::net::IpAddr> = h
-                .iter()
-                .copied()
-                .filter(|a| !reports.iter().filter(good).any(|r| r.receiver == *a))
-                .collect();
-            (!left.is_empty()).then_some(pgmcc_net::Expect::Hosts(left))
-        }
-        Some(pgmcc_net::Expect::Receivers(n)) => {
-            let left = n
-                .saturating_sub(reports.iter().filter(good).count())
-                .max(waiting);
-            (left > 0).then_some(pgmcc_net::Expect::Receivers(left))
-        }
-        None => (waiting > 0).then_some(pgmcc_net::Expect::Receivers(waiting)),
-    }
 }
 
 /// One pass: a session of its own (a new TSI) that sends the whole input once, lingers for
@@ -647,6 +489,7 @@ async fn one_pass(
     opts: SenderOptions,
     input: Input,
     manifest: pgm_wire::Manifest,
+    transfer: &mut TransferSender,
     stop: &mut Signals,
 ) -> Result<PassEnd> {
     let PassCtx {
@@ -656,11 +499,9 @@ async fn one_pass(
         cc_on,
         zeromq,
         keyed,
-        pass,
-        passes,
-        first_sha,
     } = *ctx;
-    let (mut input, mut producer) = input.reader().await?;
+    let (pass, passes) = (transfer.pass(), transfer.passes());
+    let (input, producer) = input.reader().await?;
     let started = std::time::Instant::now();
     let mut tx = Sender::bind(opts).await.context("starting the source")?;
     let of = if passes > 1 {
@@ -676,161 +517,96 @@ async fn one_pass(
         args.net.group.port(),
         keyed
     );
-    let pb = progress(args.net.quiet, len);
-    let mut lines = LineProgress::new("pgmcc send", args.net.quiet);
-    let mut hash = Sha256::new();
-    let mut total = 0u64;
-    let mut warned = false;
-    // Large reads (each tokio file read is a trip to a blocking thread), cut into
-    // packet-sized messages so nothing needs fragmenting; what is left of a read waits for
-    // the next one (`Packer`), so packets are full. For ZeroMQ subscribers each packet is
-    // one whole ZeroMQ message in their framing (pgmcc_net::zmq).
-    let room = |tsdu: usize| {
-        if zeromq {
-            tsdu.saturating_sub(pgmcc_net::zmq::ZMQ_APDU_OVERHEAD)
-                .max(1)
-        } else {
-            tsdu
-        }
+    let mut shown = Shown {
+        pb: progress(args.net.quiet, len),
+        lines: LineProgress::new("pgmcc send", args.net.quiet),
+        len,
+        cc_on,
+        warned: false,
     };
-    let mut packer = Packer::new(room(tx.first_tsdu()), room(tx.max_tsdu()));
-    let mut buf = vec![0u8; 256 * room(tx.max_tsdu())];
-    let mut ended = false;
     let aborter = tx.aborter();
-    let mut interrupted = false;
-    // The input failed part way (a file vanished or shrank): receivers are told, as on
-    // Ctrl-C, and nothing claims the transfer is complete.
-    let mut input_error: Option<String> = None;
-    // A write fails only when the source's task ended: `close` then says why.
-    'input: while !ended {
-        let waiting = packer.has_rest();
-        let read = tokio::select! {
-            r = input.read(&mut buf) => Some(r),
-            () = stop.recv() => {
-                interrupted = true;
-                break 'input;
-            }
-            // The input paused: what waits for a full packet goes now.
-            () = tokio::time::sleep(PACKER_WAIT), if waiting => None,
-        };
-        let n = match read {
-            None => 0,
-            Some(Ok(n)) => n,
-            Some(Err(e)) => {
-                input_error = Some(format!("reading the input: {e}"));
-                break 'input;
-            }
-        };
-        if read.is_some() && n == 0 {
-            ended = true;
-            // A tree's archive ends when its writer does: ask it whether it finished.
-            if let Some(p) = producer.take() {
-                match p.await {
-                    Ok(Ok(())) => {}
-                    Ok(Err(e)) => input_error = Some(format!("reading the input: {e}")),
-                    Err(e) => input_error = Some(format!("reading the input: {e}")),
-                }
-            }
-            if input_error.is_some() {
-                break;
-            }
-        }
-        let block = buf.get(..n).unwrap_or_default();
-        hash.update(block);
-        let mut messages = packer.push(block);
-        if read.is_none() || ended {
-            messages.extend(packer.flush());
-        }
-        for message in messages {
-            let framed;
-            let chunk = if zeromq {
-                framed = pgmcc_net::zmq::zmq_apdu(&message);
-                &framed[..]
-            } else {
-                &message[..]
-            };
-            // Waits while congestion control holds the queue full; look up now and then.
-            loop {
-                let written = tokio::select! {
-                    r = tokio::time::timeout(Duration::from_secs(1), tx.write(chunk)) => r,
-                    () = stop.recv() => {
-                        interrupted = true;
-                        break 'input;
-                    }
-                };
-                match written {
-                    Ok(Ok(())) => break,
-                    Ok(Err(_)) => break 'input,
-                    Err(_) => {
-                        let st = tx.status();
-                        warn_if_no_acker(&st, cc_on, &mut warned, &pb);
-                        show_progress(&st, total, len, &pb, &mut lines);
-                    }
-                }
-            }
-        }
-        total += n as u64;
-        let st = tx.status();
-        show_progress(&st, total, len, &pb, &mut lines);
-        warn_if_no_acker(&st, cc_on, &mut warned, &pb);
-    }
+    let mut read = send_input(&mut tx, input, producer, zeromq, &mut shown, stop).await;
     let sending_secs = started.elapsed().as_secs_f64();
-
-    let (tsi, source) = (tx.tsi(), tx.local_addr());
-    let sha256: [u8; 32] = hash.finalize().into();
-    if input_error.is_none() && first_sha.is_some_and(|s| s != sha256) {
-        input_error = Some(format!(
-            "the input changed after pass 1 (its sha256 is now {}): receivers could not combine the passes",
-            hex_string(&sha256)
-        ));
+    let id = (tx.tsi(), tx.local_addr());
+    // Only a whole input's hash says whether it is the first pass's stream.
+    if read.whole {
+        if let Err(e) = transfer.input_read(read.sha256) {
+            read.input_error = Some(e.to_string());
+        }
     }
-    if interrupted || input_error.is_some() {
+    if read.interrupted || read.input_error.is_some() {
         aborter.abort();
     } else {
         // The SPMs announcing the end carry the stream's hash: receivers verify it.
         tx.set_manifest(pgm_wire::Manifest {
-            sha256: Some(sha256),
+            sha256: Some(read.sha256),
             ..manifest
         });
     }
-    // Progress goes on while the queue drains: a file smaller than the queue is read (and
-    // queued) at once, and what counts is what has left.
+    let closed = close(tx, &aborter, stop, &mut read, &mut shown).await;
+    pass_end(closed, &read, id, &of, sending_secs, &shown.pb)
+}
+
+/// Closes the pass's session: the source drains its queue and lingers for repairs and
+/// reports. Progress goes on meanwhile: a file smaller than the queue is read (and queued)
+/// at once, and what counts is what has left. Ctrl-C meanwhile aborts the session.
+async fn close(
+    tx: Sender,
+    aborter: &pgmcc_net::Aborter,
+    stop: &mut Signals,
+    read: &mut Read,
+    shown: &mut Shown,
+) -> Result<pgmcc_net::SenderStatus, pgmcc_net::Error> {
     let watch = tx.status_watch();
     let close = tx.close();
     tokio::pin!(close);
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    let closed = loop {
+    loop {
         tokio::select! {
             r = &mut close => break r,
             () = stop.recv() => {
                 // Interrupted while lingering: stop serving repairs, tell receivers.
-                interrupted = true;
+                read.interrupted = true;
                 aborter.abort();
                 break close.await;
             }
             _ = tick.tick() => {
                 let st = watch.get();
                 if st.data_sent_secs.is_none() {
-                    show_progress(&st, total, len, &pb, &mut lines);
+                    shown.progress(&st, read.total);
                 } else {
-                    pb.set_position(st.stats.odata_bytes.min(total));
-                    pb.set_message("all data sent; serving repairs until receivers are quiet (--linger)");
+                    shown.pb.set_position(st.stats.odata_bytes.min(read.total));
+                    shown.pb.set_message("all data sent; serving repairs until receivers are quiet (--linger)");
                 }
             }
         }
-    };
+    }
+}
+
+/// How a pass ended, said on the terminal: the session `id` (TSI, source address) closed
+/// as `closed` after the input was `read`; `of` prefixes the line ("pass 2 of 3: "),
+/// `sending_secs` is how long reading and queueing took, and `pb` the bar, cleared.
+fn pass_end(
+    closed: Result<pgmcc_net::SenderStatus, pgmcc_net::Error>,
+    read: &Read,
+    (tsi, source): (pgm_wire::Tsi, Ipv4Addr),
+    of: &str,
+    sending_secs: f64,
+    pb: &ProgressBar,
+) -> Result<PassEnd> {
+    let total = read.total;
     let (report, code) = match closed {
-        Ok(status) if input_error.is_some() => {
+        Ok(status) if read.input_error.is_some() => {
             pb.finish_and_clear();
             eprintln!(
                 "pgmcc send: error: {}; stopped after {:.1} s with {total} bytes sent, {} data packets; receivers were told the session is aborted (OPT_RST)",
-                input_error.as_deref().unwrap_or_default(),
+                read.input_error.as_deref().unwrap_or_default(),
                 status.elapsed_secs,
                 status.stats.odata_packets
             );
             (unfinished(tsi, source, total, status), ExitCode::from(1))
         }
-        Ok(status) if interrupted => {
+        Ok(status) if read.interrupted => {
             pb.finish_and_clear();
             eprintln!(
                 "pgmcc send: interrupted after {:.1} s: {total} bytes of the input read, {} data packets sent; receivers were told the session is aborted (OPT_RST)",
@@ -841,7 +617,7 @@ async fn one_pass(
         }
         Ok(status) => {
             pb.finish_and_clear();
-            let sha = hex_string(&sha256);
+            let sha = hex_string(&read.sha256);
             let secs = status.elapsed_secs;
             // Until the last byte left as ODATA (the core queues what `write` hands it).
             let sending_secs = status.data_sent_secs.unwrap_or(sending_secs);
@@ -851,7 +627,7 @@ async fn one_pass(
                 status.stats.rdata_packets,
                 status.stats.naks_received,
             );
-            let report = SendReport {
+            return Ok(PassEnd::Sent(SendReport {
                 tsi: tsi.to_string(),
                 source,
                 bytes: total,
@@ -860,8 +636,7 @@ async fn one_pass(
                 seconds: secs,
                 status,
                 passes: 1,
-            };
-            return Ok(PassEnd::Sent(report, sha256));
+            }));
         }
         Err(pgmcc_net::Error::Abandoned { reason, status }) => {
             pb.finish_and_clear();
@@ -914,66 +689,6 @@ fn cc_config(args: &SendArgs, max_tpdu: usize) -> Result<CcConfig> {
     Ok(cc)
 }
 
-/// The bar and the progress line: what has left as ODATA (of `total` read so far, of `len`
-/// if known), not what was read, since the source queues what it is given; and the status.
-fn show_progress(
-    st: &pgmcc_net::SenderStatus,
-    total: u64,
-    len: Option<u64>,
-    pb: &ProgressBar,
-    lines: &mut LineProgress,
-) {
-    let left = st.stats.odata_bytes.min(total);
-    pb.set_position(left);
-    lines.tick(left, len);
-    pb.set_message(sender_message(st));
-}
-
-/// pgmcc needs a receiver that answers its election with ACKs; OpenPGM receivers never do
-/// (their PGMCC is broken, docs/interop.md), and the session then crawls at one packet per
-/// stall timeout. Say so once instead of looking hung.
-fn warn_if_no_acker(
-    st: &pgmcc_net::SenderStatus,
-    cc_on: bool,
-    warned: &mut bool,
-    pb: &ProgressBar,
-) {
-    if cc_on
-        && !*warned
-        && st.elapsed_secs > 5.0
-        && st.acker.is_none()
-        && st.stats.acks_received == 0
-    {
-        *warned = true;
-        pb.suspend(|| {
-            eprintln!("pgmcc send: warning: no receiver has answered pgmcc's acker election in 5 s; receivers without pgmcc (OpenPGM's, for one) never ACK, so the session crawls. For them use --peer openpgm --rate-max RATE, or add one pgmcc receiver to the group to act as acker.");
-        });
-    }
-}
-
-/// The progress line: acker, its loss, the window, NAKs and repairs so far.
-fn sender_message(st: &pgmcc_net::SenderStatus) -> String {
-    let mut m = String::new();
-    if let Some(a) = st.acker {
-        m.push_str(&format!("acker {a}"));
-        if let Some(n) = st.acker_reached {
-            // What the acker confirmed, against what left.
-            m.push_str(&format!(" at {n}/{} packets", st.stats.odata_packets));
-        }
-        if let Some(l) = st.report_bar {
-            m.push_str(&format!(" loss {:.2}%", l * 100.0));
-        }
-    }
-    if let Some(w) = st.window {
-        m.push_str(&format!(" window {w:.1}"));
-    }
-    m.push_str(&format!(
-        " NAKs {} repairs {}",
-        st.stats.naks_received, st.stats.rdata_packets
-    ));
-    m
-}
-
 /// `--fec N`: 0, or a transmission group size the code supports.
 fn parse_fec(s: &str) -> Result<u32, String> {
     let n: u32 = s
@@ -1011,85 +726,92 @@ mod tests {
         Cli::try_parse_from(args.chain(&["file"])).map(|c| c.send)
     }
 
-    #[test]
-    fn later_passes_wait_only_for_receivers_not_yet_complete() {
-        let ip = |d: u8| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d));
-        let report = |d: u8, complete: bool, awaiting_pass: bool| pgmcc_net::DeliveryReport {
+    /// 10.0.0.`d`.
+    fn ip(d: u8) -> std::net::IpAddr {
+        std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d))
+    }
+
+    /// A report from 10.0.0.`d` with this status, of the stream [`after_a_pass`] sends.
+    fn report(d: u8, status: DeliveryStatus) -> pgmcc_net::DeliveryReport {
+        pgmcc_net::DeliveryReport {
             receiver: ip(d),
-            status: match (complete, awaiting_pass) {
-                (true, _) => DeliveryStatus::Complete,
-                (false, true) => DeliveryStatus::AwaitingPass,
-                (false, false) => DeliveryStatus::Failed,
-            },
+            status,
             bytes: 5,
-            sha256: if complete { "ab" } else { "cd" }.into(),
-            reason: String::new(),
-        };
+            sha256: "ab".repeat(32),
+            reason: "why".into(),
+        }
+    }
+
+    /// A transfer after one pass (of `passes`) that ended with these reports, and these
+    /// receivers heard from.
+    fn after_a_pass(
+        passes: u32,
+        expect: Option<pgmcc_net::Expect>,
+        reports: &[pgmcc_net::DeliveryReport],
+        heard: &[std::net::IpAddr],
+    ) -> TransferSender {
+        let mut t = TransferSender::new(passes, expect);
+        t.input_opened(Some(5)).unwrap();
+        t.input_read([0xab; 32]).unwrap();
+        t.pass_ended(&pgmcc_net::SenderStatus {
+            reports: reports.to_vec(),
+            heard: heard.to_vec(),
+            ..Default::default()
+        });
+        t
+    }
+
+    #[test]
+    fn the_table_says_how_each_receiver_ended() {
+        let mut other = report(2, DeliveryStatus::Complete);
+        other.sha256 = "cd".repeat(32);
         let reports = [
-            report(1, true, false),
-            report(2, false, true),
-            report(3, false, false),
+            report(1, DeliveryStatus::Complete),
+            other,
+            report(3, DeliveryStatus::Partial),
+            report(4, DeliveryStatus::AwaitingPass),
+            report(5, DeliveryStatus::Failed),
         ];
-        let hosts = |h: &[u8]| {
-            pgmcc_net::Expect::Hosts(
-                h.iter()
-                    .map(|d| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, *d)))
-                    .collect(),
-            )
-        };
-        // Named: those without a good report, the failed one included.
+        let lines = report_table(&after_a_pass(2, None, &reports, &[]));
+        let what = [
+            "complete, sha256 matches",
+            "complete but sha256 cdcd",
+            "PARTIAL: why",
+            "WAITING for another pass: why",
+            "FAILED: why",
+        ];
+        assert_eq!(lines.len(), what.len());
+        for (l, w) in lines.iter().zip(what) {
+            assert!(l.contains(w), "{l}: {w}");
+        }
         assert_eq!(
-            still_expected(Some(&hosts(&[1, 2, 3, 4])), &reports, "ab"),
-            Some(hosts(&[2, 3, 4]))
+            lines[0],
+            "  10.0.0.1                   5 bytes  complete, sha256 matches"
         );
-        assert_eq!(still_expected(Some(&hosts(&[1])), &reports, "ab"), None);
-        // Counted: those missing, but at least those waiting for a pass.
-        assert_eq!(
-            still_expected(Some(&pgmcc_net::Expect::Receivers(4)), &reports, "ab"),
-            Some(pgmcc_net::Expect::Receivers(3))
-        );
-        assert_eq!(
-            still_expected(Some(&pgmcc_net::Expect::Receivers(1)), &reports, "ab"),
-            Some(pgmcc_net::Expect::Receivers(1))
-        );
-        // Without --expect: those waiting for a pass.
-        assert_eq!(
-            still_expected(None, &reports, "ab"),
-            Some(pgmcc_net::Expect::Receivers(1))
-        );
-        assert_eq!(still_expected(None, &reports[..1], "ab"), None);
-        // A waiting receiver is listed as such.
-        let (lines, _) = report_table(&reports, &[], "ab", None);
-        assert!(lines[1].contains("WAITING for another pass"), "{lines:?}");
     }
 
     #[test]
     fn receivers_heard_without_a_report_are_named() {
-        let ip = |d: u8| std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, d));
-        let report = |d: u8| pgmcc_net::DeliveryReport {
-            receiver: ip(d),
-            status: DeliveryStatus::Complete,
-            bytes: 5,
-            sha256: "ab".into(),
-            reason: String::new(),
-        };
-        let reports = [report(1), report(2)];
+        let reports = [
+            report(1, DeliveryStatus::Complete),
+            report(2, DeliveryStatus::Complete),
+        ];
         let heard = [ip(1), ip(2), ip(3)];
-        let (lines, ok) = report_table(
-            &reports,
-            &heard,
-            "ab",
-            Some(&pgmcc_net::Expect::Receivers(3)),
-        );
-        assert!(!ok);
+        let counted = after_a_pass(1, Some(pgmcc_net::Expect::Receivers(3)), &reports, &heard);
+        assert!(!counted.met());
+        let lines = report_table(&counted);
         assert_eq!(lines.len(), 3);
-        assert!(lines[2].contains("10.0.0.3") && lines[2].contains("NO REPORT"));
+        assert_eq!(
+            lines[2],
+            "  10.0.0.3                   -        NO REPORT (heard from during the session)"
+        );
         // A named receiver is listed once, as expected and missing.
-        let hosts =
-            pgmcc_net::Expect::Hosts(vec![std::net::IpAddr::V4(Ipv4Addr::new(10, 0, 0, 3))]);
-        let (lines, ok) = report_table(&reports, &heard, "ab", Some(&hosts));
-        assert!(!ok);
+        let hosts = pgmcc_net::Expect::Hosts(vec![ip(3)]);
+        let named = after_a_pass(1, Some(hosts), &reports, &heard);
+        assert!(!named.met());
+        let lines = report_table(&named);
         assert_eq!(lines.iter().filter(|l| l.contains("10.0.0.3")).count(), 1);
+        assert_eq!(lines[2], "  10.0.0.3                   -        NO REPORT");
     }
 
     #[test]
