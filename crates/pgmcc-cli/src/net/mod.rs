@@ -2,7 +2,8 @@
 //!
 //! One file per job: [`args`] holds the network options both subcommands share,
 //! [`send`] the source (what it reads in [`input`], fed to its sessions by [`feed`], shown
-//! by [`send_progress`]), [`recv`] the receiver, [`output`] where received bytes go (a file
+//! by [`send_progress`]), [`recv`] the receiver (driving the library's transfer layer,
+//! `pgmcc_net::transfer`; [`pieces`] spools what it cannot place yet), [`output`] where received bytes go (a file
 //! renamed into place only when complete, or standard output), and [`report`] what both
 //! show the user (progress, final statistics, the sha256).
 
