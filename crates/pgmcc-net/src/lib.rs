@@ -13,11 +13,29 @@
 //! IPv4 only so far. The default multicast TTL is 1: a session stays on the local link
 //! unless the application raises it.
 
+/// Chainable setters for an options struct's public fields:
+/// `SenderOptions::new(group, port).ttl(4).rate_limit(Some(2_000_000))`.
+macro_rules! setters {
+    ($t:ident { $($name:ident : $ty:ty),* $(,)? }) => {
+        impl $t {
+            $(
+                #[doc = concat!("Sets [`", stringify!($t), "::", stringify!($name), "`].")]
+                #[must_use]
+                pub fn $name(mut self, $name: $ty) -> $t {
+                    self.$name = $name;
+                    self
+                }
+            )*
+        }
+    };
+}
+
 mod batch;
 pub mod blocking;
 mod clock;
 mod driver;
 mod error;
+pub mod faults;
 pub mod keyed;
 mod receiver;
 mod sender;

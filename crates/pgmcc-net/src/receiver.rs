@@ -14,10 +14,11 @@ use tracing::debug;
 use crate::clock::{entropy, Clock};
 use crate::driver::{drive, Role};
 use crate::error::Error;
+use crate::faults::FaultInjector;
 use crate::keyed::{Direction, Envelope, Key, KeyedStats};
 use crate::signing::TrustedKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
-use crate::wire::{FaultOn, Faults, Wire};
+use crate::wire::{FaultOn, Wire};
 
 /// How a receiver is set up. [`ReceiverOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
@@ -44,9 +45,6 @@ pub struct ReceiverOptions {
     pub rxw_sqns: u32,
     /// Seed of the NAK back-off; default derived from host, process and time.
     pub seed: Option<u64>,
-    /// Fault injection for tests and demonstrations: discard every Nth datagram received
-    /// (before the protocol sees it), so that NAKs, NCFs and repairs happen. Default none.
-    pub drop_every: Option<u32>,
     /// Follow only sessions whose packets come from this address (the core's
     /// `ReceiverConfig::source`). Without it each session is bound to the address its first
     /// packet came from. Default none.
@@ -62,6 +60,20 @@ pub struct ReceiverOptions {
     pub trust: Option<TrustedKey>,
 }
 
+setters!(ReceiverOptions {
+    interface: Option<Interface>,
+    encapsulation: Encapsulation,
+    join: JoinPolicy,
+    reliable: bool,
+    pgmcc: bool,
+    rxw_sqns: u32,
+    seed: Option<u64>,
+    source: Option<Ipv4Addr>,
+    session: Option<pgm_wire::Tsi>,
+    key: Option<Key>,
+    trust: Option<TrustedKey>,
+});
+
 impl ReceiverOptions {
     /// Defaults for `group`, data-destination port `port`.
     pub fn new(group: Ipv4Addr, port: u16) -> ReceiverOptions {
@@ -75,7 +87,6 @@ impl ReceiverOptions {
             pgmcc: true,
             rxw_sqns: 16384,
             seed: None,
-            drop_every: None,
             source: None,
             session: None,
             key: None,
@@ -109,7 +120,7 @@ pub struct ReceiverStatus {
     pub stats: ReceiverStats,
     /// Datagrams whose upstream reply could not be sent.
     pub send_errors: u64,
-    /// Datagrams discarded on purpose ([`ReceiverOptions::drop_every`]).
+    /// Datagrams discarded on purpose ([`Receiver::bind_with_faults`]).
     pub injected_drops: u64,
     /// Keyed mode: datagrams opened and refused, by reason.
     pub keyed: Option<KeyedStats>,
@@ -150,6 +161,16 @@ pub struct Receiver {
 impl Receiver {
     /// Joins the group.
     pub async fn bind(opts: ReceiverOptions) -> Result<Receiver, Error> {
+        Receiver::bind_with_faults(opts, FaultInjector::none()).await
+    }
+
+    /// [`Receiver::bind`], with `faults` discarding datagrams before the core sees them (for
+    /// tests and demonstrations: the receiver NAKs and repairs follow; the status counts them
+    /// as `injected_drops`).
+    pub async fn bind_with_faults(
+        opts: ReceiverOptions,
+        faults: FaultInjector,
+    ) -> Result<Receiver, Error> {
         let setup = SocketSetup::resolve(
             opts.group,
             opts.interface.as_ref(),
@@ -181,7 +202,7 @@ impl Receiver {
         let (report_tx, report_rx) = mpsc::channel(8);
         debug!(%local, group = %opts.group, "pgm receiver joined");
         let batch = batched(&recv, setup.encapsulation, 1);
-        let faults = (Faults::every(opts.drop_every), FaultOn::Incoming);
+        let faults = (faults, FaultOn::Incoming);
         let wire = Wire::new(recv, Some(send), batch, setup, envelope, faults);
         let role = Driver {
             events: event_tx,

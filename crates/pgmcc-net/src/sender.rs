@@ -15,10 +15,11 @@ use tracing::{debug, info, trace, warn};
 use crate::clock::{entropy, Clock};
 use crate::driver::{drive, Role};
 use crate::error::Error;
+use crate::faults::FaultInjector;
 use crate::keyed::{self, Direction, Envelope, Key, KeyedStats};
 use crate::signing::SourceKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
-use crate::wire::{FaultOn, Faults, Wire};
+use crate::wire::{FaultOn, Wire};
 
 /// How a source is set up. [`SenderOptions::new`] gives the defaults documented per field.
 #[derive(Debug, Clone)]
@@ -64,10 +65,6 @@ pub struct SenderOptions {
     pub gsi: Option<Gsi>,
     /// Data-source port; default random.
     pub sport: Option<u16>,
-    /// Fault injection for tests and demonstrations: do not put every Nth ODATA packet on
-    /// the wire (the core believes it sent it), so receivers NAK and repairs follow.
-    /// Default none.
-    pub drop_every: Option<u32>,
     /// Most datagrams handed to the kernel in one UDP GSO send (UDP encapsulation; capped at
     /// what the kernel allows, 64). Default 1: no GSO. Larger values cut the CPU per packet,
     /// but a byte-limited queue on the sending host (a shaper such as `tbf`) drops a whole GSO
@@ -157,6 +154,29 @@ impl DeliveryStatus {
     }
 }
 
+setters!(SenderOptions {
+    interface: Option<Interface>,
+    encapsulation: Encapsulation,
+    ttl: u32,
+    multicast_loop: bool,
+    rate_limit: Option<u64>,
+    cc: CcConfig,
+    max_tpdu: usize,
+    txw_sqns: u32,
+    fec: Option<u32>,
+    proactive_parity: u32,
+    end: EndPolicy,
+    gsi: Option<Gsi>,
+    sport: Option<u16>,
+    gso_segments: usize,
+    ack_proof: bool,
+    key: Option<Key>,
+    sign: Option<SourceKey>,
+    spm_burst: u32,
+    manifest: Option<pgm_wire::Manifest>,
+    whole_packets: bool,
+});
+
 impl SenderOptions {
     /// Defaults for `group`, data-destination port `port`.
     pub fn new(group: Ipv4Addr, port: u16) -> SenderOptions {
@@ -177,7 +197,6 @@ impl SenderOptions {
             end: EndPolicy::default(),
             gsi: None,
             sport: None,
-            drop_every: None,
             gso_segments: 1,
             ack_proof: true,
             key: None,
@@ -207,7 +226,7 @@ pub struct SenderStatus {
     pub window: Option<f64>,
     /// Datagrams the network refused to take (send errors), dropped and counted.
     pub send_errors: u64,
-    /// ODATA packets withheld on purpose ([`SenderOptions::drop_every`]).
+    /// ODATA packets withheld on purpose ([`Sender::bind_with_faults`]).
     pub injected_drops: u64,
     /// Seconds from the start until every byte written had left as ODATA, once the session
     /// was closed and that happened: the transfer time, without the linger.
@@ -276,6 +295,16 @@ impl StatusWatch {
 impl Sender {
     /// Opens the socket and starts the session (the first SPM goes out at once).
     pub async fn bind(opts: SenderOptions) -> Result<Sender, Error> {
+        Sender::bind_with_faults(opts, FaultInjector::none()).await
+    }
+
+    /// [`Sender::bind`], with `faults` withholding ODATA from the network (for tests and
+    /// demonstrations: receivers NAK and repairs follow; the status counts them as
+    /// `injected_drops`).
+    pub async fn bind_with_faults(
+        opts: SenderOptions,
+        faults: FaultInjector,
+    ) -> Result<Sender, Error> {
         let setup = SocketSetup::resolve(
             opts.group,
             opts.interface.as_ref(),
@@ -344,7 +373,7 @@ impl Sender {
         let (status_tx, status_rx) = watch::channel(SenderStatus::default());
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
-        let faults = (Faults::every(opts.drop_every), FaultOn::OutgoingOdata);
+        let faults = (faults, FaultOn::OutgoingOdata);
         let wire = Wire::new(sock, None, batch, setup, envelope, faults);
         let role = Driver {
             apdus: apdu_rx,

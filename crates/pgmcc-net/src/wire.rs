@@ -12,6 +12,7 @@ use tracing::debug;
 
 use crate::batch::Batched;
 use crate::clock::Clock;
+use crate::faults::FaultInjector;
 use crate::keyed::{Envelope, KeyedStats};
 use crate::socket::{self, SocketSetup};
 
@@ -57,39 +58,7 @@ impl Core for pgmcc::Receiver {
     }
 }
 
-/// Fault injection for tests and demonstrations: every `every`th datagram of one kind never
-/// reaches the network (a source's ODATA: the core believes it sent it) or the core (any
-/// datagram a receiver reads), so receivers NAK and repairs follow.
-#[derive(Debug)]
-pub(crate) struct Faults {
-    every: Option<u32>,
-    seen: u64,
-    /// Datagrams withheld.
-    pub(crate) dropped: u64,
-}
-
-impl Faults {
-    pub(crate) fn every(n: Option<u32>) -> Faults {
-        Faults {
-            every: n.filter(|&n| n > 0),
-            seen: 0,
-            dropped: 0,
-        }
-    }
-
-    /// Counts one datagram of the kind; true when it is to be dropped.
-    fn drop_this(&mut self) -> bool {
-        let Some(n) = self.every else {
-            return false;
-        };
-        self.seen += 1;
-        let drop = self.seen % u64::from(n) == 0;
-        self.dropped += u64::from(drop);
-        drop
-    }
-}
-
-/// Which datagrams [`Faults`] counts.
+/// Which datagrams a [`FaultInjector`] counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FaultOn {
     /// ODATA the source sends.
@@ -110,7 +79,7 @@ pub(crate) struct Wire {
     setup: SocketSetup,
     /// Keyed mode's sealing, or the plain path.
     envelope: Envelope,
-    faults: Faults,
+    faults: FaultInjector,
     fault_on: FaultOn,
     send_errors: u64,
     rbuf: Vec<u8>,
@@ -124,7 +93,7 @@ impl Wire {
         batch: Option<Batched>,
         setup: SocketSetup,
         envelope: Envelope,
-        faults: (Faults, FaultOn),
+        faults: (FaultInjector, FaultOn),
     ) -> Wire {
         Wire {
             recv: Arc::new(recv),
@@ -239,7 +208,7 @@ impl Wire {
 
     /// Datagrams withheld by fault injection.
     pub(crate) fn injected_drops(&self) -> u64 {
-        self.faults.dropped
+        self.faults.dropped()
     }
 
     /// Keyed mode: datagrams opened and refused, by reason.

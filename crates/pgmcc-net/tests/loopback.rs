@@ -6,6 +6,7 @@
 use std::net::Ipv4Addr;
 use std::time::Duration;
 
+use pgmcc_net::faults::FaultInjector;
 use pgmcc_net::{
     CcConfig, Encapsulation, Event, Interface, Receiver, ReceiverOptions, Sender, SenderOptions,
 };
@@ -60,8 +61,8 @@ async fn transfer(
         o.interface = Some(Interface::Addr(Ipv4Addr::new(127, 0, 0, 2 + i as u8)));
         o.encapsulation = encapsulation(base);
         // Different phases, so that receivers lose different packets.
-        o.drop_every = drop_every.map(|n| n + i as u32);
-        let rx = Receiver::bind(o).await.unwrap();
+        let faults = FaultInjector::drop_every(drop_every.map_or(0, |n| n + i as u32));
+        let rx = Receiver::bind_with_faults(o, faults).await.unwrap();
         rxs.push(tokio::spawn(receive_all(rx)));
     }
     let mut o = SenderOptions::new(group, 7500);
@@ -79,8 +80,8 @@ async fn transfer(
         Duration::from_millis(500)
     };
     // Loss at the source too: every receiver misses these.
-    o.drop_every = drop_every.map(|n| n * 2 + 1);
-    let mut tx = Sender::bind(o).await.unwrap();
+    let faults = FaultInjector::drop_every(drop_every.map_or(0, |n| n * 2 + 1));
+    let mut tx = Sender::bind_with_faults(o, faults).await.unwrap();
     let data = pattern(len);
     for chunk in data.chunks(tx.max_tsdu()) {
         tx.write(chunk).await.unwrap();
@@ -214,8 +215,10 @@ async fn one_port_for_both_directions_works_on_one_host() {
         mcast_port: 41050,
     };
     o.encapsulation = one;
-    o.drop_every = Some(40);
-    let rx = tokio::spawn(receive_all(Receiver::bind(o).await.unwrap()));
+    let faults = FaultInjector::drop_every(40);
+    let rx = tokio::spawn(receive_all(
+        Receiver::bind_with_faults(o, faults).await.unwrap(),
+    ));
     let mut o = SenderOptions::new(group, 7500);
     o.interface = Some(Interface::Addr(Ipv4Addr::LOCALHOST));
     o.encapsulation = one;

@@ -16,7 +16,7 @@ use crate::time::{Duration, Instant};
 
 /// Group RTT estimator (see the module documentation).
 #[derive(Debug, Clone)]
-pub struct GroupRtt {
+pub(crate) struct GroupRtt {
     /// (receiver, longest RTT in s, when recorded).
     table: Vec<(IpAddr, f64, Instant)>,
     entries: usize,
@@ -25,7 +25,7 @@ pub struct GroupRtt {
 
 impl GroupRtt {
     /// A table of at most `entries` receivers whose entries last `expiry`.
-    pub fn new(entries: usize, expiry: Duration) -> GroupRtt {
+    pub(crate) fn new(entries: usize, expiry: Duration) -> GroupRtt {
         GroupRtt {
             table: Vec::new(),
             entries: entries.max(1),
@@ -34,7 +34,7 @@ impl GroupRtt {
     }
 
     /// Records `rtt` seconds from receiver `addr` at `now`.
-    pub fn note(&mut self, now: Instant, addr: IpAddr, rtt: f64) {
+    pub(crate) fn note(&mut self, now: Instant, addr: IpAddr, rtt: f64) {
         let expiry = self.expiry;
         if let Some(e) = self.table.iter_mut().find(|e| e.0 == addr) {
             if rtt >= e.1 || now.saturating_duration_since(e.2) >= expiry {
@@ -63,13 +63,13 @@ impl GroupRtt {
     }
 
     /// Whether no sample is held (none recorded yet, or all made room for newer ones).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.table.is_empty()
     }
 
     /// The GRTT in seconds at `now`: the largest unexpired entry, `None` before any sample
     /// (or once all have expired).
-    pub fn secs(&self, now: Instant) -> Option<f64> {
+    pub(crate) fn secs(&self, now: Instant) -> Option<f64> {
         self.table
             .iter()
             .filter(|e| now.saturating_duration_since(e.2) < self.expiry)

@@ -15,8 +15,8 @@
 
 pub mod cc;
 pub mod fec;
-pub mod grtt;
-pub mod nak_timing;
+pub(crate) mod grtt;
+pub(crate) mod nak_timing;
 pub mod ne;
 pub mod receiver;
 pub mod rng;

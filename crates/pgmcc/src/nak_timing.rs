@@ -14,17 +14,17 @@ pub const DEFAULT_NAK_BO_GRTTS: f64 = 4.0;
 
 /// Smallest NCF and RDATA wait derived from a group RTT: covers a source's own scheduling
 /// on a LAN where the RTT is tens of microseconds.
-pub const MIN_SCALED_WAIT: Duration = Duration::from_millis(20);
+pub(crate) const MIN_SCALED_WAIT: Duration = Duration::from_millis(20);
 
 /// A receiver's NCF and RDATA waits for group RTT `grtt`: two group RTTs, at least
 /// [`MIN_SCALED_WAIT`].
-pub fn scaled_wait(grtt: Duration) -> Duration {
+pub(crate) fn scaled_wait(grtt: Duration) -> Duration {
     (grtt * 2).max(MIN_SCALED_WAIT)
 }
 
 /// How long after a packet left a receiver's NAK for it may still arrive, for group RTT
 /// `grtt` and receivers at the default back-off: the back-off span plus one group RTT to
 /// reach the source, and one NCF wait.
-pub fn nak_horizon(grtt: Duration) -> Duration {
+pub(crate) fn nak_horizon(grtt: Duration) -> Duration {
     grtt.mul_f64(DEFAULT_NAK_BO_GRTTS + 1.0) + scaled_wait(grtt)
 }

@@ -289,7 +289,6 @@ fn sender_options(args: &SendArgs, group: Ipv4Addr) -> Result<(SenderOptions, St
         );
     }
     opts.proactive_parity = args.proactive_parity;
-    opts.drop_every = args.drop_every;
     opts.gso_segments = usize::from(args.gso);
     opts.cc = cc_config(args, opts.max_tpdu)?;
     opts.key = args.net.key()?;
@@ -503,7 +502,10 @@ async fn one_pass(
     let (pass, passes) = (transfer.pass(), transfer.passes());
     let (input, producer) = input.reader().await?;
     let started = std::time::Instant::now();
-    let mut tx = Sender::bind(opts).await.context("starting the source")?;
+    let faults = pgmcc_net::faults::FaultInjector::drop_every(args.drop_every.unwrap_or(0));
+    let mut tx = Sender::bind_with_faults(opts, faults)
+        .await
+        .context("starting the source")?;
     let of = if passes > 1 {
         format!("pass {pass} of {passes}: ")
     } else {

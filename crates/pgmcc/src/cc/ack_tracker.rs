@@ -14,16 +14,16 @@ const BITS: u32 = 32;
 
 /// What one ACK told us.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AckOutcome {
+pub(crate) struct AckOutcome {
     /// Packets acknowledged for the first time.
-    pub newly_acked: u32,
+    pub(crate) newly_acked: u32,
     /// Packets now considered lost, oldest first.
-    pub lost: Vec<u32>,
+    pub(crate) lost: Vec<u32>,
 }
 
 /// Merged view of the acker's reports.
 #[derive(Debug, Clone)]
-pub struct AckTracker {
+pub(crate) struct AckTracker {
     /// Lowest sequence number neither acknowledged nor declared lost.
     next: u32,
     /// First sequence number tracked since the last reset.
@@ -40,7 +40,7 @@ pub struct AckTracker {
 
 impl AckTracker {
     /// Tracks packets from `first` on.
-    pub fn new(first: u32, dupack_threshold: u32) -> AckTracker {
+    pub(crate) fn new(first: u32, dupack_threshold: u32) -> AckTracker {
         AckTracker {
             next: first,
             origin: first,
@@ -54,7 +54,8 @@ impl AckTracker {
 
     /// A tracker for a former acker: counts acknowledgements of `first..end` only (the
     /// packets that named it) and never declares losses.
-    pub fn bounded(first: u32, end: u32) -> AckTracker {
+    #[cfg(test)]
+    pub(crate) fn bounded(first: u32, end: u32) -> AckTracker {
         AckTracker {
             end: Some(end),
             judge: false,
@@ -65,7 +66,7 @@ impl AckTracker {
     /// This tracker, from now on limited to the packets before `end` (those that named this
     /// acker before a switch): it keeps what it already merged and goes on declaring losses
     /// in its range, so that a loss across a switch is still seen.
-    pub fn bounded_to(&self, end: u32) -> AckTracker {
+    pub(crate) fn bounded_to(&self, end: u32) -> AckTracker {
         AckTracker {
             end: Some(end),
             ..self.clone()
@@ -74,7 +75,7 @@ impl AckTracker {
 
     /// Packets in `next..upto` (and before the range's end, if bounded) neither acknowledged
     /// nor declared lost: this acker's share of the packets in flight.
-    pub fn unsettled(&self, upto: u32) -> u32 {
+    pub(crate) fn unsettled(&self, upto: u32) -> u32 {
         let stop = match self.end {
             Some(e) if sqn::lt(e, upto) => e,
             _ => upto,
@@ -93,12 +94,12 @@ impl AckTracker {
     }
 
     /// True once every packet of a bounded tracker's range is settled.
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.end.is_some_and(|e| !sqn::lt(self.next, e))
     }
 
     /// Forgets everything before `first` (after an acker change or a restart).
-    pub fn reset(&mut self, first: u32) {
+    pub(crate) fn reset(&mut self, first: u32) {
         self.next = first;
         self.origin = first;
         self.max = None;
@@ -106,19 +107,19 @@ impl AckTracker {
     }
 
     /// Lowest sequence number still awaiting an ACK.
-    pub fn next_expected(&self) -> u32 {
+    pub(crate) fn next_expected(&self) -> u32 {
         self.next
     }
 
     /// Highest RX_MAX seen.
-    pub fn rx_max(&self) -> Option<u32> {
+    pub(crate) fn rx_max(&self) -> Option<u32> {
         self.max
     }
 
     /// True when the merged bitmap shows every tracked packet of the last 32 up to RX_MAX as
     /// received: the condition under which the fairness benchmark's adaptive timeout may be
     /// reset (Set 1).
-    pub fn no_holes(&self) -> bool {
+    pub(crate) fn no_holes(&self) -> bool {
         match self.max {
             None => true,
             Some(max) => {
@@ -136,7 +137,7 @@ impl AckTracker {
     /// Whether packet `s` reached the receiver as far as its ACKs tell: `Some(true)` or
     /// `Some(false)` while `s` is within the last 32 up to RX_MAX, `None` for packets ahead
     /// of RX_MAX or older than that (the caller remembers what was declared lost).
-    pub fn received(&self, s: u32) -> Option<bool> {
+    pub(crate) fn received(&self, s: u32) -> Option<bool> {
         let max = self.max?;
         (sqn::le(s, max) && sqn::distance(s, max) < BITS).then(|| self.acked(s))
     }
@@ -152,7 +153,7 @@ impl AckTracker {
     }
 
     /// Merges one ACK. The caller has checked that `rx_max` was actually sent.
-    pub fn on_ack(&mut self, rx_max: u32, bitmap: u32) -> AckOutcome {
+    pub(crate) fn on_ack(&mut self, rx_max: u32, bitmap: u32) -> AckOutcome {
         let mut out = AckOutcome::default();
         // Align the incoming bitmap with the merged one and find the bits that are new.
         let new_bits = match self.max {

@@ -24,7 +24,7 @@
 //! nothing outside `cc/` knows which controller runs. [`drive`] drives a controller by hand
 //! for tests. `docs/architecture.md` shows how to add one.
 
-pub mod ack_tracker;
+pub(crate) mod ack_tracker;
 mod controller;
 pub mod drive;
 mod events;
@@ -35,12 +35,12 @@ mod pacing;
 pub mod pgmcc;
 pub mod pseudofed;
 pub mod registry;
-pub mod report_check;
+pub(crate) mod report_check;
 pub mod rtt;
-pub mod silent;
+pub(crate) mod silent;
 pub mod tfmcc;
 pub mod throughput;
-pub mod window;
+pub(crate) mod window;
 
 pub use controller::{Ack, CcStats, CongestionControl, Metrics, Nak, Rate, SourceLimits};
 pub use events::{CcEvent, Events, MAX_EVENTS};

@@ -37,14 +37,14 @@ const DRAFT_GAIN: f64 = 500.0 / 65536.0;
 
 /// Losses by which claims may exceed twice what the ACKs show before the acker is
 /// discredited.
-pub const SLACK: f64 = 8.0;
+pub(crate) const SLACK: f64 = 8.0;
 
 /// The reported rate's scale: the draft's 16-bit loss rate, `65535` = 100%.
 const SCALE: f64 = 65535.0;
 
 /// What one acker's ACKs showed since it became acker.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ReportCheck {
+pub(crate) struct ReportCheck {
     /// Highest sequence number judged, or the one before the first packet that named the
     /// acker, until its first ACK.
     judged: u32,
@@ -62,7 +62,7 @@ pub struct ReportCheck {
 
 /// A verdict on an acker's reports.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     /// Consistent with its ACKs so far.
     Credible,
     /// They claim far more loss than its ACKs show; `shown` is the loss rate its ACKs did
@@ -78,7 +78,7 @@ impl ReportCheck {
     /// (for `first` or later): that ACK's report already holds every loss the acker found
     /// until then, some of them among the packets before `first` that its filter took in
     /// only when a later one arrived, so what it reads is what the filter may still owe.
-    pub fn new(first: u32) -> ReportCheck {
+    pub(crate) fn new(first: u32) -> ReportCheck {
         ReportCheck {
             judged: first.wrapping_sub(1),
             waiting: true,
@@ -93,7 +93,7 @@ impl ReportCheck {
     /// and the loss rate it reports. Packets between the last judged and `rx_max` are judged
     /// now; those the bitmap does not cover (more than 31 behind) count as missing, as the
     /// acker found them when `rx_max` arrived or as no ACK it sent reached the source.
-    pub fn on_ack(&mut self, rx_max: u32, bitmap: u32, report: u16) -> Verdict {
+    pub(crate) fn on_ack(&mut self, rx_max: u32, bitmap: u32, report: u16) -> Verdict {
         let ahead = rx_max.wrapping_sub(self.judged);
         if ahead == 0 || ahead > 1 << 31 {
             return self.verdict();

@@ -33,12 +33,12 @@ use crate::sqn;
 use crate::time::{Duration, Instant};
 
 /// Silent receivers tracked at once.
-pub const MAX_RECEIVERS: usize = 16;
+pub(crate) const MAX_RECEIVERS: usize = 16;
 /// Packets that must have been sent since a silent receiver was first heard before its loss
 /// rate bounds the window (fewer give too coarse an estimate).
-pub const MIN_SPAN: u32 = 100;
+pub(crate) const MIN_SPAN: u32 = 100;
 /// A silent receiver not heard from for this long no longer bounds the window.
-pub const FORGET: Duration = Duration::from_secs(30);
+pub(crate) const FORGET: Duration = Duration::from_secs(30);
 /// NAKs whose in-flight samples are kept.
 const FLIGHT_SAMPLES: usize = 8;
 /// Weights of the last eight loss intervals (RFC 5348 §5.4).
@@ -98,7 +98,7 @@ impl Silent {
 
 /// The silent receivers a source has heard.
 #[derive(Debug, Clone, Default)]
-pub struct SilentReceivers {
+pub(crate) struct SilentReceivers {
     entries: Vec<Silent>,
 }
 
@@ -106,7 +106,7 @@ impl SilentReceivers {
     /// A NAK without report from `from` says `lost` were lost and covers the packets up to
     /// `covers` ([`crate::cc::Nak::covers`]); `lead` is the last data packet sent and
     /// `window` the source's window in packets.
-    pub fn on_nak(
+    pub(crate) fn on_nak(
         &mut self,
         now: Instant,
         from: IpAddr,
@@ -189,7 +189,7 @@ impl SilentReceivers {
 
     /// The highest loss event rate among the silent receivers heard within [`FORGET`] and
     /// observed for at least [`MIN_SPAN`] packets, with the receiver.
-    pub fn worst(&self, now: Instant, lead: u32) -> Option<(IpAddr, f64)> {
+    pub(crate) fn worst(&self, now: Instant, lead: u32) -> Option<(IpAddr, f64)> {
         self.live(now)
             .filter_map(|e| e.loss_event_rate(lead).map(|p| (e.addr, p)))
             .max_by(|a, b| a.1.total_cmp(&b.1))
@@ -206,7 +206,7 @@ impl SilentReceivers {
     /// (the least ratio of packets in flight to it over the source's window among its last
     /// NAKs); the smallest, at least 1 (in packets, fractions kept). `None` when none has
     /// had a loss event.
-    pub fn window_cap(&self, now: Instant, lead: u32) -> Option<f64> {
+    pub(crate) fn window_cap(&self, now: Instant, lead: u32) -> Option<f64> {
         self.live(now)
             .filter_map(|e| {
                 let p = e.loss_event_rate(lead)?;
@@ -222,12 +222,12 @@ impl SilentReceivers {
     }
 
     /// Receivers tracked.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// True when none is tracked.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
 }

@@ -26,7 +26,7 @@ const ONE: u64 = 1 << 16;
 
 /// The window/token state.
 #[derive(Debug, Clone)]
-pub struct Window {
+pub(crate) struct Window {
     w: u64,
     t: i64,
     ssthresh: u64,
@@ -40,14 +40,11 @@ pub struct Window {
     adaptive_ssthresh: bool,
     /// W never grows beyond this ([`Window::set_max`]).
     max: u64,
-    /// Counters.
-    losses: u64,
-    restarts: u64,
 }
 
 impl Window {
     /// A restarted window with the given fixed slow-start threshold (packets).
-    pub fn new(ssthresh: u32) -> Window {
+    pub(crate) fn new(ssthresh: u32) -> Window {
         Window {
             w: ONE,
             t: ONE as i64,
@@ -57,8 +54,6 @@ impl Window {
             hold_in_recovery: false,
             adaptive_ssthresh: false,
             max: u64::MAX / 4,
-            losses: 0,
-            restarts: 0,
         }
     }
 
@@ -67,14 +62,14 @@ impl Window {
     /// which RFC 5681 (§3.2 step 6) and RFC 6675 keep cwnd at ssthresh; and, as TCP's
     /// ssthresh, a halving leaves at least 2 packets. The paper's §3.4 grows W on every ACK
     /// and halves down to 1.
-    pub fn set_hold_in_recovery(&mut self, hold: bool) {
+    pub(crate) fn set_hold_in_recovery(&mut self, hold: bool) {
         self.hold_in_recovery = hold;
     }
 
     /// TCP's slow-start threshold ([`super::pgmcc::SlowStart::Adaptive`]): none until the
     /// first loss reaction, then the halved window; a restart sets it to half the window it
     /// found (at least 2 packets).
-    pub fn set_adaptive_ssthresh(&mut self) {
+    pub(crate) fn set_adaptive_ssthresh(&mut self) {
         self.adaptive_ssthresh = true;
         self.ssthresh = u64::MAX / 4;
     }
@@ -82,19 +77,19 @@ impl Window {
     /// Holds W at most `max` packets from now on, as TCP's receive window holds its
     /// congestion window: at the limit an ACK returns the one token its packet spent and W
     /// stays. The source sets it from its transmit window (`docs/pgmcc.md`, "Window limit").
-    pub fn set_max(&mut self, max: u32) {
+    pub(crate) fn set_max(&mut self, max: u32) {
         self.max = u64::from(max.max(1)) * ONE;
         self.cap(max);
     }
 
     /// Grants one token if fewer than one is left (the controller's rate floor); the window
     /// is untouched.
-    pub fn grant_one(&mut self) {
+    pub(crate) fn grant_one(&mut self) {
         self.t = self.t.max(ONE as i64);
     }
 
     /// Session (re)start: `W = T = 1`.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         if self.adaptive_ssthresh {
             self.ssthresh = (self.w / 2).max(2 * ONE);
         }
@@ -102,48 +97,37 @@ impl Window {
         self.t = ONE as i64;
         self.ignore = 0;
         self.recover = None;
-        self.restarts += 1;
     }
 
     /// True when a token is available for one data packet.
-    pub fn can_send(&self) -> bool {
+    pub(crate) fn can_send(&self) -> bool {
         self.t >= ONE as i64
     }
 
     /// Whole tokens available.
-    pub fn tokens(&self) -> u32 {
+    pub(crate) fn tokens(&self) -> u32 {
         (self.t.max(0) as u64 >> 16).min(u64::from(u32::MAX)) as u32
     }
 
     /// The window in packets.
-    pub fn window(&self) -> f64 {
+    pub(crate) fn window(&self) -> f64 {
         self.w as f64 / ONE as f64
     }
 
-    /// Loss reactions so far.
-    pub fn losses(&self) -> u64 {
-        self.losses
-    }
-
-    /// Restarts so far (not counting creation).
-    pub fn restarts(&self) -> u64 {
-        self.restarts
-    }
-
     /// A data packet was sent.
-    pub fn on_transmit(&mut self) {
+    pub(crate) fn on_transmit(&mut self) {
         self.t -= ONE as i64;
     }
 
     /// `n` packets were acknowledged for the first time.
-    pub fn on_ack(&mut self, n: u32) {
+    pub(crate) fn on_ack(&mut self, n: u32) {
         self.grow(n, false);
     }
 
     /// `n` packets were acknowledged for the first time by an ACK whose newest packet is
     /// `newest` (the acker's RX_MAX): as [`Window::on_ack`], but W holds during recovery if
     /// [`Window::set_hold_in_recovery`] asked for it.
-    pub fn on_ack_through(&mut self, n: u32, newest: u32) {
+    pub(crate) fn on_ack_through(&mut self, n: u32, newest: u32) {
         let hold = self.hold_in_recovery && self.recover.is_some_and(|r| sqn::le(newest, r));
         self.grow(n, hold);
     }
@@ -169,13 +153,13 @@ impl Window {
     }
 
     /// Holds W at most `max` packets, and the tokens at most W.
-    pub fn cap(&mut self, max: u32) {
+    pub(crate) fn cap(&mut self, max: u32) {
         self.cap_fraction(f64::from(max));
     }
 
     /// Holds W at most `max` packets (fractions count, at least one packet), and the tokens
     /// at most W.
-    pub fn cap_fraction(&mut self, max: f64) {
+    pub(crate) fn cap_fraction(&mut self, max: f64) {
         let max = (max.max(1.0) * ONE as f64).min(u64::MAX as f64) as u64;
         self.w = self.w.min(max);
         self.t = self.t.min(self.w as i64);
@@ -186,7 +170,7 @@ impl Window {
     /// be the last ones in flight: without this the pipe can empty with `T < 1` and only a
     /// stall timeout restarts it. (Paper §3.4 realigns W to the packets in flight for the same
     /// reason; footnote 2 leaves the W/2 strategy open.)
-    pub fn realign_tokens(&mut self, in_flight: u32) {
+    pub(crate) fn realign_tokens(&mut self, in_flight: u32) {
         let room = self.w as i64 - i64::from(in_flight) * ONE as i64;
         if room > self.t {
             self.t = room;
@@ -196,7 +180,7 @@ impl Window {
     /// A packet `lost` was found missing. `in_flight` is the number of packets sent beyond
     /// the acker's RX_MAX and `last_sent` the newest sequence number sent. Returns true when
     /// the window reacted (false inside the one-RTT grace after an earlier reaction).
-    pub fn on_loss(&mut self, lost: u32, in_flight: u32, last_sent: u32) -> bool {
+    pub(crate) fn on_loss(&mut self, lost: u32, in_flight: u32, last_sent: u32) -> bool {
         if self.recover.is_some_and(|r| sqn::le(lost, r)) {
             return false;
         }
@@ -213,7 +197,6 @@ impl Window {
         // packets in flight are not replaced, so in flight shrinks to the new window.
         self.ignore = (self.w >> 16) as u32;
         self.recover = Some(last_sent);
-        self.losses += 1;
         true
     }
 }

@@ -143,7 +143,6 @@ impl RecvArgs {
         opts.interface = self.net.iface.clone();
         opts.encapsulation = self.net.encapsulation();
         opts.pgmcc = !self.no_pgmcc;
-        opts.drop_every = self.drop_every;
         opts.source = self.source;
         opts.session = self.session;
         opts.key = self.net.key()?;
@@ -214,7 +213,8 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
     let rt = runtime()?;
     rt.block_on(async {
         let (group, port) = (plan.opts.group, plan.opts.port);
-        let rx = Receiver::bind(plan.opts.clone())
+        let faults = pgmcc_net::faults::FaultInjector::drop_every(args.drop_every.unwrap_or(0));
+        let rx = Receiver::bind_with_faults(plan.opts.clone(), faults)
             .await
             .context("joining the group")?;
         if !args.net.quiet {
