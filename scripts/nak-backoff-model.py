@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Monte Carlo of the receivers' NAK back-off timer alone (docs/core.md, "Loss recovery").
+"""Monte Carlo of the receivers' NAK back-off timer alone (docs/core.md, "NAK timers").
 
 Each lost sequence number is missed by n receivers, n ~ Binomial(N, p) (p = 1: a loss the
 whole group shares). Each draws its back-off from the truncated exponential over the span
