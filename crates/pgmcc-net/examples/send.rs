@@ -27,9 +27,10 @@ async fn main() -> ExitCode {
         eprintln!("usage: send GROUP PORT LOCAL_ADDR TTL MESSAGES");
         return ExitCode::from(2);
     };
-    let mut opts = SenderOptions::new(group, port);
-    opts.interface = Some(Interface::Addr(local));
-    opts.ttl = ttl;
+    // Options chain (every public field has a setter of its name) or are set as fields.
+    let mut opts = SenderOptions::new(group, port)
+        .interface(Some(Interface::Addr(local)))
+        .ttl(ttl);
     // Wait (at most 30 s after the data) for one receiver's delivery report.
     opts.end.expect = Some(pgmcc_net::Expect::Receivers(1));
     let mut tx = match Sender::bind(opts).await {
