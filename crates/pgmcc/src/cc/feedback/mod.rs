@@ -94,6 +94,14 @@ impl FeedbackAck {
         }
     }
 
+    /// A representative's ACK carrying its Pseudofed CC or CI.
+    fn pseudofed((ack, report): (AckRepr, PgmccFeedback), opt: Pseudofed) -> FeedbackAck {
+        FeedbackAck {
+            pseudofed: Some(opt),
+            ..FeedbackAck::plain((ack, report), false)
+        }
+    }
+
     /// True when a newer coalescing ACK may take this one's place: it carries nothing but
     /// the receive state and the report.
     pub(crate) fn replaceable(&self) -> bool {
@@ -299,13 +307,7 @@ impl Feedback {
                 if let Some((ack, report, opt)) =
                     p.on_data(&self.report, adv, cfg.nla, now, lost_first, rng, stats)
                 {
-                    self.push(FeedbackAck {
-                        ack,
-                        report,
-                        pseudofed: Some(opt),
-                        coalesce: false,
-                        proof: None,
-                    });
+                    self.push(FeedbackAck::pseudofed((ack, report), opt));
                 }
             }
         }
@@ -331,14 +333,8 @@ impl Feedback {
         }
         if let Role::Pseudofed(p) = &mut self.role {
             if let Some(opt) = p.on_timeout(now) {
-                if let Some((ack, report)) = self.report.ack(now) {
-                    self.push(FeedbackAck {
-                        ack,
-                        report,
-                        pseudofed: Some(opt),
-                        coalesce: false,
-                        proof: None,
-                    });
+                if let Some(a) = self.report.ack(now) {
+                    self.push(FeedbackAck::pseudofed(a, opt));
                 }
             }
         }
