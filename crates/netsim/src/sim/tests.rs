@@ -1,4 +1,5 @@
-//! The engine's own tests: a run with deliveries on worker threads is the run on one thread.
+//! The engine's own tests: a run with deliveries on worker threads is the run on one
+//! thread, and a router hook is called, obeyed and timed as [`RouterHook`] says.
 
 use super::*;
 use crate::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
@@ -86,4 +87,105 @@ fn deliveries_on_two_threads_give_the_same_run_as_on_one() {
         assert_eq!(x, y);
     }
     assert_eq!(a.len(), b.len());
+}
+
+/// A router hook that lets odd packets through and keeps even ones, asks for a timer 1 ms
+/// after the first packet it sees, and on it sends one packet back to `reply_to`.
+#[derive(Debug)]
+struct Alternate {
+    reply_to: IpAddr,
+    seen: Vec<Option<LinkId>>,
+    downstream: Vec<Vec<LinkId>>,
+    deadline: Option<Instant>,
+    fired: u32,
+}
+
+impl RouterHook for Alternate {
+    fn sees(&self, p: &Packet) -> bool {
+        p.flow == 7
+    }
+
+    fn on_packet(
+        &mut self,
+        now: Instant,
+        in_iface: Option<LinkId>,
+        _p: &Packet,
+        downstream: &[LinkId],
+        _ctx: &mut HookCtx<'_>,
+    ) -> Verdict {
+        self.seen.push(in_iface);
+        self.downstream.push(downstream.to_vec());
+        if self.seen.len() == 1 {
+            self.deadline = Some(now + Duration::from_millis(1));
+        }
+        if self.seen.len() % 2 == 0 {
+            Verdict::Consume
+        } else {
+            Verdict::Forward
+        }
+    }
+
+    fn on_timer(&mut self, _now: Instant, ctx: &mut HookCtx<'_>) {
+        self.fired += 1;
+        self.deadline = None;
+        ctx.send(frame(ctx.addr, self.reply_to, 7));
+    }
+
+    fn next_timer(&self) -> Option<Instant> {
+        self.deadline
+    }
+}
+
+fn frame(src: IpAddr, dst: IpAddr, flow: u32) -> Packet {
+    Packet {
+        src,
+        dst: Dest::Unicast(dst),
+        size: 100,
+        flow,
+        payload: crate::packet::Payload::Frame(std::sync::Arc::from([0u8; 4].as_slice())),
+    }
+}
+
+/// The router hands a hook the packets it sees with the interface they came in on, routes
+/// those it lets through, drops those it keeps, routes what it sends, and calls it on its
+/// timer; packets it does not see pass untouched.
+#[test]
+fn a_router_hook_sees_forwards_consumes_and_sends() {
+    let link = LinkConfig {
+        rate_bps: 10_000_000,
+        delay: Duration::from_millis(1),
+        queue: QueueLimit::Packets(100),
+        loss: LossModel::None,
+    };
+    let mut sim = Sim::new(3);
+    let (s, r, d) = (sim.add_node("S"), sim.add_node("R"), sim.add_node("D"));
+    let (_, r_to_s) = sim.add_duplex(s, r, link);
+    let (r_to_d, _) = sim.add_duplex(r, d, link);
+    let hook = Alternate {
+        reply_to: sim.addr(s),
+        seen: Vec::new(),
+        downstream: Vec::new(),
+        deadline: None,
+        fired: 0,
+    };
+    sim.set_router_hook(r, Box::new(hook));
+    for flow in [7, 7, 7, 7, 8] {
+        sim.inject(s, frame(sim.addr(s), sim.addr(d), flow));
+    }
+    sim.run_until(
+        Instant::ZERO + Duration::from_secs(1),
+        Duration::from_secs(1),
+        |_| {},
+    );
+    let Some(hook) = sim.router_hook_as::<Alternate>(r) else {
+        panic!("R runs the hook it was given");
+    };
+    // Packets from S came in on R's interface towards S; unicast has no downstream.
+    assert_eq!(hook.seen, vec![Some(r_to_s); 4]);
+    assert!(hook.downstream.iter().all(Vec::is_empty));
+    assert_eq!(hook.fired, 1);
+    // Two of flow 7 let through, the one of flow 8 unseen; the timer's packet goes to S.
+    assert_eq!(sim.link(r_to_d).stats.packets, 3);
+    assert_eq!(sim.link(r_to_s).stats.packets, 1);
+    assert!(sim.router_hook_as::<Alternate>(s).is_none());
 }
