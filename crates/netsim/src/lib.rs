@@ -4,8 +4,9 @@
 //! seeded random generator per component: the same network, agents and seed give the same
 //! run. Links are unidirectional pipes (rate, propagation delay, drop-tail queue in packets
 //! or bytes, Bernoulli or Gilbert-Elliott loss); unicast follows shortest paths by delay,
-//! multicast follows the source tree (one copy per link); routers may run the real PGM
-//! network element. Agents wrap the real `pgmcc` core, so the simulator runs exactly the
+//! multicast follows the source tree (one copy per link); a router may run a
+//! [`router::RouterHook`] on what it forwards, such as the real PGM network element
+//! ([`agents::ne`]). Agents wrap the real `pgmcc` core, so the simulator runs exactly the
 //! code that runs over UDP.
 //!
 //! TCP Reno, NewReno and SACK models with a sink sit beside the pgmcc agents
@@ -18,6 +19,8 @@
 //! of them; `reproduce` and `report` import `summary`; `scenario` imports `reproduce` (a
 //! scenario carries its [`reproduce::Reproduce`] row) but never `run`; `run` imports
 //! `scenario` and `summary` but not the reproduction measurement; `compare` sits on top.
+//! The engine ([`sim`]) imports the hook boundary ([`router`]) and no hook; the network
+//! element ([`agents::ne`]) imports both to install itself on a node.
 
 pub mod agent;
 pub mod agents;
@@ -29,6 +32,7 @@ pub mod packet;
 mod queue;
 pub mod report;
 pub mod reproduce;
+pub mod router;
 pub mod run;
 pub mod scenario;
 pub mod sim;

@@ -1,5 +1,7 @@
-//! Agents: the pgmcc core and TCP models attached to simulated nodes.
+//! What runs on simulated nodes: agents (the pgmcc core and TCP models) at endpoints, and
+//! the PGM network element as a router hook.
 
+pub mod ne;
 pub mod pgm;
 pub mod report;
 pub mod tcp;

@@ -2,24 +2,29 @@
 //! broken by insertion order (a binary heap that holds a run of simultaneous events as one
 //! entry, `queue.rs`), one seeded random generator per component. The same topology, agents
 //! and seed give the same run, event for event.
+//!
+//! The engine moves packets between nodes over links and hands them to agents; a node's
+//! router may run a [`RouterHook`] on the packets it forwards (the PGM network element is
+//! one), which sees them before they are routed and sends packets of its own.
 
 mod routing;
 mod slab;
+#[cfg(test)]
+mod tests;
 
 use slab::Slab;
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::Arc;
 
-use pgmcc::ne::{Iface, NeConfig, NeDestination, NetworkElement, Verdict};
 use pgmcc::{Duration, Instant};
 
 use crate::agent::{Agent, Ctx};
 use crate::link::{Link, LinkConfig, LinkId, NodeId};
-use crate::packet::{Dest, Packet, Payload};
+use crate::packet::{Dest, Packet};
 use crate::queue::EventQueue;
+use crate::router::{HookCtx, HookSend, RouterHook, Verdict};
 use pgmcc::rng::Rng;
 
 /// Index of an agent.
@@ -27,25 +32,6 @@ pub type AgentId = usize;
 
 /// Multicast forwarding state of one (source, group): outgoing links indexed by node.
 type McastTree = ((NodeId, IpAddr), Vec<Vec<LinkId>>);
-
-/// Source and group for multicast a network element sends because of `trigger`: a multicast
-/// packet's own; for a NAK, the source and group NLAs it names (RFC 3208 §7.2: NCFs carry the
-/// ODATA source's address).
-fn multicast_origin(trigger: &Packet) -> (IpAddr, IpAddr) {
-    if let Dest::Group(g) = trigger.dst {
-        return (trigger.src, g);
-    }
-    if let Payload::Pgm(b) = &trigger.payload {
-        if let Ok(pgm_wire::Repr {
-            body: pgm_wire::Body::Nak(n),
-            ..
-        }) = pgm_wire::Repr::parse(b)
-        {
-            return (n.source, n.group);
-        }
-    }
-    (trigger.src, IpAddr::V4(Ipv4Addr::UNSPECIFIED))
-}
 
 #[derive(Debug)]
 struct Node {
@@ -56,7 +42,8 @@ struct Node {
     agents: Vec<AgentId>,
     /// Groups joined by agents on this node.
     groups: BTreeSet<IpAddr>,
-    ne: Option<NetworkElement>,
+    /// What the node's router runs on the packets it forwards ([`Sim::set_router_hook`]).
+    hook: Option<Box<dyn RouterHook>>,
     /// Host jitter: each packet an agent here sends waits a random time in `[0, max]` before
     /// it enters the network, in order (see [`Sim::set_host_jitter`]).
     jitter: Option<HostJitter>,
@@ -79,8 +66,8 @@ enum EventKind {
     Arrive(LinkId, usize),
     /// An agent's timer (with the generation that scheduled it).
     AgentTimer(AgentId, u64),
-    /// A network element's timer.
-    NeTimer(NodeId, u64),
+    /// A router hook's timer (with the generation that scheduled it).
+    HookTimer(NodeId, u64),
     /// Scheduled start / stop / join / leave.
     Start(AgentId),
     /// Stop an agent.
@@ -130,7 +117,8 @@ pub struct Sim {
     /// spent most of its time ordering them), so a new one goes in only when it must fire
     /// earlier than the live one; a live one that fires early re-arms itself.
     agent_timer: Vec<Option<Instant>>,
-    ne_gen: Vec<u64>,
+    /// Generation of each node's hook timer: only the latest one scheduled fires.
+    hook_gen: Vec<u64>,
     /// First link towards a destination, indexed by destination (computed on first use).
     toward: Vec<Option<Vec<Option<LinkId>>>>,
     /// Shortest-path tree from a source (parent link per node), per source.
@@ -145,8 +133,8 @@ pub struct Sim {
     /// the agent's `next_timer()` was t (or earlier) again, and the previous wake-up was
     /// already this agent at t. Reported in `summary.json`; 0 in a healthy run.
     pub spins: u64,
-    /// Reused datagram buffer for network-element output.
-    ne_buf: Vec<u8>,
+    /// Reused buffer for what router hooks send.
+    hook_out: Vec<HookSend>,
     /// Events processed.
     pub events_processed: u64,
     /// Worker threads for a batch of deliveries ([`Sim::set_threads`]).
@@ -190,7 +178,7 @@ impl Sim {
             agents: Vec::new(),
             agent_gen: Vec::new(),
             agent_timer: Vec::new(),
-            ne_gen: Vec::new(),
+            hook_gen: Vec::new(),
             toward: Vec::new(),
             tree: HashMap::new(),
             mcast_trees: Vec::new(),
@@ -198,7 +186,7 @@ impl Sim {
             seed,
             last_wake: None,
             spins: 0,
-            ne_buf: Vec::new(),
+            hook_out: Vec::new(),
             events_processed: 0,
             threads: 1,
             parallel_deliveries: 0,
@@ -234,10 +222,10 @@ impl Sim {
             in_links: Vec::new(),
             agents: Vec::new(),
             groups: BTreeSet::new(),
-            ne: None,
+            hook: None,
             jitter: None,
         });
-        self.ne_gen.push(0);
+        self.hook_gen.push(0);
         self.node_deferred.push(false);
         self.routes_changed();
         id
@@ -290,16 +278,28 @@ impl Sim {
         self.links.len()
     }
 
-    /// Makes a node a PGM network element.
-    pub fn enable_ne(&mut self, n: NodeId, mut config: NeConfig) {
-        let addr = self.nodes[n].addr;
-        config.iface_addrs = self.nodes[n]
-            .out_links
-            .iter()
-            .map(|&l| (l as Iface, addr))
-            .collect();
-        config.seed ^= self.seed.wrapping_add(n as u64);
-        self.nodes[n].ne = Some(NetworkElement::new(config));
+    /// A node's outgoing links, in the order they were added.
+    pub fn out_links(&self, n: NodeId) -> &[LinkId] {
+        &self.nodes[n].out_links
+    }
+
+    /// The seed the run's random generators derive from.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Makes `hook` what node `n`'s router runs on the packets it forwards, in place of any
+    /// earlier one. The router first reads its timer after the first packet it consumes.
+    pub fn set_router_hook(&mut self, n: NodeId, hook: Box<dyn RouterHook>) {
+        self.nodes[n].hook = Some(hook);
+    }
+
+    /// Node `n`'s router hook as its concrete type, if it has one of that type.
+    pub fn router_hook_as<T: 'static>(&self, n: NodeId) -> Option<&T> {
+        self.nodes
+            .get(n)
+            .and_then(|node| node.hook.as_deref())
+            .and_then(|h| h.as_any().downcast_ref::<T>())
     }
 
     /// Host jitter on node `n`: every packet its agents send waits a random time, uniform in
@@ -315,11 +315,6 @@ impl Sim {
             rng: Rng::new(self.seed ^ 0x6a09_e667_f3bc_c908_u64.wrapping_mul(n as u64 + 1)),
             last_release: Instant::ZERO,
         });
-    }
-
-    /// The network element of a node, if any.
-    pub fn ne(&self, n: NodeId) -> Option<&NetworkElement> {
-        self.nodes[n].ne.as_ref()
     }
 
     /// Attaches an agent to a node, started at `start` and stopped at `stop`.
@@ -393,34 +388,8 @@ impl Sim {
 
     /// Routes a packet that is at node `at` (just sent or just arrived over `in_link`).
     fn forward(&mut self, at: NodeId, p: Packet, in_link: Option<LinkId>) {
-        // A PGM network element on this node sees PGM packets arriving from the network
-        // first (never the ones it or a local agent originates).
-        let has_ne = self.nodes[at].ne.is_some();
-        if let (true, Payload::Pgm(bytes), Some(_)) = (has_ne, &p.payload, in_link) {
-            let src_node = self.addr_to_node.get(&p.src).copied();
-            let downstream: Vec<Iface> = match (p.dst, src_node) {
-                (Dest::Group(g), Some(s)) => self
-                    .mcast_links(at, s, g)
-                    .into_iter()
-                    .map(|l| l as Iface)
-                    .collect(),
-                _ => Vec::new(),
-            };
-            let addressed_here = p.dst == Dest::Unicast(self.nodes[at].addr);
-            // An interface is the link pair to a neighbour, named by its outgoing link: a
-            // packet that arrived on A -> R came in on R's interface R -> A.
-            let in_iface = in_link
-                .and_then(|l| self.reverse_link(l))
-                .map_or(Iface::MAX, |l| l as Iface);
-            let now = self.now;
-            let verdict = self.nodes[at].ne.as_mut().map_or(Verdict::Forward, |ne| {
-                ne.handle(now, in_iface, p.src, bytes, &downstream)
-            });
-            self.drain_ne(at, &p);
-            if verdict == Verdict::Consumed || (addressed_here && in_link.is_some()) {
-                self.reschedule_ne(at);
-                return;
-            }
+        if self.run_hook(at, &p, in_link) == Verdict::Consume {
+            return;
         }
         match p.dst {
             Dest::Unicast(addr) => {
@@ -471,49 +440,71 @@ impl Sim {
         }
     }
 
-    /// Sends what the NE at `at` queued.
-    fn drain_ne(&mut self, at: NodeId, template: &Packet) {
-        // One reusable buffer: this runs for every PGM packet crossing a network element.
-        let mut buf = std::mem::take(&mut self.ne_buf);
-        buf.resize(65536, 0);
-        // Source and group of NE-made multicast (NCF, SPM copies, RDATA), found once.
-        let mut origin = None;
-        while let Some(t) = self.nodes[at]
-            .ne
-            .as_mut()
-            .and_then(|ne| ne.poll_transmit(&mut buf))
-        {
-            let bytes: Arc<[u8]> = buf[..t.len].into();
-            let size = t.len as u32 + crate::UDP_IP_OVERHEAD;
-            match t.dst {
-                NeDestination::Multicast(iface) => {
-                    let l = iface as LinkId;
+    /// Hands a packet that arrived at `at` over `in_link` to the node's router hook, if it
+    /// has one that sees it, and sends what the hook sent. A packet a node sends itself
+    /// (`in_link` is `None`) is not the hook's.
+    fn run_hook(&mut self, at: NodeId, p: &Packet, in_link: Option<LinkId>) -> Verdict {
+        let sees = self.nodes[at].hook.as_ref().is_some_and(|h| h.sees(p));
+        let Some(in_link) = in_link.filter(|_| sees) else {
+            return Verdict::Forward;
+        };
+        let src_node = self.addr_to_node.get(&p.src).copied();
+        let downstream = match (p.dst, src_node) {
+            (Dest::Group(g), Some(s)) => self.mcast_links(at, s, g),
+            _ => Vec::new(),
+        };
+        // An interface is the link pair to a neighbour, named by its outgoing link: a
+        // packet that arrived on A -> R came in on R's interface R -> A.
+        let in_iface = self.reverse_link(in_link);
+        let now = self.now;
+        let addr = self.nodes[at].addr;
+        let mut out = std::mem::take(&mut self.hook_out);
+        let verdict = self.nodes[at].hook.as_mut().map_or(Verdict::Forward, |h| {
+            let mut ctx = HookCtx {
+                addr,
+                out: &mut out,
+            };
+            h.on_packet(now, in_iface, p, &downstream, &mut ctx)
+        });
+        self.send_hook_output(at, &mut out);
+        self.hook_out = out;
+        if verdict == Verdict::Consume {
+            self.arm_hook(at);
+        }
+        verdict
+    }
+
+    /// Sends, in order, what the router hook at `at` sent.
+    fn send_hook_output(&mut self, at: NodeId, out: &mut Vec<HookSend>) {
+        for send in out.drain(..) {
+            match send {
+                HookSend::Link(l, p) => {
                     if l < self.links.len() {
-                        let (src, group) =
-                            *origin.get_or_insert_with(|| multicast_origin(template));
-                        let p = Packet {
-                            src,
-                            dst: Dest::Group(group),
-                            size,
-                            flow: template.flow,
-                            payload: Payload::Pgm(bytes),
-                        };
                         self.transmit(l, p);
                     }
                 }
-                NeDestination::Unicast(addr) => {
-                    let p = Packet {
-                        src: self.nodes[at].addr,
-                        dst: Dest::Unicast(addr),
-                        size,
-                        flow: template.flow,
-                        payload: Payload::Pgm(bytes),
-                    };
-                    self.forward(at, p, None);
-                }
+                HookSend::Route(p) => self.forward(at, p, None),
             }
         }
-        self.ne_buf = buf;
+    }
+
+    /// Runs the router hook at `n` on its timer and sends what it sent.
+    fn run_hook_timer(&mut self, n: NodeId) {
+        let now = self.now;
+        let addr = self.nodes[n].addr;
+        let mut out = std::mem::take(&mut self.hook_out);
+        if let Some(h) = self.nodes[n].hook.as_mut() {
+            h.on_timer(
+                now,
+                &mut HookCtx {
+                    addr,
+                    out: &mut out,
+                },
+            );
+        }
+        self.send_hook_output(n, &mut out);
+        self.hook_out = out;
+        self.arm_hook(n);
     }
 
     /// Runs the deferred deliveries: agents' handling on up to `threads` threads, then, in
@@ -655,11 +646,13 @@ impl Sim {
         self.schedule(at, EventKind::Emit(node, id));
     }
 
-    fn reschedule_ne(&mut self, n: NodeId) {
-        self.ne_gen[n] += 1;
-        if let Some(t) = self.nodes[n].ne.as_ref().and_then(|ne| ne.poll_timeout()) {
-            let g = self.ne_gen[n];
-            self.schedule(t.max(self.now), EventKind::NeTimer(n, g));
+    /// Schedules the router hook at `n` for its next deadline, if it has one; any earlier
+    /// hook timer of the node is void.
+    fn arm_hook(&mut self, n: NodeId) {
+        self.hook_gen[n] += 1;
+        if let Some(t) = self.nodes[n].hook.as_ref().and_then(|h| h.next_timer()) {
+            let g = self.hook_gen[n];
+            self.schedule(t.max(self.now), EventKind::HookTimer(n, g));
         }
     }
 
@@ -752,7 +745,7 @@ impl Sim {
         // Deferred deliveries come before anything that is not another delivery to a leaf.
         if !self.deferred.is_empty() {
             let may_defer = matches!(kind, EventKind::Arrive(l, _)
-                if self.nodes[self.links[l].to].ne.is_none());
+                if self.nodes[self.links[l].to].hook.is_none());
             if !may_defer {
                 self.flush_deliveries();
             }
@@ -798,21 +791,9 @@ impl Sim {
                     None => {}
                 }
             }
-            EventKind::NeTimer(n, g) => {
-                if self.ne_gen[n] == g {
-                    let now = self.now;
-                    if let Some(ne) = self.nodes[n].ne.as_mut() {
-                        ne.handle_timeout(now);
-                    }
-                    let template = Packet {
-                        src: self.nodes[n].addr,
-                        dst: Dest::Unicast(self.nodes[n].addr),
-                        size: 0,
-                        flow: 0,
-                        payload: Payload::Pgm(Arc::from([])),
-                    };
-                    self.drain_ne(n, &template);
-                    self.reschedule_ne(n);
+            EventKind::HookTimer(n, g) => {
+                if self.hook_gen[n] == g {
+                    self.run_hook_timer(n);
                 }
             }
             EventKind::Start(a) => self.run_agent(a, |agent, now, ctx| agent.start(now, ctx)),
@@ -876,95 +857,4 @@ fn run_chunk(
     jobs.iter_mut()
         .map(|(t, agent, addr, p)| (*t, run_deferred(&mut **agent, now, *addr, p)))
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
-    use crate::link::{LossModel, QueueLimit};
-    use pgm_wire::{Gsi, Tsi};
-    use pgmcc::cc::Controller;
-    use pgmcc::{ReceiverConfig, SenderConfig};
-
-    /// Everything a run leaves behind that a difference in event order would change.
-    fn run(threads: usize) -> (Sim, Vec<String>) {
-        let group = IpAddr::V4(Ipv4Addr::new(239, 1, 1, 1));
-        let fast = LinkConfig {
-            rate_bps: 1_000_000_000,
-            delay: Duration::from_millis(1),
-            queue: QueueLimit::Packets(1000),
-            loss: LossModel::None,
-        };
-        let lossy = LinkConfig {
-            rate_bps: 1_000_000,
-            delay: Duration::from_millis(50),
-            queue: QueueLimit::Bytes(30_000),
-            loss: LossModel::Bernoulli { p: 0.01 },
-        };
-        let mut sim = Sim::new(11);
-        sim.set_threads(threads);
-        let (s, r) = (sim.add_node("S"), sim.add_node("R"));
-        sim.add_duplex(s, r, fast);
-        let tsi = Tsi {
-            gsi: Gsi([1, 2, 3, 4, 5, 6]),
-            sport: 9,
-        };
-        let mut cfg = SenderConfig::new(tsi, IpAddr::V4(Ipv4Addr::UNSPECIFIED), group);
-        cfg.cc = Controller::Pgmcc.config();
-        sim.add_agent(
-            s,
-            Box::new(PgmSenderAgent::new(1, group, cfg, None)),
-            Instant::ZERO,
-            None,
-        );
-        for i in 0..150 {
-            let node = sim.add_node(&format!("PR{i}"));
-            sim.add_link(r, node, lossy);
-            sim.add_link(node, r, fast);
-            // Some hosts delay what they send: their NAKs go through the jitter's events.
-            if i % 3 == 0 {
-                sim.set_host_jitter(node, Duration::from_millis(2));
-            }
-            let rc = ReceiverConfig::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), group, i + 1);
-            let start = Instant::ZERO + Duration::from_millis(i * 7);
-            sim.add_agent(node, Box::new(PgmReceiverAgent::new(1, rc)), start, None);
-            sim.join(node, group, start, None);
-        }
-        let mut seen = Vec::new();
-        let end = Instant::ZERO + Duration::from_secs(8);
-        sim.run_until(end, Duration::from_millis(500), |sim| {
-            seen.push(format!("{:?} {}", sim.now(), sim.agent(1).goodput_bytes()));
-        });
-        for a in 0..sim.agent_count() {
-            seen.push(format!("{:?}", sim.agent(a).report()));
-        }
-        for l in 0..sim.link_count() {
-            seen.push(format!("{:?}", sim.link(l).stats));
-        }
-        seen.push(format!(
-            "{} events, {} spins",
-            sim.events_processed, sim.spins
-        ));
-        (sim, seen)
-    }
-
-    /// A batch of deliveries run on two threads leaves the same run, event for event, as one
-    /// thread: the same agents' reports, link counters, samples and event count.
-    #[test]
-    fn deliveries_on_two_threads_give_the_same_run_as_on_one() {
-        let (one, a) = run(1);
-        let (two, b) = run(2);
-        assert_eq!(one.parallel_deliveries, 0);
-        assert!(
-            two.parallel_deliveries > 10_000,
-            "batches ran on threads: {}",
-            two.parallel_deliveries
-        );
-        assert!(a.len() > 300);
-        for (x, y) in a.iter().zip(&b) {
-            assert_eq!(x, y);
-        }
-        assert_eq!(a.len(), b.len());
-    }
 }
