@@ -51,9 +51,31 @@ fn attacker_sockets(
     (listen, evil.into())
 }
 
-/// Listens to the group and forges the session's end and data beyond its lead, from address
+/// What [`attacker`] forges besides the end of session at the current lead.
+#[derive(Clone, Copy)]
+struct Forge {
+    /// A manifest on the forged end (another hash, name and kind than the source's).
+    manifest: bool,
+    /// Data beyond the lead.
+    data: bool,
+}
+
+impl Forge {
+    const ALL: Forge = Forge {
+        manifest: true,
+        data: true,
+    };
+}
+
+/// Listens to the group and forges the session's end (and what `forge` says) from address
 /// `from`, until `stop`; counts forgeries in `sent`.
-fn attacker(mcast_port: u16, from: Ipv4Addr, stop: Arc<AtomicBool>, sent: Arc<AtomicU32>) {
+fn attacker(
+    mcast_port: u16,
+    from: Ipv4Addr,
+    forge: Forge,
+    stop: Arc<AtomicBool>,
+    sent: Arc<AtomicU32>,
+) {
     let (listen, evil) = attacker_sockets(mcast_port, Duration::from_millis(50), from);
     let to = SocketAddrV4::new(GROUP, mcast_port);
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -89,8 +111,7 @@ fn attacker(mcast_port: u16, from: Ipv4Addr, stop: Arc<AtomicBool>, sent: Arc<At
         )
         .with_options(Options {
             fin: true,
-            // A forged manifest too: another hash, name and kind than the source's.
-            manifest: Some(pgm_wire::Manifest {
+            manifest: forge.manifest.then(|| pgm_wire::Manifest {
                 size: Some(u64::from(lead) * 1400),
                 sha256: Some([0xee; 32]),
                 name: "evil".into(),
@@ -102,7 +123,7 @@ fn attacker(mcast_port: u16, from: Ipv4Addr, stop: Arc<AtomicBool>, sent: Arc<At
         .to_vec()
         .unwrap();
         evil.send_to(&fin, to).unwrap();
-        for sqn in lead + 1..lead + 4 {
+        for sqn in (lead + 1..lead + 4).filter(|_| forge.data) {
             let p = Repr::downstream(t, dport, Body::Odata(DataRepr { sqn, trail: 0 }))
                 .with_payload(b"FORGED")
                 .to_vec()
@@ -129,7 +150,7 @@ fn a_spoofed_end_of_session_does_not_make_recv_commit_a_prefix() {
     let sent = Arc::new(AtomicU32::new(0));
     let evil = {
         let (stop, sent) = (stop.clone(), sent.clone());
-        std::thread::spawn(move || attacker(mcast, EVIL, stop, sent))
+        std::thread::spawn(move || attacker(mcast, EVIL, Forge::ALL, stop, sent))
     };
     let recv = pgmcc()
         .args([
@@ -384,7 +405,7 @@ fn spoofed_transfer(signed: bool, ports: (u16, u16), iface: &str) -> Attacked {
         iface,
         &send_extra,
         &recv_extra,
-        |port, stop, sent| attacker(port, Ipv4Addr::LOCALHOST, stop, sent),
+        |port, stop, sent| attacker(port, Ipv4Addr::LOCALHOST, Forge::ALL, stop, sent),
     );
     assert!(r.send_ok || !signed, "{}", r.send_stderr);
     r
@@ -423,4 +444,38 @@ fn the_same_spoofing_attack_defeats_an_unsigned_transfer() {
     eprintln!("unsigned receiver: exit {:?}: {}", r.recv_code, r.stderr);
     assert!(!r.intact, "the attack did nothing: {}", r.stderr);
     assert_eq!(r.stats["status"]["stats"]["wrong_source"].as_u64(), Some(0));
+}
+
+/// An end of session forged from the source's own address at the current lead, with no
+/// manifest (so the one the source announced, 3,000,000 bytes, stands): the receiver, bound
+/// to the source's address, must not commit the prefix it holds as the whole file.
+#[test]
+fn a_spoofed_end_at_the_lead_does_not_make_a_prefix_complete() {
+    let dir = tempfile::tempdir().unwrap();
+    let os = std::ffi::OsStr::new;
+    let forge = Forge {
+        manifest: false,
+        data: false,
+    };
+    let r = attacked_transfer(
+        dir.path(),
+        (41650, 41651),
+        "127.0.0.9",
+        &[os("--feedback-timeout"), os("5s")],
+        &[os("--source"), os("127.0.0.1")],
+        move |port, stop, sent| attacker(port, Ipv4Addr::LOCALHOST, forge, stop, sent),
+    );
+    eprintln!("receiver: exit {:?}: {}", r.recv_code, r.stderr);
+    assert!(
+        r.intact || r.recv_code != Some(0),
+        "a prefix was committed as complete"
+    );
+    if !r.intact {
+        assert!(
+            r.stderr.contains("bytes its source announced"),
+            "{}",
+            r.stderr
+        );
+        assert_eq!(r.stats["outcome"].as_str(), Some("incomplete"));
+    }
 }

@@ -605,6 +605,19 @@ impl TransferReceiver {
         if m.tree && !self.cfg.dir && !self.cfg.signed {
             return self.fail_now(Failure::TreeNeedsDir { name: Some(m.name) });
         }
+        // What a session announced stays what it carries: only its SHA-256 may be added, at
+        // its end. A changed size, name or kind is a forged announcement (one that shrinks the
+        // size to what arrived would make a prefix look whole) or a confused source. Trusting
+        // a key, only the signed end's manifest counts and an SPM's changes nothing.
+        if !self.cfg.signed
+            && self
+                .s
+                .manifest
+                .as_ref()
+                .is_some_and(|old| !same_announcement(old, &m))
+        {
+            return self.fail_now(Failure::ManifestChanged { tsi });
+        }
         // Passes: a late joiner waiting for this manifest learns whether another pass will
         // bring the beginning; a receiver holding part of a stream learns whether this
         // session carries the same one.
@@ -683,6 +696,18 @@ impl TransferReceiver {
                         .actions
                         .push_back(Action::Notice(Notice::StartUnknown(why))),
                 }
+            }
+        }
+        if let (None, false, None, Some(size)) =
+            (&self.failure, self.s.pieced, &self.kept_partial, size)
+        {
+            // A stream that ends short of its announced size was cut off: by an end forged
+            // at the current lead, or by a source whose input shrank.
+            if self.s.total != size && !self.cfg.zmq {
+                self.fail(Failure::Truncated {
+                    got: self.s.total,
+                    size,
+                });
             }
         }
         if self.failure.is_some() || !self.s.pieced {
@@ -820,6 +845,10 @@ impl TransferReceiver {
                     expected: false,
                 });
             }
+        } else if self.trusted.is_some() && !self.cfg.signed {
+            // A source that announces what it sends announces its hash with the end; an end
+            // without it may be forged (signed mode verifies every byte and the end instead).
+            self.fail(Failure::NoEndHash);
         }
     }
 
@@ -860,6 +889,18 @@ impl TransferReceiver {
         self.digest = [0; 32];
         self.trusted = None;
     }
+}
+
+/// Whether `new` announces the same stream as `old`: everything equal, except the SHA-256
+/// that the end adds.
+fn same_announcement(old: &Manifest, new: &Manifest) -> bool {
+    old.size == new.size
+        && old.name == new.name
+        && old.tree == new.tree
+        && old.mode == new.mode
+        && old.mtime == new.mtime
+        && old.another_pass == new.another_pass
+        && (old.sha256.is_none() || old.sha256 == new.sha256)
 }
 
 /// Lower-case hex.

@@ -208,6 +208,21 @@ pub enum Failure {
         /// Whose: the application's expectation, or the source's announcement.
         expected: bool,
     },
+    /// The session's announcement changed part way (size, name or kind): forged, or a
+    /// confused source.
+    ManifestChanged {
+        /// The session.
+        tsi: Tsi,
+    },
+    /// The stream ended short of the size its source announced.
+    Truncated {
+        /// Bytes received.
+        got: u64,
+        /// Bytes announced.
+        size: u64,
+    },
+    /// The source announced the stream but no SHA-256 with its end.
+    NoEndHash,
     /// The output could not be written out.
     Output(String),
 }
@@ -300,6 +315,17 @@ impl fmt::Display for Failure {
             Failure::Sha256 { got, want, .. } => write!(
                 f,
                 "the data's sha256 {got} differs from the {want} the source announced: the stream was altered or mixed up"
+            ),
+            Failure::ManifestChanged { tsi } => write!(
+                f,
+                "session {tsi} changed what it announced part way (size, name or kind): a forged announcement, or a confused source"
+            ),
+            Failure::Truncated { got, size } => write!(
+                f,
+                "the stream ended after {got} of the {size} bytes its source announced: its end was forged, or the source's input shrank"
+            ),
+            Failure::NoEndHash => f.write_str(
+                "the source announced the stream but no SHA-256 with its end, so that end cannot be told from a forged one",
             ),
             Failure::Output(e) => f.write_str(e),
         }

@@ -646,3 +646,74 @@ fn an_interrupted_transfer_fails_and_tells_the_source() {
     assert_eq!(out.reports[0].status, pgm_wire::OUTCOME_FAILED);
     assert_eq!(out.reports[0].reason, "disk full");
 }
+
+#[test]
+fn an_end_forged_at_the_current_lead_does_not_make_a_prefix_complete() {
+    // The source announced 1,000 bytes (its hash comes with the end); a forged end after
+    // 500 of them, with no manifest, or with one shrunk to the prefix and its hash.
+    let b = body(1_000);
+    let mut early = manifest(&b, false);
+    early.sha256 = None;
+    let (mut t, mut out) = (TransferReceiver::new(cfg(), Instant::now()), Out::default());
+    let mut f = feed(&mut t, &mut out, 1);
+    f.start(0);
+    f.manifest(&early);
+    f.packets(&b, 0..5, &[]);
+    f.end(Some(0));
+    assert_eq!(f.verdict(), Verdict::Failed);
+    assert_eq!(
+        t.failure(),
+        Some(&Failure::Truncated {
+            got: 500,
+            size: 1_000
+        })
+    );
+
+    let (mut t, mut out) = (TransferReceiver::new(cfg(), Instant::now()), Out::default());
+    let mut f = feed(&mut t, &mut out, 1);
+    f.start(0);
+    f.manifest(&early);
+    f.packets(&b, 0..5, &[]);
+    assert_eq!(f.manifest(&manifest(&b[..500], false)), Flow::End);
+    assert!(matches!(t.failure(), Some(Failure::ManifestChanged { .. })));
+
+    // The whole stream, but its end carries no hash: it cannot be told from a forged end.
+    let (mut t, mut out) = (TransferReceiver::new(cfg(), Instant::now()), Out::default());
+    let mut f = feed(&mut t, &mut out, 1);
+    f.start(0);
+    f.manifest(&early);
+    f.packets(&b, 0..10, &[]);
+    f.end(Some(0));
+    assert_eq!(f.verdict(), Verdict::Failed);
+    assert_eq!(t.failure(), Some(&Failure::NoEndHash));
+
+    // The real end adds the hash to what was announced: complete.
+    let (mut t, mut out) = (TransferReceiver::new(cfg(), Instant::now()), Out::default());
+    let mut f = feed(&mut t, &mut out, 1);
+    f.start(0);
+    f.manifest(&early);
+    f.packets(&b, 0..10, &[]);
+    assert_eq!(f.manifest(&manifest(&b, false)), Flow::Continue);
+    f.end(Some(0));
+    assert_eq!(f.verdict(), Verdict::Commit);
+}
+
+#[test]
+fn trusting_a_key_an_spms_changed_announcement_changes_nothing() {
+    let b = body(300);
+    let mut c = cfg();
+    c.signed = true;
+    let (mut t, mut out) = (TransferReceiver::new(c, Instant::now()), Out::default());
+    let mut f = feed(&mut t, &mut out, 1);
+    f.start(0);
+    f.manifest(&manifest(&b, false));
+    assert_eq!(f.manifest(&manifest(&b[..100], false)), Flow::Continue);
+    f.ev(Event::Manifest {
+        tsi: tsi(1),
+        manifest: manifest(&b, false),
+        signed: true,
+    });
+    f.packets(&b, 0..3, &[]);
+    f.end(Some(0));
+    assert_eq!(f.verdict(), Verdict::Commit);
+}
