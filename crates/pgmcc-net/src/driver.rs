@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use pgmcc::Instant;
+use pgmcc::{Endpoint, Instant};
 
 use crate::clock::Clock;
-use crate::wire::{Core, Wire};
+use crate::wire::Wire;
 
 /// How often the application's status snapshot is refreshed.
 const STATUS_EVERY: Duration = Duration::from_millis(100);
@@ -15,7 +15,7 @@ const STATUS_EVERY: Duration = Duration::from_millis(100);
 /// and reports.
 pub(crate) trait Role {
     /// The core it drives.
-    type Core: Core;
+    type Core: Endpoint;
     /// What the application asked for.
     type Input;
     /// What the driver's task returns.

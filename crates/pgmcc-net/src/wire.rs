@@ -3,10 +3,10 @@
 //! core emits. The drivers add only what is theirs: the application's channels, status and
 //! when to stop.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use pgmcc::{Instant, Transmit};
+use pgmcc::{Endpoint, Instant};
 use tokio::net::UdpSocket;
 use tracing::debug;
 
@@ -15,48 +15,6 @@ use crate::clock::Clock;
 use crate::faults::FaultInjector;
 use crate::keyed::{Envelope, KeyedStats};
 use crate::socket::{self, SocketSetup};
-
-/// What a driver's core is to the socket side: datagrams in, datagrams out.
-pub(crate) trait Core {
-    /// A datagram (the PGM packet, envelope and encapsulation removed) from `from`.
-    fn handle(&mut self, now: Instant, from: IpAddr, pgm: &[u8]);
-    /// The next datagram to send, if one is due.
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit>;
-    /// When the core next needs [`Core::handle_timeout`].
-    fn poll_timeout(&self) -> Option<Instant>;
-    /// Runs the timers due at `now`.
-    fn handle_timeout(&mut self, now: Instant);
-}
-
-impl Core for pgmcc::Sender {
-    fn handle(&mut self, now: Instant, from: IpAddr, pgm: &[u8]) {
-        pgmcc::Sender::handle(self, now, from, pgm);
-    }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        pgmcc::Sender::poll_transmit(self, now, buf)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        pgmcc::Sender::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        pgmcc::Sender::handle_timeout(self, now);
-    }
-}
-
-impl Core for pgmcc::Receiver {
-    fn handle(&mut self, now: Instant, from: IpAddr, pgm: &[u8]) {
-        pgmcc::Receiver::handle(self, now, from, pgm);
-    }
-    fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        pgmcc::Receiver::poll_transmit(self, now, buf)
-    }
-    fn poll_timeout(&self) -> Option<Instant> {
-        pgmcc::Receiver::poll_timeout(self)
-    }
-    fn handle_timeout(&mut self, now: Instant) {
-        pgmcc::Receiver::handle_timeout(self, now);
-    }
-}
 
 /// Which datagrams a [`FaultInjector`] counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -118,7 +76,7 @@ impl Wire {
 
     /// Hands the core what is queued on the socket: at most `calls` `recvmmsg` batches
     /// (or 64 datagrams without them), so that sending resumes soon.
-    pub(crate) fn take_queued<C: Core>(&mut self, core: &mut C, clock: &Clock, calls: usize) {
+    pub(crate) fn take_queued<C: Endpoint>(&mut self, core: &mut C, clock: &Clock, calls: usize) {
         let recv = Arc::clone(&self.recv);
         if let Some(mut b) = self.batch.take() {
             b.drain(&recv, calls, |from, d| self.input(core, clock, from, d));
@@ -139,7 +97,13 @@ impl Wire {
         self.rbuf = rbuf;
     }
 
-    fn input<C: Core>(&mut self, core: &mut C, clock: &Clock, from: SocketAddr, datagram: &[u8]) {
+    fn input<C: Endpoint>(
+        &mut self,
+        core: &mut C,
+        clock: &Clock,
+        from: SocketAddr,
+        datagram: &[u8],
+    ) {
         if self.fault_on == FaultOn::Incoming && self.faults.drop_this() {
             return;
         }
@@ -152,7 +116,7 @@ impl Wire {
     }
 
     /// Sends everything the core has to send now.
-    pub(crate) async fn flush<C: Core>(&mut self, core: &mut C, now: Instant) {
+    pub(crate) async fn flush<C: Endpoint>(&mut self, core: &mut C, now: Instant) {
         let mut buf = std::mem::take(&mut self.buf);
         while let Some(t) = core.poll_transmit(now, &mut buf) {
             let Some(bytes) = buf.get(..t.len) else {

@@ -35,4 +35,4 @@ pub use sender::{
     SessionEnd,
 };
 pub use time::{Duration, Instant};
-pub use transmit::{Destination, Transmit};
+pub use transmit::{Destination, Endpoint, Transmit};

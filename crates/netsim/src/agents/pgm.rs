@@ -4,8 +4,8 @@ use std::net::IpAddr;
 
 use pgmcc::cc::CcEvent;
 use pgmcc::{
-    Destination, Duration, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender, SenderConfig,
-    Transmit,
+    Destination, Duration, Endpoint, Instant, Receiver, ReceiverConfig, ReceiverEvent, Sender,
+    SenderConfig, Transmit,
 };
 
 use crate::agent::{Agent, Ctx};
@@ -25,6 +25,20 @@ fn pgm_packet(src: IpAddr, t: Transmit, buf: &[u8], group: IpAddr, flow: u32) ->
         size: t.len as u32 + UDP_IP_OVERHEAD,
         flow,
         payload: Payload::Pgm(buf[..t.len].into()),
+    }
+}
+
+/// Hands a PGM packet to a running endpoint, as the runtime hands it a datagram.
+fn deliver<E: Endpoint>(endpoint: Option<&mut E>, now: Instant, p: &Packet) {
+    if let (Some(e), Payload::Pgm(b)) = (endpoint, &p.payload) {
+        e.handle(now, p.src, b);
+    }
+}
+
+/// Runs a running endpoint's due timers.
+fn expire<E: Endpoint>(endpoint: Option<&mut E>, now: Instant) {
+    if let Some(e) = endpoint {
+        e.handle_timeout(now);
     }
 }
 
@@ -129,21 +143,17 @@ impl Agent for PgmSenderAgent {
     }
 
     fn on_packet(&mut self, now: Instant, p: &Packet, ctx: &mut Ctx<'_>) {
-        if let (Some(s), Payload::Pgm(b)) = (self.sender.as_mut(), &p.payload) {
-            s.handle(now, p.src, b);
-        }
+        deliver(self.sender.as_mut(), now, p);
         self.pump(now, ctx);
     }
 
     fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
-        if let Some(s) = self.sender.as_mut() {
-            s.handle_timeout(now);
-        }
+        expire(self.sender.as_mut(), now);
         self.pump(now, ctx);
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        self.sender.as_ref().and_then(|s| s.poll_timeout())
+        self.sender.as_ref().and_then(Endpoint::poll_timeout)
     }
 
     fn stop(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
@@ -311,21 +321,17 @@ impl Agent for PgmReceiverAgent {
     }
 
     fn on_packet(&mut self, now: Instant, p: &Packet, ctx: &mut Ctx<'_>) {
-        if let (Some(r), Payload::Pgm(b)) = (self.receiver.as_mut(), &p.payload) {
-            r.handle(now, p.src, b);
-        }
+        deliver(self.receiver.as_mut(), now, p);
         self.pump(now, ctx);
     }
 
     fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
-        if let Some(r) = self.receiver.as_mut() {
-            r.handle_timeout(now);
-        }
+        expire(self.receiver.as_mut(), now);
         self.pump(now, ctx);
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        self.receiver.as_ref().and_then(|r| r.poll_timeout())
+        self.receiver.as_ref().and_then(Endpoint::poll_timeout)
     }
 
     fn goodput_bytes(&self) -> u64 {

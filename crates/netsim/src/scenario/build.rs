@@ -220,25 +220,27 @@ fn build(cx: &Ctx<'_>, default_name: &str, seed: Option<u64>) -> Result<Scenario
             start += rng.duration_up_to(max);
         }
         let stop = cx.time(&fl.stop, "flow.stop")?;
+        let at = FlowAt {
+            fl,
+            kind,
+            id,
+            from,
+            start,
+            stop,
+        };
         let info = if kind.is_tcp() {
-            build_tcp(cx, &mut sim, fl, kind, id, from, start, stop, &node)?
+            build_tcp(cx, &mut sim, at, &node)?
         } else if kind.is_external() {
             // A stand-in that parses the flow's receivers and times; never run.
-            let mut info = build_pgm(
-                cx,
-                &mut sim,
-                fl,
-                FlowKind::Pgm,
-                id,
-                from,
-                start,
-                stop,
-                &node,
-            )?;
+            let pgm = FlowAt {
+                kind: FlowKind::Pgm,
+                ..at
+            };
+            let mut info = build_pgm(cx, &mut sim, pgm, &node)?;
             info.kind = kind;
             info
         } else {
-            build_pgm(cx, &mut sim, fl, kind, id, from, start, stop, &node)?
+            build_pgm(cx, &mut sim, at, &node)?
         };
         flows.push(info);
     }
@@ -455,18 +457,31 @@ fn reproduce_row(
 /// IPv4 acker) then fills a 1500-byte IPv4 datagram, as Linux TCP's segments do at that MTU.
 const DEFAULT_PGM_PAYLOAD: u32 = 1428;
 
-#[allow(clippy::too_many_arguments)]
-fn build_pgm(
-    cx: &Ctx<'_>,
-    sim: &mut Sim,
-    fl: &FlowSpec,
+/// One flow of the file, placed: its spec, kind, id, sending node and times.
+#[derive(Clone, Copy)]
+struct FlowAt<'a> {
+    fl: &'a FlowSpec,
     kind: FlowKind,
     id: u32,
     from: NodeId,
     start: Instant,
     stop: Option<Instant>,
+}
+
+fn build_pgm(
+    cx: &Ctx<'_>,
+    sim: &mut Sim,
+    at: FlowAt<'_>,
     node: &NodeLookup<'_>,
 ) -> Result<FlowInfo, ScenarioError> {
+    let FlowAt {
+        fl,
+        kind,
+        id,
+        from,
+        start,
+        stop,
+    } = at;
     validate::pgm_receivers(fl, cx)?;
     let group = validate::group(fl, id, cx)?;
     let tsi = Tsi {
@@ -583,18 +598,20 @@ fn build_pgm(
     })
 }
 
-#[allow(clippy::too_many_arguments)]
 fn build_tcp(
     cx: &Ctx<'_>,
     sim: &mut Sim,
-    fl: &FlowSpec,
-    kind: FlowKind,
-    id: u32,
-    from: NodeId,
-    start: Instant,
-    stop: Option<Instant>,
+    at: FlowAt<'_>,
     node: &NodeLookup<'_>,
 ) -> Result<FlowInfo, ScenarioError> {
+    let FlowAt {
+        fl,
+        kind,
+        id,
+        from,
+        start,
+        stop,
+    } = at;
     let to_spec = validate::tcp_to(fl, cx)?;
     let to = node(to_spec, "flow.to")?;
     validate::refuse_pgm_knobs(fl, cx)?;

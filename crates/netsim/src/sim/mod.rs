@@ -690,6 +690,17 @@ impl Sim {
         self.events.peek_key()
     }
 
+    /// Takes the next event and handles it at its time; false when none is left.
+    fn step(&mut self) -> bool {
+        let Some((key, kind)) = self.events.pop() else {
+            return false;
+        };
+        self.now = key_time(key);
+        self.events_processed += 1;
+        self.handle(kind);
+        true
+    }
+
     /// Processes every event due at or before `end` and sets the clock to `end` (never
     /// backwards): the emulator's step, called with the wall clock's time.
     pub fn advance(&mut self, end: Instant) {
@@ -697,12 +708,9 @@ impl Sim {
             if key_time(key) > end {
                 break;
             }
-            let Some((key, kind)) = self.events.pop() else {
+            if !self.step() {
                 break;
-            };
-            self.now = key_time(key);
-            self.events_processed += 1;
-            self.handle(kind);
+            }
         }
         self.flush_deliveries();
         self.now = self.now.max(end);
@@ -725,12 +733,9 @@ impl Sim {
                 self.now = saved;
                 next_tick += tick_every;
             }
-            let Some((key, kind)) = self.events.pop() else {
+            if !self.step() {
                 break;
-            };
-            self.now = key_time(key);
-            self.events_processed += 1;
-            self.handle(kind);
+            }
         }
         self.flush_deliveries();
         while next_tick <= end {
