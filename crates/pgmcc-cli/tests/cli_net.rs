@@ -1141,3 +1141,73 @@ fn a_rate_capped_transfer_with_loss_on_a_lan_does_not_stall() {
     let secs = s["sending_seconds"].as_f64().unwrap();
     assert!(secs < 7.5, "{secs} s");
 }
+
+/// A receiver whose disk fills up part way fails the transfer, removes what it wrote and
+/// tells the source so: the sender's table names the reason, `--expect` fails. The receiver
+/// writes into a 1 MiB tmpfs of its own mount namespace (root only), the file is 3 MB.
+#[test]
+fn a_full_disk_fails_the_transfer_and_the_source_hears_why() {
+    const TEST: &str = "a_full_disk_fails_the_transfer_and_the_source_hears_why";
+    if !common::is_root() {
+        common::skip(TEST, "needs root (a tmpfs in a mount namespace of its own)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(
+        &data,
+        (0..3_000_000u32)
+            .map(|i| (i % 251) as u8)
+            .collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let lo = Loopback {
+        group: "239.255.77.57:7500",
+        ports: "41577,41578",
+    };
+    // `unshare --mount` gives the receiver a mount namespace of its own: the tmpfs is gone
+    // with it, whatever happens.
+    let script = format!(
+        "mount -t tmpfs -o size=1m tmpfs {d} && exec {pgmcc} recv --group {g} --iface 127.0.0.41 --udp-ports {p} -q --idle-timeout 5s --join-timeout 20s --out {d}/out.bin",
+        d = small.display(),
+        pgmcc = env!("CARGO_BIN_EXE_pgmcc"),
+        g = lo.group,
+        p = lo.ports,
+    );
+    let recv = Command::new("unshare")
+        .args(["--mount", "--propagation", "private", "sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let s = lo
+        .send(
+            &data,
+            &[
+                "--rate-max",
+                "40Mbit",
+                "--expect",
+                "1",
+                "--expect-timeout",
+                "3s",
+            ],
+        )
+        .output()
+        .unwrap();
+    let r = recv.wait_with_output().unwrap();
+    let (serr, rerr) = (
+        String::from_utf8_lossy(&s.stderr),
+        String::from_utf8_lossy(&r.stderr),
+    );
+    assert_eq!(r.status.code(), Some(1), "{rerr}");
+    assert!(rerr.contains("No space left on device"), "{rerr}");
+    assert!(rerr.contains("no output file was written"), "{rerr}");
+    assert_eq!(s.status.code(), Some(1), "{serr}");
+    assert!(
+        serr.contains("127.0.0.41") && serr.contains("FAILED: ") && serr.contains("No space left"),
+        "{serr}"
+    );
+}

@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use pgmcc_net::transfer::receive::{Action, Ending, Flow, TransferReceiver, Verdict};
+use pgmcc_net::transfer::receive::{Action, Ending, Failure, Flow, TransferReceiver, Verdict};
 use pgmcc_net::{Event, Receiver};
 use serde::Serialize;
 
@@ -34,6 +34,8 @@ struct RecvReport {
 /// next write lands, and the spool of data whose place is not known yet.
 struct Sink {
     out: Output,
+    /// The output failed (a full disk, say): nothing more is written to it.
+    broken: bool,
     /// The output's position, when known (a fresh output is at 0; one holding earlier
     /// passes is not known).
     pos: Option<u64>,
@@ -44,6 +46,7 @@ impl Sink {
     fn new(out: Output) -> Sink {
         Sink {
             out,
+            broken: false,
             pos: Some(0),
             spool: None,
         }
@@ -65,6 +68,11 @@ impl Sink {
         dir: Option<&std::path::Path>,
     ) -> Result<()> {
         match a {
+            Action::Write { .. }
+            | Action::SpoolStart { .. }
+            | Action::Spool(_)
+            | Action::Place { .. }
+                if self.broken => {}
             Action::Write { offset, data } => {
                 if self.pos != Some(offset) {
                     self.out.seek_to(offset)?;
@@ -101,18 +109,21 @@ impl Sink {
     }
 }
 
-/// Does what the transfer asks, in order.
+/// Does what the transfer asks, in order. An output that fails (a full disk, say) fails
+/// the transfer, which then tells the source so.
 async fn drain(
     t: &mut TransferReceiver,
     sink: &mut Sink,
     rx: &Receiver,
     pb: &ProgressBar,
     dir: Option<&std::path::Path>,
-) -> Result<()> {
+) {
     while let Some(a) = t.poll_action() {
-        sink.apply(a, rx, pb, dir).await?;
+        if let Err(e) = sink.apply(a, rx, pb, dir).await {
+            sink.broken = true;
+            t.fail(Failure::Output(format!("{e:#}")));
+        }
     }
-    Ok(())
 }
 
 /// Progress after an event: the bytes so far, and the session and its name.
@@ -151,13 +162,17 @@ async fn follow(
             Some(ev) => ev,
             None => {
                 // Nothing waiting: hand what we have to the file or pipe.
-                sink.out.flush()?;
+                if let Err(e) = sink.out.flush() {
+                    sink.broken = true;
+                    t.fail(Failure::Output(format!("{e:#}")));
+                    break false;
+                }
                 tokio::select! {
                     // Look up now and then: the timeouts follow the session, not the events.
                     r = tokio::time::timeout(Duration::from_millis(500), rx.read()) => match r {
                         Ok(Some(ev)) => ev,
                         Ok(None) => {
-                            t.fail(pgmcc_net::transfer::receive::Failure::ReceiverStopped);
+                            t.fail(Failure::ReceiverStopped);
                             break false;
                         }
                         Err(_) => {
@@ -169,7 +184,7 @@ async fn follow(
                     },
                     () = stop.recv() => {
                         // Interrupted: the transfer is incomplete; the temporary file goes.
-                        t.fail(pgmcc_net::transfer::receive::Failure::Interrupted);
+                        t.fail(Failure::Interrupted);
                         break true;
                     }
                 }
@@ -177,9 +192,9 @@ async fn follow(
         };
         let data = matches!(ev, Event::Data { .. });
         let flow = t.handle(ev, Instant::now());
-        drain(t, sink, rx, &pb, dir).await?;
+        drain(t, sink, rx, &pb, dir).await;
         show(t, data, &pb, &mut lines);
-        if flow == Flow::End {
+        if flow == Flow::End || t.failure().is_some() {
             break false;
         }
     };
@@ -204,12 +219,17 @@ async fn transfer(
         let verdict = match t.end_session() {
             Ending::Decided(v) => v,
             Ending::Hash { size } => {
-                drain(t, &mut sink, rx, &pb, dir).await?;
-                let sha = sink.out.assembled_sha256(size)?;
-                t.output_hashed(sha)
+                drain(t, &mut sink, rx, &pb, dir).await;
+                match sink.out.assembled_sha256(size) {
+                    Ok(sha) if !sink.broken => t.output_hashed(sha),
+                    Ok(_) => {
+                        t.output_failed("the output failed while the parts were placed".into())
+                    }
+                    Err(e) => t.output_failed(format!("{e:#}")),
+                }
             }
         };
-        drain(t, &mut sink, rx, &pb, dir).await?;
+        drain(t, &mut sink, rx, &pb, dir).await;
         if let Verdict::AwaitPass(a) = &verdict {
             // Part of the stream, and another pass announced: the source was told; what
             // is held waits in the output for that pass.

@@ -783,6 +783,13 @@ impl TransferReceiver {
         self.decide()
     }
 
+    /// The output failed while [`Ending::Hash`] was being answered (it could not be read
+    /// back): the transfer fails, and its report says why.
+    pub fn output_failed(&mut self, why: String) -> Verdict {
+        self.fail(Failure::Output(why));
+        self.decide()
+    }
+
     fn decide(&mut self) -> Verdict {
         if self.failure.is_none() && self.partial.is_none() && self.kept_partial.is_none() {
             self.check_sha256();
