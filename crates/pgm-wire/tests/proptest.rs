@@ -109,7 +109,7 @@ prop_compose! {
         lowweight in prop::option::of((any::<u8>(), any::<u32>())),
         grtt in prop::option::of((any::<u32>(), any::<u32>())),
         ack_proof in prop::option::of(any::<u32>()),
-        outcome in prop::option::of((any::<u8>(), any::<u64>(), any::<[u8; 32]>(), "[a-z .=]{0,40}")),
+        outcome in prop::option::of((any::<u8>(), any::<u64>(), any::<[u8; 32]>(), "[a-z .=]{0,40}", prop::option::of(ip()))),
         manifest in prop::option::of((prop::option::of(any::<u64>()), any::<u32>(), any::<u64>(), prop::option::of(any::<[u8; 32]>()), "[a-z.]{0,30}", any::<bool>(), any::<bool>())),
         (pgmcc_feedback, tfmcc_data, pseudofed, fec, fragment_encoded, report_bar) in (
             prop::option::of((any::<u32>(), any::<u16>(), ip())),
@@ -150,7 +150,7 @@ prop_compose! {
             fec: fec.map(|(proactive, on_demand, code, tgs)| Fec { proactive, on_demand, code, tgs }),
             report_bar: report_bar.map(|(loss, intervals)| ReportBar { loss, intervals }),
             ack_proof: ack_proof.map(|value| AckProof { value }),
-            outcome: outcome.map(|(status, bytes, sha256, reason)| Outcome { status, bytes, sha256, reason }),
+            outcome: outcome.map(|(status, bytes, sha256, reason, reporter)| Outcome { status, bytes, sha256, reason, reporter }),
             manifest: manifest.map(|(size, mode, mtime, sha256, name, tree, another_pass)| Manifest { size, mode, mtime, sha256, name, tree, another_pass }),
             unknown: Vec::new(),
         }
@@ -378,12 +378,26 @@ fn reference_options(o: &Options<'_>) -> Vec<(u8, u8, Vec<u8>)> {
         v.push((0x35, 0, [&[0][..], &be(p.value)].concat()));
     }
     if let Some(x) = &o.outcome {
-        // OPT_OUTCOME (ours, docs/wire.md): rsv u8, status u8, bytes u64, sha256, reason
+        // OPT_OUTCOME (ours, docs/wire.md): flags u8 (REPORTER 1), status u8, bytes u64,
+        // sha256, [reporter AFI u16 + NLA], reason
         let bytes = x.bytes.to_be_bytes();
+        let mut reporter = Vec::new();
+        if let Some(a) = &x.reporter {
+            reporter.extend_from_slice(&afi(a));
+            nla(&mut reporter, a);
+        }
+        let flags = u8::from(x.reporter.is_some());
         v.push((
             0x36,
             0,
-            [&[0, x.status][..], &bytes, &x.sha256, x.reason.as_bytes()].concat(),
+            [
+                &[flags, x.status][..],
+                &bytes,
+                &x.sha256,
+                &reporter,
+                x.reason.as_bytes(),
+            ]
+            .concat(),
         ));
     }
     if let Some(m) = &o.manifest {

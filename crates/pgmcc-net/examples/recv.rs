@@ -62,6 +62,7 @@ async fn main() -> ExitCode {
                     bytes,
                     sha256,
                     reason: if whole { "" } else { "data lost" }.into(),
+                    reporter: None,
                 };
                 rx.report(tsi, outcome).await;
                 rx.close().await;

@@ -1014,6 +1014,7 @@ fn delivery_reports_reach_the_source_and_the_last_one_counts() {
         bytes: 5,
         sha256: [1; 32],
         reason: "interrupted".into(),
+        reporter: None,
     };
     let complete = pgm_wire::Outcome {
         status: pgm_wire::OUTCOME_COMPLETE,
@@ -1030,8 +1031,21 @@ fn delivery_reports_reach_the_source_and_the_last_one_counts() {
     }
     assert_eq!(r.stats().reports_sent, 2);
     assert_eq!(s.stats().reports_received, 2);
+    // Filed under the address it came from, which it names as its reporter.
+    let named = pgm_wire::Outcome {
+        reporter: Some(RX),
+        ..complete
+    };
     let reports: Vec<_> = s.reports().collect();
-    assert_eq!(reports, vec![(RX, &complete)]);
+    assert_eq!(reports, vec![(RX, &named)]);
+    // The same report replayed from another receiver's address is refused.
+    let other_rx: IpAddr = "10.0.0.99".parse().unwrap();
+    r.report(tsi, named.clone());
+    for (_, bytes) in sent_by(&mut r, ms(4)) {
+        s.handle(ms(5), other_rx, &bytes);
+    }
+    assert_eq!(s.stats().reports_refused, 1);
+    assert!(s.reports().all(|(a, _)| a == RX));
 }
 
 /// An aborted source sends nothing but a burst of SPMs with OPT_RST (no repairs), then is

@@ -150,6 +150,12 @@ impl Receiver {
             .get(&tsi)
             .is_some_and(|p| p.data_from.is_some());
         if known {
+            // Named by this receiver's own address, which the source checks against the
+            // address the report comes from.
+            let outcome = pgm_wire::Outcome {
+                reporter: Some(self.config.nla),
+                ..outcome
+            };
             self.transmits.push(tsi, Pending::Report(Box::new(outcome)));
         }
         known

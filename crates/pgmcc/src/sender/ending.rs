@@ -361,6 +361,7 @@ mod tests {
                 bytes: 0,
                 sha256: [0; 32],
                 reason: String::new(),
+                reporter: None,
             },
         );
         assert_eq!(

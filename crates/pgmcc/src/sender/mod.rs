@@ -511,9 +511,15 @@ impl Sender {
     }
 
     /// A receiver's delivery report: kept, the last one per address, for at most
-    /// [`MAX_REPORTS`] addresses (more are counted and dropped).
+    /// [`MAX_REPORTS`] addresses (more are counted and dropped). A report that does not name
+    /// the address it came from as its reporter is refused: a report replayed in another
+    /// receiver's name (in keyed mode, the sealed name cannot be changed).
     fn on_report(&mut self, from: IpAddr, outcome: pgm_wire::Outcome) {
         self.stats.reports_received += 1;
+        if outcome.reporter != Some(from) {
+            self.stats.reports_refused += 1;
+            return;
+        }
         if self.reports.len() >= MAX_REPORTS && !self.reports.contains_key(&from) {
             self.stats.reports_dropped += 1;
             return;

@@ -18,6 +18,9 @@ pub struct SenderStats {
     pub reports_received: u64,
     /// Delivery reports from new addresses dropped because [`super::MAX_REPORTS`] were kept.
     pub reports_dropped: u64,
+    /// Delivery reports refused because they do not name the address they came from as their
+    /// reporter (replayed in another receiver's name, or from a receiver that names none).
+    pub reports_refused: u64,
     /// General polls sent to count the receivers ([`super::SenderConfig::group_poll_ivl`]), one
     /// per round.
     pub polls_sent: u64,

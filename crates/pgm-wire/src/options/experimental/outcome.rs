@@ -3,21 +3,31 @@
 //! option: what it delivered (bytes, SHA-256 of them) and, when it failed, why. The source
 //! tabulates the reports (`pgmcc send --expect`, issue 22).
 
+use std::net::IpAddr;
+
 use crate::error::Result;
 use crate::options::{Codec, OPT_OUTCOME};
+use crate::types::{afi_of, be16, nla_len, put16, read_nla, write_nla};
 
 /// Body offsets, after the 3-byte option header.
 mod field {
     use core::ops::Range;
 
-    /// Reserved (U bit and 7 bits).
-    pub(super) const RESERVED: usize = 0;
+    /// Flags: [`super::HAS_REPORTER`]; the others reserved.
+    pub(super) const FLAGS: usize = 0;
     pub(super) const STATUS: usize = 1;
     pub(super) const BYTES: Range<usize> = 2..10;
     pub(super) const SHA256: Range<usize> = 10..42;
-    /// The fixed part; the reason (UTF-8) follows.
+    /// The fixed part; the reporter's AFI and NLA (with [`super::HAS_REPORTER`]) and the
+    /// reason (UTF-8) follow.
     pub(super) const FIXED: usize = SHA256.end;
 }
+
+/// Flag: the reporter's address (AFI u16, NLA) follows the fixed part.
+const HAS_REPORTER: u8 = 0x01;
+
+/// Largest option body (an option is at most 255 bytes, its header 3).
+const MAX_BODY: usize = 252;
 
 /// Longest reason carried, in bytes (an option body is at most 252 bytes).
 pub const MAX_REASON: usize = 200;
@@ -34,8 +44,9 @@ pub const OUTCOME_PARTIAL: u8 = 3;
 /// it: a report for this session, not the transfer's end.
 pub const OUTCOME_AWAITING_PASS: u8 = 4;
 
-/// OPT_OUTCOME body (ours, experimental): rsv u8, status u8, bytes u64, SHA-256 [32] of the
-/// bytes delivered, then a UTF-8 reason of at most [`MAX_REASON`] bytes.
+/// OPT_OUTCOME body (ours, experimental): flags u8, status u8, bytes u64, SHA-256 [32] of the
+/// bytes delivered, the reporter's address (AFI u16, NLA) when the flags say so, then a UTF-8
+/// reason of at most [`MAX_REASON`] bytes (fewer beside an IPv6 reporter: the body holds 252).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Outcome {
     /// [`OUTCOME_COMPLETE`], [`OUTCOME_FAILED`], [`OUTCOME_PARTIAL`],
@@ -47,12 +58,22 @@ pub struct Outcome {
     pub sha256: [u8; 32],
     /// Why it failed (empty when complete); cut at a character boundary to fit.
     pub reason: String,
+    /// The receiver that reports, as it names itself: a source files a report under the
+    /// address it came from only when the two agree, so a report cannot be replayed in
+    /// another receiver's name (in keyed mode the seal covers this field).
+    pub reporter: Option<IpAddr>,
 }
 
 impl Outcome {
-    /// The reason cut to at most [`MAX_REASON`] bytes, at a character boundary.
+    /// Bytes of the reporter's AFI and NLA.
+    fn reporter_len(&self) -> usize {
+        self.reporter.as_ref().map_or(0, |a| 2 + nla_len(a))
+    }
+
+    /// The reason cut to what fits (at most [`MAX_REASON`] bytes), at a character boundary.
     fn reason_bytes(&self) -> &[u8] {
-        super::utf8_prefix(&self.reason, MAX_REASON)
+        let room = MAX_BODY - field::FIXED - self.reporter_len();
+        super::utf8_prefix(&self.reason, MAX_REASON.min(room))
     }
 }
 
@@ -62,34 +83,61 @@ impl Codec for Outcome {
     const NAME: &'static str = "OPT_OUTCOME";
 
     fn parse(body: &[u8]) -> Result<Outcome> {
-        if body.len() < field::FIXED || body.len() > field::FIXED + MAX_REASON {
-            return Err(Self::bad(body, "45 to 245"));
+        if body.len() < field::FIXED || body.len() > MAX_BODY {
+            return Err(Self::bad(body, "45 to 252"));
         }
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(&body[field::BYTES]);
         let mut sha256 = [0u8; 32];
         sha256.copy_from_slice(&body[field::SHA256]);
+        let mut rest = &body[field::FIXED..];
+        let reporter = if body[field::FLAGS] & HAS_REPORTER != 0 {
+            if rest.len() < 2 {
+                return Err(Self::bad(body, "the reporter's AFI"));
+            }
+            let afi = be16(rest, 0);
+            let addr =
+                read_nla(afi, &rest[2..]).map_err(|_| Self::bad(body, "the reporter's NLA"))?;
+            rest = &rest[2 + nla_len(&addr)..];
+            Some(addr)
+        } else {
+            None
+        };
+        if rest.len() > MAX_REASON {
+            return Err(Self::bad(body, "a reason of at most 200 bytes"));
+        }
         Ok(Outcome {
             status: body[field::STATUS],
             bytes: u64::from_be_bytes(bytes),
             sha256,
             // Not UTF-8: refused rather than altered, so that parse and emit round-trip.
-            reason: String::from_utf8(body[field::FIXED..].to_vec())
+            reason: String::from_utf8(rest.to_vec())
                 .map_err(|_| Self::bad(body, "a UTF-8 reason"))?,
+            reporter,
         })
     }
 
     fn body_len(v: &Outcome) -> usize {
-        field::FIXED + v.reason_bytes().len()
+        field::FIXED + v.reporter_len() + v.reason_bytes().len()
     }
 
     fn emit(v: &Outcome, body: &mut [u8]) -> Result<()> {
-        body[field::RESERVED] = 0;
+        body[field::FLAGS] = if v.reporter.is_some() {
+            HAS_REPORTER
+        } else {
+            0
+        };
         body[field::STATUS] = v.status;
         body[field::BYTES].copy_from_slice(&v.bytes.to_be_bytes());
         body[field::SHA256].copy_from_slice(&v.sha256);
+        let mut at = field::FIXED;
+        if let Some(a) = &v.reporter {
+            put16(body, at, afi_of(a));
+            write_nla(a, &mut body[at + 2..]);
+            at += 2 + nla_len(a);
+        }
         let r = v.reason_bytes();
-        body[field::FIXED..field::FIXED + r.len()].copy_from_slice(r);
+        body[at..at + r.len()].copy_from_slice(r);
         Ok(())
     }
 }
@@ -108,6 +156,7 @@ mod tests {
                 bytes: 123_456_789,
                 sha256: [7; 32],
                 reason: "unrecoverable loss of packets 10..=12".into(),
+                reporter: None,
             }),
             ..Options::default()
         };
@@ -122,6 +171,18 @@ mod tests {
         assert_eq!(n, 4 + 3 + 42 + 200);
         let back = parse(&buf[..n]).unwrap().outcome.unwrap();
         assert_eq!(back.reason, "é".repeat(100));
+        // With the reporter's address: it round-trips, and an IPv6 one leaves the reason
+        // less room.
+        for (addr, reason) in [("10.0.0.7", 200), ("2001:db8::7", 192)] {
+            if let Some(v) = o.outcome.as_mut() {
+                v.reporter = Some(addr.parse().unwrap());
+                v.reason = "r".repeat(300);
+            }
+            let n = o.emit(&mut buf).unwrap();
+            let back = parse(&buf[..n]).unwrap().outcome.unwrap();
+            assert_eq!(back.reporter, o.outcome.as_ref().unwrap().reporter);
+            assert_eq!(back.reason.len(), reason, "{addr}");
+        }
         // Too short to hold the fixed part.
         let short = [0, 4, 0, 20, 0x80 | OPT_OUTCOME, 20, 0, 1];
         assert!(parse(&short[..8]).is_err());

@@ -806,6 +806,7 @@ impl TransferReceiver {
                         bytes: self.have.total(),
                         sha256: [0; 32],
                         reason: a.to_string(),
+                        reporter: None,
                     },
                 });
             }
@@ -883,6 +884,7 @@ impl TransferReceiver {
                 bytes: self.s.total,
                 sha256: self.digest,
                 reason,
+                reporter: None,
             },
         });
     }
