@@ -37,6 +37,7 @@ mod group;
 mod naks;
 mod parity;
 mod poll;
+mod proof;
 mod queue;
 mod rate;
 mod stats;
@@ -67,6 +68,7 @@ pub use budget::NAK_SOURCE_BUCKETS;
 pub use config::{RateLimit, SenderConfig};
 pub use ending::{AbandonReason, EndPolicy, Expect, SessionEnd, LINGER_GRTTS};
 pub use group::MAX_GROUP_TRACKED;
+pub use proof::{ack_nonce, ack_proof_for};
 pub use stats::SenderStats;
 
 /// Bytes of the common header, the data header and the largest option set a data packet of
@@ -81,27 +83,8 @@ const DATA_HEADERS: usize = 16 + 8;
 /// Bytes OPT_VAR_PKTLEN appends to a parity packet's payload.
 const VAR_PKTLEN_LEN: usize = 2;
 
-/// Addresses remembered as having proved receipt in an ACK (OPT_ACK_PROOF): their ACKs must
-/// always carry the proof from then on.
-const PROVEN_ACKERS: usize = 16;
 /// Receivers whose delivery reports a source keeps.
 pub const MAX_REPORTS: usize = 65_536;
-
-/// The nonce of data packet `sqn` under `key` (OPT_ACK_PROOF).
-pub fn ack_nonce(key: &[u8; 16], sqn: u32) -> u32 {
-    use core::hash::Hasher;
-    let mut h = siphasher::sip::SipHasher24::new_with_key(key);
-    h.write(&sqn.to_be_bytes());
-    h.finish() as u32
-}
-
-/// The proof an ACK for `rx_max` and `bitmap` must carry: the XOR of the nonces of RX_MAX
-/// and of every packet whose bit is set (bit k: RX_MAX - k).
-pub fn ack_proof_for(rx_max: u32, bitmap: u32, nonce: impl Fn(u32) -> u32) -> u32 {
-    (0..32)
-        .filter(|k| bitmap & (1 << k) != 0 || *k == 0)
-        .fold(0, |x, k| x ^ nonce(rx_max.wrapping_sub(k)))
-}
 
 pub use crate::nak_timing::MAX_GRTT;
 
@@ -147,8 +130,9 @@ pub struct Sender {
     limiter: Option<RateLimiter>,
     /// The repair budget and the per-source NAK limit.
     budget: budget::RepairBudget,
-    /// Addresses that sent an ACK with a valid proof of receipt (newest last).
-    proven_ackers: Vec<IpAddr>,
+    /// What the addresses that proved receipt acknowledged, and those that contradicted
+    /// themselves.
+    proofs: proof::Proofs,
     /// Repairs waiting (sequence numbers for RDATA, groups for parity), in NAK arrival
     /// order, and the set of the sequence numbers.
     repairs: VecDeque<Repair>,
@@ -233,7 +217,7 @@ impl Sender {
             txw: TransmitWindow::new(config.initial_sqn, bounds),
             limiter,
             budget: budget::RepairBudget::new(now),
-            proven_ackers: Vec::new(),
+            proofs: proof::Proofs::default(),
             repairs: VecDeque::new(),
             repair_set: HashSet::new(),
             ncf_sent: HashMap::new(),
@@ -461,7 +445,11 @@ impl Sender {
                     self.stats.acks_rejected += 1;
                     return;
                 }
-                let Some(proven) = self.check_proof(from, &ack, &repr.options) else {
+                let key = self.config.ack_proof;
+                let checked = self
+                    .proofs
+                    .check(key, from, &ack, &repr.options, &mut self.stats);
+                let Some(proven) = checked else {
                     return;
                 };
                 let rtt = report_rtt(now, &repr.options);
@@ -537,43 +525,6 @@ impl Sender {
     /// The receivers' delivery reports (OPT_OUTCOME), the latest per address, by address.
     pub fn reports(&self) -> impl Iterator<Item = (IpAddr, &pgm_wire::Outcome)> {
         self.reports.iter().map(|(a, o)| (*a, o))
-    }
-
-    /// Checks an ACK's proof of receipt (OPT_ACK_PROOF). `None`: refused (a wrong proof, or
-    /// none from an address that proved itself before), counted. `Some(proven)` otherwise;
-    /// without a proof key every ACK counts as proven.
-    fn check_proof(
-        &mut self,
-        from: IpAddr,
-        ack: &pgm_wire::AckRepr,
-        options: &Options<'_>,
-    ) -> Option<bool> {
-        let Some(key) = self.config.ack_proof else {
-            return Some(true);
-        };
-        match options.ack_proof {
-            Some(p) => {
-                if p.value != ack_proof_for(ack.rx_max, ack.bitmap, |s| ack_nonce(&key, s)) {
-                    self.stats.acks_proof_failed += 1;
-                    return None;
-                }
-                if !self.proven_ackers.contains(&from) {
-                    if self.proven_ackers.len() >= PROVEN_ACKERS {
-                        self.proven_ackers.remove(0);
-                    }
-                    self.proven_ackers.push(from);
-                }
-                Some(true)
-            }
-            None if self.proven_ackers.contains(&from) => {
-                self.stats.acks_proof_failed += 1;
-                None
-            }
-            None => {
-                self.stats.acks_unproven += 1;
-                Some(false)
-            }
-        }
     }
 
     /// Sets the repair budget's rates from the controller's current rate and the group RTT.

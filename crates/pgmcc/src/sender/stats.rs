@@ -91,6 +91,10 @@ pub struct SenderStats {
     /// ACKs without proof of receipt from receivers that never gave one (OpenPGM's): passed
     /// to the controller marked unproven.
     pub acks_unproven: u64,
+    /// Addresses whose proven ACKs contradicted each other (two streams of ACKs in one name:
+    /// one far behind the other, or a packet acknowledged and later reported missing); their
+    /// ACKs count as unproven from then on (`docs/security.md`).
+    pub ackers_discredited: u64,
     /// Congestion-control events dropped because the application did not poll them and
     /// [`crate::cc::MAX_EVENTS`] were queued.
     pub events_dropped: u64,
