@@ -57,6 +57,12 @@ pub const SEAL_OVERHEAD: usize = HEADER + TAG;
 pub const MAX_SKEW: std::time::Duration = std::time::Duration::from_secs(300);
 /// Session keys a [`Sealer`] keeps derived (one per TSI heard with a valid seal).
 const MAX_CACHED: usize = 64;
+/// A receiver refuses a session whose first datagram it opens was sealed more than this
+/// before the receiver started ([`Sealer::refuse_sessions_before`]): a recording of a session
+/// that ran before it, played back. The slack covers clocks out of step by up to as much.
+pub const START_SLACK: std::time::Duration = std::time::Duration::from_secs(30);
+/// Sessions a receiving [`Sealer`] remembers having judged by their start.
+const MAX_JUDGED: usize = 1024;
 /// HKDF salt: this scheme and version.
 const SALT: &[u8] = b"pgmcc keyed mode v1";
 /// First line of a key file.
@@ -297,6 +303,10 @@ pub enum OpenError {
     /// envelope's direction.
     #[error("the packet inside does not match its envelope")]
     Mismatch,
+    /// Authentic, of a session whose first datagram heard here was sealed more than
+    /// [`START_SLACK`] before this receiver started: a recording played back.
+    #[error("of a session sealed before this receiver started (a recording played back)")]
+    BeforeStart,
 }
 
 /// Datagrams a [`Sealer`] refused, by reason.
@@ -322,6 +332,8 @@ pub struct KeyedStats {
     pub stale_skew_ms: Option<i64>,
     /// Inner packet did not match the envelope.
     pub mismatched: u64,
+    /// Of a session that started before this receiver did ([`OpenError::BeforeStart`]).
+    pub before_start: u64,
 }
 
 impl KeyedStats {
@@ -333,6 +345,7 @@ impl KeyedStats {
             + self.forged
             + self.stale
             + self.mismatched
+            + self.before_start
     }
 
     fn count(&mut self, e: OpenError) {
@@ -349,6 +362,7 @@ impl KeyedStats {
                 self.stale_skew_ms = Some(skew_ms);
             }
             OpenError::Mismatch => self.mismatched += 1,
+            OpenError::BeforeStart => self.before_start += 1,
         }
     }
 }
@@ -368,6 +382,11 @@ pub struct Sealer {
     counter: u64,
     scratch: Vec<u8>,
     stats: KeyedStats,
+    /// A receiver's start (Unix ms): sessions first heard sealed before it, less the slack,
+    /// are refused. `None`: every session is taken.
+    since: Option<u64>,
+    /// Sessions judged by their start: whether each was taken.
+    judged: HashMap<Tsi, bool>,
 }
 
 impl fmt::Debug for Sealer {
@@ -397,11 +416,21 @@ impl Sealer {
             instance,
             counter: 0,
             scratch: Vec::with_capacity(65536),
+            since: None,
+            judged: HashMap::new(),
             stats: KeyedStats {
                 key_id: Some(id),
                 ..KeyedStats::default()
             },
         })
+    }
+
+    /// Makes a receiver that started at `unix_ms` refuse every session whose first datagram
+    /// it opens was sealed more than [`START_SLACK`] before then: a recording of an earlier
+    /// session played back within [`MAX_SKEW`] is not taken for the current one. A session
+    /// joined late is sealed now, whenever it began, and is taken.
+    pub fn refuse_sessions_before(&mut self, unix_ms: u64) {
+        self.since = Some(unix_ms);
     }
 
     /// The group key's id.
@@ -549,6 +578,23 @@ impl Sealer {
         if inner_tsi(&self.scratch, expected) != Some(tsi) {
             return Err(OpenError::Mismatch);
         }
+        if let Some(since) = self.since {
+            let slack = START_SLACK.as_millis() as u64;
+            let taken = match self.judged.get(&tsi) {
+                Some(&taken) => taken,
+                None => {
+                    let taken = sealed_at.saturating_add(slack) >= since;
+                    if self.judged.len() >= MAX_JUDGED {
+                        self.judged.clear();
+                    }
+                    self.judged.insert(tsi, taken);
+                    taken
+                }
+            };
+            if !taken {
+                return Err(OpenError::BeforeStart);
+            }
+        }
         Ok(())
     }
 }
@@ -584,13 +630,17 @@ pub(crate) struct Envelope {
 impl Envelope {
     /// Keyed with `key` for an endpoint sending in direction `sends`, or plain.
     pub(crate) fn new(key: Option<Key>, sends: Direction) -> Result<Envelope, crate::Error> {
-        let sealer = key
+        let mut sealer = key
             .map(|k| Sealer::new(k, sends))
             .transpose()
             .map_err(|e| crate::Error::Io {
                 context: "setting up keyed mode".into(),
                 source: std::io::Error::other(e.to_string()),
             })?;
+        if let (Some(s), Direction::Up) = (sealer.as_mut(), sends) {
+            // A receiver: no session recorded before it started is taken for a current one.
+            s.refuse_sessions_before(unix_ms());
+        }
         Ok(Envelope {
             sealer,
             out: Vec::with_capacity(65536),
@@ -771,6 +821,32 @@ mod tests {
         assert!(src.seal(NOW, &nak(tsi(1)), &mut out).is_none());
         assert!(rcv.seal(NOW, &odata(tsi(1), 1), &mut out).is_none());
         assert!(src.seal(NOW, b"not pgm", &mut out).is_none());
+    }
+
+    #[test]
+    fn a_session_recorded_before_the_receiver_started_is_refused_whole() {
+        let (mut src, mut rcv) = pair([7; 32]);
+        let started = NOW + 120_000;
+        rcv.refuse_sessions_before(started);
+        let mut out = Vec::new();
+        // Recorded two minutes before the receiver started: within the clock window, but
+        // refused, and so is the rest of that session, however fresh.
+        src.seal(NOW, &odata(tsi(1), 1), &mut out).unwrap();
+        assert_eq!(
+            rcv.open(started + 1, &out).unwrap_err(),
+            OpenError::BeforeStart
+        );
+        src.seal(started + 2, &odata(tsi(1), 2), &mut out).unwrap();
+        assert_eq!(
+            rcv.open(started + 2, &out).unwrap_err(),
+            OpenError::BeforeStart
+        );
+        assert_eq!(rcv.stats().before_start, 2);
+        // A session joined late is sealed now, and clocks a little out of step are allowed.
+        let slack = START_SLACK.as_millis() as u64;
+        src.seal(started - slack + 1, &odata(tsi(2), 500), &mut out)
+            .unwrap();
+        assert!(rcv.open(started + 3, &out).is_ok());
     }
 
     #[test]

@@ -194,6 +194,13 @@ pub(super) fn key_hints(keyed: Option<&KeyedStats>, sealed_without_key: u64) -> 
             pgmcc_net::keyed::MAX_SKEW.as_secs()
         ));
     }
+    if k.before_start > 0 {
+        hints.push(format!(
+            "{} authentic datagrams of sessions sealed more than {} s before this receiver started were dropped: a recording of an earlier session played back (or clocks that far out of step)",
+            k.before_start,
+            pgmcc_net::keyed::START_SLACK.as_secs()
+        ));
+    }
     if k.not_sealed > 0 && k.opened == 0 {
         hints.push(format!(
             "{} datagrams were not sealed and were dropped: is the peer running without --key?",
