@@ -925,6 +925,29 @@ mod tests {
     }
 
     #[test]
+    fn a_time_out_of_range_is_left_out_not_a_panic() {
+        let d = tempfile::tempdir().unwrap();
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, kind, data) in [
+            ("d", tar::EntryType::Directory, &b""[..]),
+            ("d/f", tar::EntryType::Regular, &b"data"[..]),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_mode(0o755);
+            h.set_size(data.len() as u64);
+            h.set_mtime(u64::MAX);
+            b.append_data(&mut h, path, data).unwrap();
+        }
+        let ar = d.path().join("times.tar");
+        std::fs::write(&ar, b.into_inner().unwrap()).unwrap();
+        let dest = d.path().join("dest");
+        let w = extract(&ar, &dest, false, Symlinks::Keep).unwrap();
+        assert_eq!((w.files, w.dirs), (1, 1));
+        assert_eq!(std::fs::read(dest.join("d/f")).unwrap(), b"data");
+    }
+
+    #[test]
     fn a_file_that_shrinks_while_it_is_sent_is_an_error_not_a_short_entry() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("t");
