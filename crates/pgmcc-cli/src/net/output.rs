@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use super::report::printable;
 use super::tree::{Symlinks, Written};
 
 /// Where received bytes go: a temporary file renamed on success, or standard output. Both
@@ -229,12 +230,14 @@ impl Output {
                 }
                 let name = plain_name(manifest.map_or("", |m| m.name.as_str()))?;
                 let dest = dir.join(name);
+                // The name is the source's: printed with its control characters escaped.
+                let shown = || printable(&dest.to_string_lossy()).into_owned();
                 if !force && std::fs::symlink_metadata(&dest).is_ok() {
-                    anyhow::bail!("{} exists: pass --force to replace it", dest.display());
+                    anyhow::bail!("{} exists: pass --force to replace it", shown());
                 }
                 tmp.persist(&dest)
                     .map_err(|e| e.error)
-                    .with_context(|| format!("renaming the output into {}", dest.display()))?;
+                    .with_context(|| format!("renaming the output into {}", shown()))?;
                 Ok(Committed::File(dest))
             }
             Output::Stdout(mut s) => {
@@ -242,5 +245,31 @@ impl Output {
                 Ok(Committed::Stdout)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
+    use super::*;
+
+    #[test]
+    fn a_name_from_the_manifest_is_printed_with_its_control_characters_escaped() {
+        let d = tempfile::tempdir().unwrap();
+        let name = "x\x1b]0;pwned\x07\x1b[2J";
+        std::fs::write(d.path().join(name), b"mine").unwrap();
+        let manifest = pgm_wire::Manifest {
+            name: name.into(),
+            ..Default::default()
+        };
+        let out = Output::open_dir(d.path()).unwrap();
+        let Err(e) = out.commit(Some(&manifest), false, Symlinks::Skip) else {
+            panic!("an existing file is not replaced without --force");
+        };
+        let msg = format!("{e:#}");
+        assert!(!msg.chars().any(char::is_control), "{msg:?}");
+        assert!(msg.contains("x\\x1b]0;pwned\\x07\\x1b[2J exists"), "{msg}");
+        assert_eq!(std::fs::read(d.path().join(name)).unwrap(), b"mine");
     }
 }

@@ -1,6 +1,7 @@
 //! What `pgmcc send` and `pgmcc recv` both show the user: the progress display, the final
-//! statistics as JSON (`--stats`), the sha256 in hex.
+//! statistics as JSON (`--stats`), the sha256 in hex, text from the network made printable.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -109,4 +110,40 @@ pub(super) fn write_stats<T: Serialize>(path: &Path, value: &T) -> Result<()> {
 /// Lower-case hex, two digits a byte.
 pub(super) fn hex_string(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `s` with its control characters (C0, DEL and C1) written as escapes: `\x1b` for those
+/// below 0x80, `\u{9b}` above. Text from the network or a manifest (names, reasons) goes
+/// through it before it is printed, so it cannot move the cursor, clear the screen or set the
+/// terminal's title; text without control characters is returned as it is.
+pub(super) fn printable(s: &str) -> Cow<'_, str> {
+    if !s.chars().any(char::is_control) {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for c in s.chars() {
+        let n = u32::from(c);
+        if !c.is_control() {
+            out.push(c);
+        } else if n < 0x80 {
+            out.push_str(&format!("\\x{n:02x}"));
+        } else {
+            out.push_str(&format!("\\u{{{n:x}}}"));
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_escaped_and_the_rest_kept() {
+        assert!(matches!(printable("plain, naïve ✓"), Cow::Borrowed(_)));
+        assert_eq!(
+            printable("a\x1b]0;title\x07b\x1b[2Jc\u{9b}31md\x7f\ne\u{85}"),
+            "a\\x1b]0;title\\x07b\\x1b[2Jc\\u{9b}31md\\x7f\\x0ae\\u{85}"
+        );
+    }
 }

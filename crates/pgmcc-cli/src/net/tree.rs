@@ -6,17 +6,20 @@
 //! tree: the manifest's SHA-256 (and signed mode) covers the archive, and the receiver writes
 //! nothing into DIR until the whole archive arrived and verified. Then it checks every entry
 //! before it writes the first: paths stay inside DIR (no absolute paths, no `..`, never through
-//! a symbolic link), only files, directories and (if asked) symbolic links are written, and
-//! nothing that exists is replaced without `--force`. Modes keep their permission bits less
-//! the receiver's umask (no set-user-ID), modification times are kept.
+//! a symbolic link, whether DIR has it or the tree makes it), only files, directories and (if
+//! asked) symbolic links are written, and nothing that exists is replaced without `--force`.
+//! The tree is written into a temporary directory in DIR and moved into place only when all
+//! of it was written ([`extract`]), so a failure leaves DIR as it was. Modes keep their
+//! permission bits less the receiver's umask (no set-user-ID), modification times are kept.
 
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::time::{Duration, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
+
+mod extract;
 
 /// What one entry of a tree is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -305,177 +308,29 @@ fn inside(name: &Path) -> Result<PathBuf, &'static str> {
     Ok(out)
 }
 
-/// Checks the directories between `dest` and `rel`'s entry, refusing any existing one that is
-/// not a directory (a link there, already present or from the archive, would lead the write
-/// outside `dest`), and with `create` creates the missing ones.
-fn parents(dest: &Path, rel: &Path, create: bool) -> Result<()> {
-    let mut p = dest.to_path_buf();
-    let comps: Vec<Component<'_>> = rel.components().collect();
-    for c in comps.iter().take(comps.len().saturating_sub(1)) {
-        p.push(c);
-        match std::fs::symlink_metadata(&p) {
-            Ok(m) if m.file_type().is_dir() => {}
-            Ok(_) => bail!(
-                "{} is not a directory (a file or a symbolic link), so {} cannot be written inside it",
-                p.display(),
-                rel.display()
-            ),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !create => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => std::fs::DirBuilder::new()
-                .mode(0o777)
-                .create(&p)
-                .with_context(|| format!("creating directory {}", p.display()))?,
-            Err(e) => return Err(e).with_context(|| format!("reading {}", p.display())),
-        }
-    }
-    Ok(())
+/// A path as it is printed: control characters escaped (names come from the network).
+fn shown(p: &Path) -> String {
+    super::report::printable(&p.to_string_lossy()).into_owned()
 }
 
-/// Entries of the archive at `archive`, in order, with their paths checked.
-fn for_each_entry(
-    archive: &Path,
-    mut f: impl FnMut(&mut tar::Entry<'_, File>, &Path) -> Result<()>,
-) -> Result<()> {
-    let file = File::open(archive).context("reading the received archive")?;
-    let mut a = tar::Archive::new(file);
-    for e in a.entries().context("reading the received archive")? {
-        let mut e = e.context("the received data is not a valid tar archive")?;
-        let name = e
-            .path()
-            .context("the received archive has an unreadable path")?
-            .into_owned();
-        let rel = inside(&name).map_err(|why| {
-            anyhow::anyhow!(
-                "the tree holds {}, which is not written: {why}; nothing was written",
-                name.display()
-            )
-        })?;
-        f(&mut e, &rel)?;
-    }
-    Ok(())
-}
-
-/// Writes the tar archive at `archive` into `dest`. Every entry is checked first, and nothing
-/// is written unless all of them can be: a path outside `dest` fails the whole tree, and so
-/// does any entry that exists already unless `force` (then files and links are replaced;
-/// directories are merged into). Files and directories get their permission bits less the
-/// umask, without set-user-ID, set-group-ID or sticky bits (directories keep at least rwx for
-/// their owner, so the tree can be written), and their modification times; symbolic links
-/// follow `symlinks`; hard links, devices and FIFOs are left out and listed.
+/// Writes the tar archive at `archive` into `dest`, all of it or nothing. Every entry is
+/// checked first, and nothing is written unless all of them can be: a path outside `dest`
+/// or longer than the system opens fails the whole tree, so does an entry whose directory is
+/// not a directory earlier in the tree (a symbolic link or file the tree made, or none), and
+/// so does any entry that exists already unless `force` (then files and links are replaced;
+/// directories are merged into). The tree is then written into a temporary directory inside
+/// `dest` and moved into place only once all of it was written; on any failure `dest` is
+/// left as it was. Files and directories get their permission bits less the umask, without
+/// set-user-ID, set-group-ID or sticky bits (directories keep at least rwx for their owner,
+/// so the tree can be written), and their modification times; symbolic links follow
+/// `symlinks`; hard links, devices and FIFOs are left out and listed.
 pub(crate) fn extract(
     archive: &Path,
     dest: &Path,
     force: bool,
     symlinks: Symlinks,
 ) -> Result<Written> {
-    let mut in_the_way = Vec::new();
-    for_each_entry(archive, |e, rel| {
-        parents(dest, rel, false).context("nothing was written")?;
-        let target = dest.join(rel);
-        let Ok(m) = std::fs::symlink_metadata(&target) else {
-            return Ok(());
-        };
-        let dir = e.header().entry_type() == tar::EntryType::Directory;
-        // A directory merges into an existing one; anything else is in the way.
-        let merges = dir && m.file_type().is_dir();
-        if !merges && !force {
-            in_the_way.push(rel.to_path_buf());
-        }
-        if m.file_type().is_dir() && !dir {
-            bail!(
-                "{} is a directory where the tree has a file or link; nothing was written",
-                target.display()
-            );
-        }
-        Ok(())
-    })?;
-    if let Some(first) = in_the_way.first() {
-        bail!(
-            "{} of the tree's entries exist in {} already (first: {}): pass --force to replace them; nothing was written",
-            in_the_way.len(),
-            dest.display(),
-            first.display()
-        );
-    }
-    std::fs::create_dir_all(dest).with_context(|| format!("creating {}", dest.display()))?;
-    let mut w = Written::default();
-    let mut dir_times = Vec::new();
-    for_each_entry(archive, |e, rel| {
-        let target = dest.join(rel);
-        parents(dest, rel, true)?;
-        let h = e.header();
-        let mode = h.mode().unwrap_or(0o644) & 0o777;
-        let mtime = h.mtime().ok().map(|t| UNIX_EPOCH + Duration::from_secs(t));
-        let kind = h.entry_type();
-        let existing = std::fs::symlink_metadata(&target).ok();
-        let replace = |what: &Path| {
-            std::fs::remove_file(what).with_context(|| format!("replacing {}", what.display()))
-        };
-        match kind {
-            tar::EntryType::Directory => {
-                match existing {
-                    Some(m) if m.file_type().is_dir() => {}
-                    other => {
-                        if other.is_some() {
-                            replace(&target)?;
-                        }
-                        std::fs::DirBuilder::new()
-                            .mode(mode | 0o700)
-                            .create(&target)
-                            .with_context(|| format!("creating directory {}", target.display()))?;
-                    }
-                }
-                dir_times.push((target, mtime));
-                w.dirs += 1;
-            }
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                if existing.is_some() {
-                    replace(&target)?;
-                }
-                let mut f = std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(mode)
-                    .open(&target)
-                    .with_context(|| format!("creating {}", target.display()))?;
-                io::copy(e, &mut f).with_context(|| format!("writing {}", target.display()))?;
-                if let Some(t) = mtime {
-                    f.set_modified(t)
-                        .with_context(|| format!("setting {}'s time", target.display()))?;
-                }
-                w.files += 1;
-            }
-            tar::EntryType::Symlink if symlinks == Symlinks::Keep => {
-                let to = e
-                    .link_name()
-                    .context("the received archive has an unreadable link")?
-                    .with_context(|| format!("{} is a link without a target", rel.display()))?
-                    .into_owned();
-                if existing.is_some() {
-                    replace(&target)?;
-                }
-                std::os::unix::fs::symlink(&to, &target)
-                    .with_context(|| format!("creating link {}", target.display()))?;
-                w.links += 1;
-            }
-            tar::EntryType::Symlink => w.skipped.push(format!(
-                "{} (a symbolic link; pass --symlinks keep to create it)",
-                rel.display()
-            )),
-            other => w.skipped.push(format!(
-                "{} ({other:?}: only files, directories and symbolic links are written)",
-                rel.display()
-            )),
-        }
-        Ok(())
-    })?;
-    // Directory times last (writing inside a directory changes its time), innermost first.
-    for (d, t) in dir_times.into_iter().rev() {
-        if let Some(t) = t {
-            let _ = File::open(&d).and_then(|f| f.set_modified(t));
-        }
-    }
-    Ok(w)
+    extract::extract_with(archive, dest, force, symlinks, &mut extract::rename_new)
 }
 
 #[cfg(test)]
@@ -483,6 +338,7 @@ mod tests {
     #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
     use std::os::unix::fs::PermissionsExt;
+    use std::time::{Duration, UNIX_EPOCH};
 
     use super::*;
 
@@ -623,19 +479,41 @@ mod tests {
         std::fs::create_dir(&dest).unwrap();
         assert!(extract(&ar, &dest, false, Symlinks::Keep).is_err());
         assert!(!outside.join("x").exists());
-        // A link already in the destination is not followed either.
+        // A link already in the destination is not followed either: an entry inside it
+        // whose directory the tree does not hold is refused, and with the directory the
+        // link is replaced by it (--force).
         let dest2 = d.path().join("dest2");
         std::fs::create_dir(&dest2).unwrap();
         std::os::unix::fs::symlink(&outside, dest2.join("a")).unwrap();
         let ar2 = raw_archive(d.path(), &[("a/x", tar::EntryType::Regular, b"evil", "")]);
         let e = extract(&ar2, &dest2, true, Symlinks::Keep).unwrap_err();
-        assert!(format!("{e:#}").contains("not a directory"), "{e:#}");
+        assert!(format!("{e:#}").contains("not its directory a"), "{e:#}");
         assert!(!outside.join("x").exists());
-        // Skipped, the link is not there to follow: `a` is made a directory in dest.
+        let ar3 = raw_archive(
+            d.path(),
+            &[
+                ("a", tar::EntryType::Directory, b"", ""),
+                ("a/x", tar::EntryType::Regular, b"evil", ""),
+            ],
+        );
+        let e = extract(&ar3, &dest2, false, Symlinks::Keep).unwrap_err();
+        assert!(format!("{e:#}").contains("--force"), "{e:#}");
+        extract(&ar3, &dest2, true, Symlinks::Keep).unwrap();
+        assert!(std::fs::symlink_metadata(dest2.join("a")).unwrap().is_dir());
+        assert_eq!(std::fs::read(dest2.join("a/x")).unwrap(), b"evil");
+        assert!(!outside.join("x").exists());
+        // Skipped, the link is not a directory of the tree either: nothing is written.
+        let ar = raw_archive(
+            d.path(),
+            &[
+                ("a", tar::EntryType::Symlink, b"", target),
+                ("a/x", tar::EntryType::Regular, b"evil", ""),
+            ],
+        );
         let dest3 = d.path().join("dest3");
-        let w = extract(&ar, &dest3, false, Symlinks::Skip).unwrap();
-        assert_eq!(w.files, 1);
-        assert_eq!(std::fs::read(dest3.join("a/x")).unwrap(), b"evil");
+        let e = extract(&ar, &dest3, false, Symlinks::Skip).unwrap_err();
+        assert!(format!("{e:#}").contains("nothing was written"), "{e:#}");
+        assert!(std::fs::symlink_metadata(dest3.join("a")).is_err());
         assert!(!outside.join("x").exists());
     }
 
@@ -698,6 +576,375 @@ mod tests {
         extract(&ar, &dest, false, Symlinks::Skip).unwrap();
         let mode = std::fs::metadata(dest.join("suid")).unwrap().mode();
         assert_eq!(mode & 0o7000, 0);
+    }
+
+    /// Every path under `dir` (links not followed) with what it holds, to compare a
+    /// directory before and after.
+    fn listing(dir: &Path) -> Vec<(PathBuf, String)> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                let what = if m.is_dir() {
+                    stack.push(p.clone());
+                    "dir".to_string()
+                } else if m.file_type().is_symlink() {
+                    format!("link {}", std::fs::read_link(&p).unwrap().display())
+                } else {
+                    format!("file {:?}", std::fs::read(&p).unwrap())
+                };
+                out.push((p.strip_prefix(dir).unwrap().to_path_buf(), what));
+            }
+        }
+        out.sort();
+        out
+    }
+
+    #[test]
+    fn a_link_earlier_in_the_tree_fails_it_before_anything_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = d.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let ar = raw_archive(
+            d.path(),
+            &[
+                ("ok.txt", tar::EntryType::Regular, b"fine", ""),
+                ("a", tar::EntryType::Symlink, b"", outside.to_str().unwrap()),
+                ("a/x", tar::EntryType::Regular, b"evil", ""),
+            ],
+        );
+        let dest = d.path().join("dest");
+        std::fs::create_dir(&dest).unwrap();
+        std::fs::write(dest.join("mine.txt"), b"mine").unwrap();
+        let before = listing(&dest);
+        for force in [false, true] {
+            let e = extract(&ar, &dest, force, Symlinks::Keep).unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(
+                msg.contains("symbolic link") && msg.contains("nothing was written"),
+                "{msg}"
+            );
+            assert_eq!(listing(&dest), before, "force {force}: DIR is unchanged");
+            assert!(std::fs::read_dir(&outside).unwrap().next().is_none());
+        }
+    }
+
+    /// An archive of `dirs` nested directories named `name`, each an entry of its own, and a
+    /// file at the bottom (GNU long-name records for the long paths).
+    fn deep_archive(dir: &Path, name: &str, dirs: usize) -> PathBuf {
+        let mut b = tar::Builder::new(Vec::new());
+        let mut path = PathBuf::new();
+        for _ in 0..dirs {
+            path.push(name);
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_mode(0o755);
+            h.set_size(0);
+            b.append_data(&mut h, &path, io::empty()).unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(0o644);
+        h.set_size(6);
+        b.append_data(&mut h, path.join("bottom"), &b"bottom"[..])
+            .unwrap();
+        let p = dir.join("deep.tar");
+        std::fs::write(&p, b.into_inner().unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_path_longer_than_the_system_opens_leaves_dir_unchanged() {
+        let d = tempfile::tempdir().unwrap();
+        // 50 levels of 99-byte names: a 5,000-byte path.
+        let ar = deep_archive(d.path(), &"d".repeat(99), 50);
+        let dest = d.path().join("dest");
+        std::fs::create_dir(&dest).unwrap();
+        std::fs::write(dest.join("mine.txt"), b"mine").unwrap();
+        let before = listing(&dest);
+        let e = extract(&ar, &dest, false, Symlinks::Keep).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(msg.contains("nothing was written"), "{msg}");
+        assert_eq!(listing(&dest), before, "DIR is unchanged");
+    }
+
+    #[test]
+    fn a_write_that_fails_part_way_leaves_dir_unchanged() {
+        let d = tempfile::tempdir().unwrap();
+        // The last name is longer than a file system takes (255 bytes): the check cannot
+        // know, creating it fails after the others were written.
+        let long = format!("sub/{}", "n".repeat(300));
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, kind, data) in [
+            ("ok.txt", tar::EntryType::Regular, &b"theirs"[..]),
+            ("sub", tar::EntryType::Directory, &b""[..]),
+            ("sub/in.txt", tar::EntryType::Regular, &b"in"[..]),
+            (long.as_str(), tar::EntryType::Regular, &b"never"[..]),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_mode(0o755);
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, path, data).unwrap();
+        }
+        let ar = d.path().join("fails.tar");
+        std::fs::write(&ar, b.into_inner().unwrap()).unwrap();
+        let dest = d.path().join("dest");
+        std::fs::create_dir(&dest).unwrap();
+        std::fs::write(dest.join("ok.txt"), b"mine").unwrap();
+        let before = listing(&dest);
+        for force in [false, true] {
+            let e = extract(&ar, &dest, force, Symlinks::Keep).unwrap_err();
+            let msg = format!("{e:#}");
+            assert!(msg.contains("nothing was written"), "{msg}");
+            assert_eq!(listing(&dest), before, "force {force}: DIR is unchanged");
+        }
+    }
+
+    #[test]
+    fn an_archive_that_ends_inside_a_file_leaves_dir_unchanged() {
+        let d = tempfile::tempdir().unwrap();
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, size) in [("first.txt", 5u64), ("cut.bin", 100_000)] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Regular);
+            h.set_mode(0o644);
+            h.set_size(size);
+            let data = vec![7u8; size as usize];
+            b.append_data(&mut h, path, &data[..]).unwrap();
+        }
+        let mut bytes = b.into_inner().unwrap();
+        bytes.truncate(512 * 3 + 40_000);
+        let ar = d.path().join("cut.tar");
+        std::fs::write(&ar, bytes).unwrap();
+        let dest = d.path().join("dest");
+        std::fs::create_dir(&dest).unwrap();
+        let e = extract(&ar, &dest, false, Symlinks::Keep).unwrap_err();
+        assert!(format!("{e:#}").contains("nothing was written"), "{e:#}");
+        assert_eq!(listing(&dest), vec![], "DIR is unchanged");
+    }
+
+    /// An archive of `entries` (GNU headers, mode 0755).
+    fn gnu_archive(dir: &Path, file: &str, entries: &[(&str, tar::EntryType, &[u8])]) -> PathBuf {
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, kind, data) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(*kind);
+            h.set_mode(0o755);
+            h.set_size(data.len() as u64);
+            b.append_data(&mut h, path, *data).unwrap();
+        }
+        let p = dir.join(file);
+        std::fs::write(&p, b.into_inner().unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn a_failed_move_into_place_is_undone() {
+        let d = tempfile::tempdir().unwrap();
+        let ar = gnu_archive(
+            d.path(),
+            "moves.tar",
+            &[
+                ("new.txt", tar::EntryType::Regular, b"new"),
+                ("same.txt", tar::EntryType::Regular, b"theirs"),
+                ("d", tar::EntryType::Directory, b""),
+                ("d/in.txt", tar::EntryType::Regular, b"in"),
+                ("e", tar::EntryType::Directory, b""),
+                ("e/deeper.txt", tar::EntryType::Regular, b"deeper"),
+            ],
+        );
+        let dest = d.path().join("dest");
+        std::fs::create_dir_all(dest.join("d")).unwrap();
+        std::fs::write(dest.join("same.txt"), b"mine").unwrap();
+        std::fs::write(dest.join("d/old.txt"), b"old").unwrap();
+        let before = listing(&dest);
+        // Each rename in turn fails: what was moved is put back, DIR is as it was.
+        let mut fail_at = 1;
+        loop {
+            let mut calls = 0;
+            let mut put = |from: &Path, to: &Path| {
+                calls += 1;
+                if calls == fail_at {
+                    return Err(io::Error::other("injected"));
+                }
+                extract::rename_new(from, to)
+            };
+            match extract::extract_with(&ar, &dest, true, Symlinks::Keep, &mut put) {
+                Ok(w) => {
+                    assert_eq!((w.files, w.dirs), (4, 2));
+                    break;
+                }
+                Err(e) => {
+                    let msg = format!("{e:#}");
+                    assert!(
+                        msg.contains("injected") && msg.contains("put back"),
+                        "{msg}"
+                    );
+                    assert_eq!(listing(&dest), before, "failing rename {fail_at}");
+                }
+            }
+            fail_at += 1;
+        }
+        // new.txt, same.txt aside and in, d/in.txt, e: five renames.
+        assert_eq!(fail_at, 6);
+        let after: Vec<_> = listing(&dest).into_iter().map(|(p, _)| p).collect();
+        let want = [
+            "d",
+            "d/in.txt",
+            "d/old.txt",
+            "e",
+            "e/deeper.txt",
+            "new.txt",
+            "same.txt",
+        ];
+        assert_eq!(after, want.map(PathBuf::from));
+        assert_eq!(std::fs::read(dest.join("same.txt")).unwrap(), b"theirs");
+
+        // Renames that cannot be undone either: the temporary directory is kept, with what
+        // DIR had in it, and the error says where.
+        let dest = d.path().join("dest2");
+        std::fs::create_dir(&dest).unwrap();
+        std::fs::write(dest.join("same.txt"), b"mine").unwrap();
+        let mut calls = 0;
+        let mut put = |from: &Path, to: &Path| {
+            calls += 1;
+            if calls >= 3 {
+                return Err(io::Error::other("injected"));
+            }
+            extract::rename_new(from, to)
+        };
+        let e = extract::extract_with(&ar, &dest, true, Symlinks::Keep, &mut put).unwrap_err();
+        let msg = format!("{e:#}");
+        assert!(msg.contains("could not be undone"), "{msg}");
+        let kept = std::fs::read_dir(&dest)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains(".pgmcc-tree-"))
+            .unwrap();
+        assert!(msg.contains(&*kept.to_string_lossy()), "{msg}");
+        let aside: Vec<_> = std::fs::read_dir(&kept)
+            .unwrap()
+            .map(|e| std::fs::read(e.unwrap().path()).ok())
+            .collect();
+        assert!(aside.contains(&Some(b"mine".to_vec())), "{aside:?}");
+    }
+
+    #[test]
+    fn a_deep_tree_that_fails_is_removed_whole() {
+        let d = tempfile::tempdir().unwrap();
+        let mut b = tar::Builder::new(Vec::new());
+        let mut path = PathBuf::new();
+        for _ in 0..1500 {
+            path.push("a");
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(tar::EntryType::Directory);
+            h.set_mode(0o755);
+            h.set_size(0);
+            b.append_data(&mut h, &path, io::empty()).unwrap();
+        }
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(0o644);
+        h.set_size(1);
+        b.append_data(&mut h, path.join("n".repeat(300)), &b"x"[..])
+            .unwrap();
+        let ar = d.path().join("deep-fails.tar");
+        std::fs::write(&ar, b.into_inner().unwrap()).unwrap();
+        let dest = d.path().join("dest");
+        std::fs::create_dir(&dest).unwrap();
+        let e = extract(&ar, &dest, false, Symlinks::Keep).unwrap_err();
+        assert!(format!("{e:#}").contains("nothing was written"), "{e:#}");
+        let left = listing(&dest);
+        assert!(
+            left.is_empty(),
+            "the temporary directory is gone, not {} paths from {:?}",
+            left.len(),
+            left.first()
+        );
+    }
+
+    #[test]
+    fn a_deep_tree_is_written_in_time_linear_in_its_size() {
+        let d = tempfile::tempdir().unwrap();
+        let ar = deep_archive(d.path(), "a", 1500);
+        let dest = d.path().join("dest");
+        let started = std::time::Instant::now();
+        let w = extract(&ar, &dest, false, Symlinks::Keep).unwrap();
+        let took = started.elapsed();
+        assert_eq!((w.dirs, w.files), (1500, 1));
+        let bottom: PathBuf = std::iter::repeat_n("a", 1500).collect();
+        assert_eq!(
+            std::fs::read(dest.join(bottom).join("bottom")).unwrap(),
+            b"bottom"
+        );
+        assert!(
+            took < Duration::from_secs(2),
+            "1,500 nested directories took {took:?}"
+        );
+    }
+
+    #[test]
+    fn names_from_the_tree_are_printed_with_their_control_characters_escaped() {
+        let d = tempfile::tempdir().unwrap();
+        let ar = raw_archive(
+            d.path(),
+            &[
+                ("fifo\x1b]0;pwned\x07", tar::EntryType::Fifo, b"", ""),
+                ("dev\x1b[2J\u{9b}", tar::EntryType::Char, b"", ""),
+            ],
+        );
+        let dest = d.path().join("dest");
+        let w = extract(&ar, &dest, false, Symlinks::Keep).unwrap();
+        assert_eq!(w.skipped.len(), 2);
+        for s in &w.skipped {
+            assert!(!s.chars().any(char::is_control), "{s:?}");
+        }
+        assert!(
+            w.skipped[0].contains("fifo\\x1b]0;pwned\\x07"),
+            "{:?}",
+            w.skipped
+        );
+        assert!(
+            w.skipped[1].contains("dev\\x1b[2J\\u{9b}"),
+            "{:?}",
+            w.skipped
+        );
+        let bad = raw_archive(
+            d.path(),
+            &[("../\x1b[2J", tar::EntryType::Regular, b"x", "")],
+        );
+        let e = format!(
+            "{:#}",
+            extract(&bad, &dest, false, Symlinks::Keep).unwrap_err()
+        );
+        assert!(!e.chars().any(char::is_control), "{e:?}");
+        assert!(e.contains("../\\x1b[2J"), "{e}");
+    }
+
+    #[test]
+    fn a_time_out_of_range_is_left_out_not_a_panic() {
+        let d = tempfile::tempdir().unwrap();
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, kind, data) in [
+            ("d", tar::EntryType::Directory, &b""[..]),
+            ("d/f", tar::EntryType::Regular, &b"data"[..]),
+        ] {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(kind);
+            h.set_mode(0o755);
+            h.set_size(data.len() as u64);
+            h.set_mtime(u64::MAX);
+            b.append_data(&mut h, path, data).unwrap();
+        }
+        let ar = d.path().join("times.tar");
+        std::fs::write(&ar, b.into_inner().unwrap()).unwrap();
+        let dest = d.path().join("dest");
+        let w = extract(&ar, &dest, false, Symlinks::Keep).unwrap();
+        assert_eq!((w.files, w.dirs), (1, 1));
+        assert_eq!(std::fs::read(dest.join("d/f")).unwrap(), b"data");
     }
 
     #[test]
