@@ -18,7 +18,7 @@ use serde::Serialize;
 use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs, Peer};
 use super::feed::{send_input, Read};
 use super::input::Input;
-use super::report::{hex_string, progress, write_stats, LineProgress};
+use super::report::{hex_string, printable, progress, write_stats, LineProgress};
 use super::send_progress::Shown;
 use super::{runtime, Signals};
 
@@ -188,11 +188,11 @@ fn report_table(transfer: &TransferSender) -> Vec<String> {
         } else if r.status == Complete {
             format!("complete but sha256 {} differs", r.sha256)
         } else if r.status == DeliveryStatus::Partial {
-            format!("PARTIAL: {}", r.reason)
+            format!("PARTIAL: {}", printable(&r.reason))
         } else if r.status == AwaitingPass {
-            format!("WAITING for another pass: {}", r.reason)
+            format!("WAITING for another pass: {}", printable(&r.reason))
         } else {
-            format!("FAILED: {}", r.reason)
+            format!("FAILED: {}", printable(&r.reason))
         };
         lines.push(format!(
             "  {:<15} {:>12} bytes  {what}",
@@ -790,6 +790,15 @@ mod tests {
             lines[0],
             "  10.0.0.1                   5 bytes  complete, sha256 matches"
         );
+    }
+
+    #[test]
+    fn a_reason_from_the_network_reaches_the_terminal_escaped() {
+        let mut r = report(1, DeliveryStatus::Failed);
+        r.reason = "\u{1b}]0;owned\u{7}\u{1b}[2Jgone".into();
+        let lines = report_table(&after_a_pass(1, None, &[r], &[]));
+        assert!(!lines[0].contains('\u{1b}'), "{:?}", lines[0]);
+        assert!(lines[0].contains("FAILED: \\x1b]0;owned"), "{:?}", lines[0]);
     }
 
     #[test]

@@ -15,7 +15,7 @@ use super::{Plan, RecvArgs};
 use crate::net::args::key_hints;
 use crate::net::output::{Committed, Output};
 use crate::net::pieces::Spool;
-use crate::net::report::{hex_string, progress, set_size, write_stats, LineProgress};
+use crate::net::report::{hex_string, printable, progress, set_size, write_stats, LineProgress};
 use crate::net::Signals;
 
 /// What `--stats` holds after a receive: the outcome (and why, if incomplete) with the
@@ -136,7 +136,7 @@ fn show(t: &TransferReceiver, data: bool, pb: &ProgressBar, lines: &mut LineProg
     }
     if let Some(tsi) = t.session() {
         match t.manifest().filter(|m| !m.name.is_empty()) {
-            Some(m) => pb.set_message(format!("{} from session {tsi}", m.name)),
+            Some(m) => pb.set_message(format!("{} from session {tsi}", printable(&m.name))),
             None => pb.set_message(format!("session {tsi}")),
         }
     }
@@ -251,7 +251,7 @@ fn tsi_text(t: &TransferReceiver) -> String {
 fn name_text(t: &TransferReceiver) -> String {
     t.manifest()
         .filter(|m| !m.name.is_empty())
-        .map_or_else(String::new, |m| format!(" ({})", m.name))
+        .map_or_else(String::new, |m| format!(" ({})", printable(&m.name)))
 }
 
 /// Receives one transfer after another (`--daemon`) or one, and says how it ended.

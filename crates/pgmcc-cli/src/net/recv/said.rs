@@ -6,6 +6,7 @@ use std::time::Duration;
 use pgmcc_net::transfer::receive::{Failure, Notice, Verified};
 
 use crate::net::output::Committed;
+use crate::net::report::printable;
 
 /// A failure in the user's words: the library's reason with the flag that bounds or
 /// changes it.
@@ -83,7 +84,7 @@ fn set_mtime(path: &std::path::Path, mtime: u64) {
     if let Err(e) = set {
         eprintln!(
             "pgmcc recv: warning: could not set {}'s modification time: {e}",
-            path.display()
+            printable(&path.to_string_lossy())
         );
     }
 }
@@ -99,7 +100,7 @@ pub(super) fn written(
         (Some(Committed::File(path)), Some(m)) => {
             set_mtime(path, m.mtime);
             if dir {
-                format!("; wrote {}", path.display())
+                format!("; wrote {}", printable(&path.to_string_lossy()))
             } else {
                 String::new()
             }
