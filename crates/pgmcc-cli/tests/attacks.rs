@@ -479,3 +479,107 @@ fn a_spoofed_end_at_the_lead_does_not_make_a_prefix_complete() {
         assert_eq!(r.stats["outcome"].as_str(), Some("incomplete"));
     }
 }
+
+/// A stranger on the group asks for another pass ("awaiting a pass" reports from its own
+/// address) although the only receiver confirmed the first: the second pass goes out, nobody
+/// takes part in it, and the sender's verdict stands on the first pass's reports (it used to
+/// give up and exit 1).
+#[test]
+fn a_strangers_request_for_another_pass_does_not_fail_a_confirmed_transfer() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.bin");
+    let data: Vec<u8> = (0..1_000_000u32).map(|i| (i * 13 + i / 97) as u8).collect();
+    std::fs::write(&input, &data).unwrap();
+    let (ucast, mcast) = (41660u16, 41661u16);
+    let ports = format!("{ucast},{mcast}");
+    let group = format!("{GROUP}:7500");
+    let stop = Arc::new(AtomicBool::new(false));
+    let asked = Arc::new(AtomicU32::new(0));
+    let evil = {
+        let (stop, asked) = (stop.clone(), asked.clone());
+        std::thread::spawn(move || {
+            let (listen, evil) = attacker_sockets(mcast, Duration::from_millis(50), EVIL);
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let mut buf = vec![0u8; 65536];
+            let mut session = None;
+            while !stop.load(Ordering::Relaxed) && Instant::now() < deadline {
+                let Ok((n, _)) = listen.recv_from(&mut buf) else {
+                    continue;
+                };
+                let Ok(r) = Repr::parse(&buf[..n]) else {
+                    continue;
+                };
+                if let Body::Odata(_) = r.body {
+                    session.get_or_insert((r.tsi(), r.dport));
+                }
+                // The first pass announces its end: ask for another, three times.
+                let (Body::Spm(_), true, Some((tsi, dport))) = (&r.body, r.options.fin, session)
+                else {
+                    continue;
+                };
+                if asked.load(Ordering::Relaxed) >= 3 || tsi != r.tsi() {
+                    continue;
+                }
+                let polr = Repr::upstream(
+                    tsi,
+                    dport,
+                    Body::Polr(pgm_wire::PolrRepr { sqn: 0, round: 0 }),
+                )
+                .with_options(Options {
+                    outcome: Some(pgm_wire::Outcome {
+                        status: pgm_wire::OUTCOME_AWAITING_PASS,
+                        bytes: 1,
+                        sha256: [0; 32],
+                        reason: "holds bytes 0-0 of 1000000; waiting for the next pass".into(),
+                        reporter: Some(IpAddr::V4(EVIL)),
+                    }),
+                    ..Options::default()
+                })
+                .to_vec()
+                .unwrap();
+                evil.send_to(&polr, SocketAddrV4::new(Ipv4Addr::LOCALHOST, ucast))
+                    .unwrap();
+                asked.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+    };
+    let recv = pgmcc()
+        .args(["recv", "--group", &group, "--iface", "127.0.0.12"])
+        .args([
+            "--udp-ports",
+            &ports,
+            "--idle-timeout",
+            "10s",
+            "-q",
+            "--out",
+        ])
+        .arg(dir.path().join("out.bin"))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let send = pgmcc()
+        .args(["send", "--group", &group, "--iface", "127.0.0.1"])
+        .args(["--udp-ports", &ports, "--ttl", "0", "--rate-max", "24Mbit"])
+        .args(["--linger", "500ms", "-q", "--passes", "2", "--expect", "1"])
+        .args(["--feedback-timeout", "3s"])
+        .arg(&input)
+        .output()
+        .unwrap();
+    let recv = recv.wait_with_output().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    evil.join().unwrap();
+    let err = String::from_utf8_lossy(&send.stderr);
+    assert!(
+        recv.status.success(),
+        "{}",
+        String::from_utf8_lossy(&recv.stderr)
+    );
+    assert!(
+        asked.load(Ordering::Relaxed) > 0,
+        "the stranger never asked"
+    );
+    assert!(err.contains("pass 2 follows"), "{err}");
+    assert!(err.contains("stands on the earlier passes"), "{err}");
+    assert_eq!(send.status.code(), Some(0), "{err}");
+}

@@ -378,6 +378,11 @@ async fn run_passes(
                 }
                 break (report, code);
             }
+            PassEnd::Unanswered(report) => {
+                let lines = report_table(&transfer);
+                print_reports("", transfer.reports().len(), &lines);
+                break (report, verdict_code(&transfer, &transfer.verdict(), args));
+            }
             PassEnd::Sent(report) => match transfer.pass_ended(&report.status) {
                 PassDecision::NextPass { why } => {
                     let why = match why {
@@ -426,6 +431,12 @@ fn transfer_done(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) 
     if !transfer.reports().is_empty() || args.expect.is_some() || !lines.is_empty() {
         print_reports("", transfer.reports().len(), &lines);
     }
+    verdict_code(transfer, verdict, args)
+}
+
+/// The exit code of a transfer with this verdict, said to the user when it is not success.
+fn verdict_code(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) -> ExitCode {
+    let (pass, passes) = (transfer.pass(), transfer.passes());
     match verdict {
         Verdict::NotConfirmed { wanted } => {
             let want = match wanted {
@@ -479,6 +490,9 @@ enum PassEnd {
     Sent(SendReport),
     /// Interrupted, the input failed, or the source gave up: the report and the exit code.
     Stopped(SendReport, ExitCode),
+    /// A later pass that nobody took part in (no ACK, no NAK, no report until the feedback
+    /// timeout): what was asked for it may not have come from a receiver.
+    Unanswered(SendReport),
 }
 
 /// One pass: a session of its own (a new TSI) that sends the whole input once, lingers for
@@ -546,7 +560,7 @@ async fn one_pass(
         });
     }
     let closed = close(tx, &aborter, stop, &mut read, &mut shown).await;
-    pass_end(closed, &read, id, &of, sending_secs, &shown.pb)
+    pass_end(closed, &read, id, (&of, pass > 1), sending_secs, &shown.pb)
 }
 
 /// Closes the pass's session: the source drains its queue and lingers for repairs and
@@ -586,13 +600,14 @@ async fn close(
 }
 
 /// How a pass ended, said on the terminal: the session `id` (TSI, source address) closed
-/// as `closed` after the input was `read`; `of` prefixes the line ("pass 2 of 3: "),
-/// `sending_secs` is how long reading and queueing took, and `pb` the bar, cleared.
+/// as `closed` after the input was `read`; `of` prefixes the line ("pass 2 of 3: ") and
+/// `later` says the pass is not the first, `sending_secs` is how long reading and queueing
+/// took, and `pb` the bar, cleared.
 fn pass_end(
     closed: Result<pgmcc_net::SenderStatus, pgmcc_net::Error>,
     read: &Read,
     (tsi, source): (pgm_wire::Tsi, Ipv4Addr),
-    of: &str,
+    (of, later): (&str, bool),
     sending_secs: f64,
     pb: &ProgressBar,
 ) -> Result<PassEnd> {
@@ -639,6 +654,23 @@ fn pass_end(
                 status,
                 passes: 1,
             }));
+        }
+        Err(pgmcc_net::Error::Abandoned { reason, status })
+            if later
+                && matches!(
+                    reason,
+                    pgmcc_net::AbandonReason::NoFeedback {
+                        heard_any: false,
+                        ..
+                    }
+                ) =>
+        {
+            pb.finish_and_clear();
+            eprintln!(
+                "pgmcc send: {of}no receiver took part in it ({}); the transfer stands on the earlier passes' reports",
+                abandoned(&reason)
+            );
+            return Ok(PassEnd::Unanswered(unfinished(tsi, source, total, *status)));
         }
         Err(pgmcc_net::Error::Abandoned { reason, status }) => {
             pb.finish_and_clear();
