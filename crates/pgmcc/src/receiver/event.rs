@@ -148,6 +148,11 @@ pub struct ReceiverStats {
     /// time since allows (64, plus 100 a second). Dropped (their FIN, path and edges
     /// ignored).
     pub implausible_spms: u64,
+    /// Data packets (ODATA, RDATA, parity) that cannot be the source's: trail beyond the
+    /// lead + 1 (the packet's own sequence number or the window's lead, whichever is
+    /// further), or more than a receive window ahead of the window's lead while the session
+    /// is not silent. Dropped before they move anything.
+    pub implausible_data: u64,
     /// NAK packets not sent because the session's NAKs went unanswered (no NCF, no repair)
     /// beyond its budget: 64 in a burst, then 50 a second plus one per answer heard. Their
     /// sequence numbers are NAKed again when their timers next expire.

@@ -70,6 +70,16 @@ pub(super) fn lead_plausible(
     resync && now.saturating_duration_since(peer.last_heard) >= RESYNC_SILENCE
 }
 
+/// Whether a data packet at `s` may carry `trail`: a source's trail is at most one past its
+/// lead, and its lead is at least `s` and at least the lead the receiver knows (an RDATA
+/// repairs an old packet while the source is further on).
+pub(super) fn data_trail_plausible(peer: Option<&Peer>, s: u32, trail: u32) -> bool {
+    let lead = peer
+        .and_then(|p| p.rxw.as_ref())
+        .map_or(s, |w| sqn::max(s, w.lead()));
+    !sqn::gt(trail, lead.wrapping_add(1))
+}
+
 /// An SPM may carry `trail` with `lead` (RFC 3208 §6.1).
 pub(super) fn spm_edges_plausible(trail: u32, lead: u32) -> bool {
     !sqn::gt(trail, lead.wrapping_add(1))

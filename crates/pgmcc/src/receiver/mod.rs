@@ -302,6 +302,9 @@ impl Receiver {
             }
         }
         let tsi = repr.tsi();
+        if !self.data_plausible(now, tsi, s, trail) {
+            return;
+        }
         if !self.ensure_peer(tsi, now, from) {
             return;
         }
@@ -427,6 +430,17 @@ impl Receiver {
     fn on_parity(&mut self, now: Instant, repr: &Repr<'_>, s: u32, trail: u32) {
         self.stats.parity_packets += 1;
         let tsi = repr.tsi();
+        let k = self
+            .sessions
+            .get(&tsi)
+            .and_then(|p| p.rxw.as_ref()?.parity_k());
+        // A parity packet shows its whole group sent: the group's last packet is its lead.
+        if let Some(k) = k {
+            let group_end = crate::fec::tg_sqn(s, k).wrapping_add(k - 1);
+            if !self.data_plausible(now, tsi, group_end, trail) {
+                return;
+            }
+        }
         let Some(peer) = self.sessions.get_mut(&tsi) else {
             self.stats.ignored += 1;
             return;
@@ -464,6 +478,21 @@ impl Receiver {
         let r = w.insert_parity(tg, s.wrapping_sub(tg), layout, shard);
         note_parity(r, &mut peer.fb, &mut self.stats);
         self.announce_if_proven(tsi);
+    }
+
+    /// Whether data packet `s` of session `tsi`, carrying `trail`, shows window edges its
+    /// source could send (`guard`); counts those that do not (`implausible_data`). Checked
+    /// before the packet moves anything: the session's entry, its window, trail and lead.
+    fn data_plausible(&mut self, now: Instant, tsi: Tsi, s: u32, trail: u32) -> bool {
+        let peer = self.sessions.get(&tsi);
+        let rxw_sqns = self.config.rxw_sqns;
+        let plausible = guard::data_trail_plausible(peer, s, trail)
+            && peer.is_none_or(|p| guard::lead_plausible(p, s, rxw_sqns, now, true));
+        if !plausible {
+            self.stats.implausible_data += 1;
+            trace!(%tsi, s, trail, "receiver: data packet with implausible window edges dropped");
+        }
+        plausible
     }
 
     /// Announces session `tsi` (`SessionStarted`) once it has proved itself: data arrived

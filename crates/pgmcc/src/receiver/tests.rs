@@ -1,7 +1,8 @@
 //! The receiver against packets forged from its source's own address: where its NAKs go,
-//! how many it sends unanswered, and which SPM sequence numbers it takes.
+//! how many it sends unanswered, and which window edges and SPM sequence numbers it takes.
 
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 use pgm_wire::{Body, DataRepr, Gsi, NakRepr, Options, PollRepr, Repr, SpmRepr};
 
@@ -233,4 +234,72 @@ fn an_spm_sequence_jump_beyond_the_time_since_is_dropped() {
         "{evs:?}"
     );
     assert!(!lost(&evs), "{evs:?}");
+}
+
+/// Data packets with edges no source sends, from the source's own address, then the rest of
+/// the stream: nothing given up, nothing forged delivered. Returns the receiver.
+fn data_edges_attack(c: ReceiverConfig) -> Receiver {
+    let mut r = Receiver::new(c, ms(0));
+    r.handle(ms(0), SRC, &spm(1, 0, u32::MAX, SRC, false));
+    r.handle(ms(1), SRC, &odata(0, 0, b"a"));
+    r.handle(ms(2), SRC, &odata(1, 0, b"b"));
+    let before = (r.missing(&TSI), r.stats().unrecoverable_sqns);
+    // The two: the trail 100 beyond the lead, and a sequence number 100,000 ahead.
+    r.handle(ms(3), SRC, &odata(1, 101, b"forged"));
+    r.handle(ms(4), SRC, &odata(100_001, 0, b"forged"));
+    // The same trail on a repair, and on the packet that would be the next one.
+    r.handle(ms(5), SRC, &data(1, 101, b"forged", true));
+    r.handle(ms(6), SRC, &odata(2, 103, b"forged"));
+    let after = (r.missing(&TSI), r.stats().unrecoverable_sqns);
+    assert_eq!(after, before, "the window moved: {:?}", r.stats());
+    assert_eq!(r.stats().implausible_data, 4, "{:?}", r.stats());
+    r
+}
+
+#[test]
+fn data_with_edges_no_source_sends_is_dropped_before_the_window_moves() {
+    let mut r = data_edges_attack(config());
+    r.handle(ms(7), SRC, &odata(2, 0, b"c"));
+    let got: Vec<Vec<u8>> = events(&mut r)
+        .into_iter()
+        .filter_map(|e| match e {
+            ReceiverEvent::Data { data, .. } => Some(data),
+            ReceiverEvent::Unrecoverable { .. } => panic!("gave up: {e:?}"),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(got, [b"a", b"b", b"c"].map(|d| d.to_vec()));
+    // A session's first packet is held to the same edges: no session is opened.
+    let mut fresh = Receiver::new(config(), ms(0));
+    fresh.handle(ms(0), SRC, &odata(5, 7, b"forged"));
+    assert_eq!(fresh.stats().implausible_data, 1);
+    assert_eq!(fresh.sessions().count(), 0);
+}
+
+#[test]
+fn data_with_edges_no_source_sends_is_dropped_before_the_window_moves_when_signed() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let mut c = config();
+    c.verifier = Some(Arc::new(key.verifying_key()));
+    // Unverified packets (their list not heard) move nothing when their edges are absurd.
+    let r = data_edges_attack(c);
+    assert_eq!(r.stats().signed.forged, 0, "they never reached the check");
+}
+
+#[test]
+fn a_session_silent_for_a_while_takes_its_next_packet_however_far_ahead() {
+    let mut c = config();
+    c.rxw_sqns = 64;
+    let mut r = Receiver::new(c, ms(0));
+    r.handle(ms(0), SRC, &odata(0, 0, b"a"));
+    // Cut off: the source moved on by far more than a window meanwhile.
+    r.handle(ms(500), SRC, &odata(10_000, 10_000, b"x"));
+    assert_eq!(r.stats().implausible_data, 1, "taken before the silence");
+    r.handle(ms(1000), SRC, &odata(10_000, 10_000, b"x"));
+    assert_eq!(r.stats().implausible_data, 1, "silent for 1 s: taken");
+    let evs = events(&mut r);
+    assert!(lost(&evs), "the skipped part is reported: {evs:?}");
+    assert!(evs
+        .iter()
+        .any(|e| matches!(e, ReceiverEvent::Data { data, .. } if data == b"x")));
 }
