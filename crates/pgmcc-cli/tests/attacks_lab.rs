@@ -642,6 +642,12 @@ fn assert_data_edges_dropped(m: &DataEdges, mode: &str) {
     // They passed source binding and were dropped for what they said.
     assert_eq!(r.stat("wrong_source"), 0, "{}", r.stats);
     assert!(r.stat("implausible_data") >= 9, "{}", r.stats);
+    assert!(
+        r.stderr
+            .contains("data packets whose window edges no source could send"),
+        "{}",
+        r.stderr
+    );
 }
 
 #[test]
