@@ -417,8 +417,11 @@ fn a_receiver_without_reports_bounds_the_window_at_tcps() {
     assert!(pgm > 2900.0, "{pgm}");
     assert!(tcp < 50.0, "{tcp}");
     assert!(dropped > 0.7, "{dropped}");
-    // 19,127-19,467 (seeds 1-3; about 23,700 before the per-source NAK limit).
-    assert!(lost > 17_000, "{lost}");
+    // 16,837 (seed 1). PR2's NAKs beyond the source's per-source limit are refused without
+    // an NCF, so its budget for unanswered NAKs holds some back
+    // (`ReceiverStats::naks_rate_limited`); with no such budget, 17,556, and about 23,700
+    // with no per-source NAK limit either.
+    assert!(lost > 15_000, "{lost}");
 }
 
 /// `scenarios/acker-hijack.toml` with `acker_reports = KNOB` on the pgmcc flow (and, with

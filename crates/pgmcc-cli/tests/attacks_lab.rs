@@ -485,6 +485,189 @@ fn lab_implausible_spm_jumps_from_the_sources_own_address_are_dropped() {
     assert!(r.stat("implausible_spms") >= 9, "{}", r.stats);
 }
 
+/// Issue 57 item 3: "one spoofed SPM (192 bytes) turns every receiver into a NAK flood
+/// against any third host". With every 20th data packet withheld by the source (so the
+/// receivers must NAK), the attacker, spoofing the source's address, sends SPMs naming
+/// another lab host as the path for NAKs: every 10 of the source's packets, in turn, one
+/// that follows the source's SPM sequence and one 1,000 ahead of it (the issue's, after which
+/// every real SPM looked old). The other host (r3) only counts what reaches its NAK port. Two
+/// receivers, as in the issue.
+#[test]
+fn lab_a_spoofed_spm_cannot_aim_the_receivers_naks_at_another_host() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ae", 4) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let victim_dir = dir.path().join("victim");
+    std::fs::create_dir(&victim_dir).unwrap();
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let rx1 = recv(&lab, "r1", dir.path(), &[]);
+    let rx2 = recv(&lab, "r2", dir.path(), &[]);
+    let victim = Evil::start(&lab, "r3", &victim_dir, json!({"mode": "sink"}));
+    let evil = Evil::start(
+        &lab,
+        "r4",
+        dir.path(),
+        json!({"mode": "reflect", "spoof": true, "path": node_addr("r3").to_string()}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let (code, err, s) = sender_done(
+        send(&lab, &input, &stats, &["--drop-every", "20", "--fec", "0"]),
+        &stats,
+    );
+    let ends = [
+        rx1.wait(Duration::from_secs(30)),
+        rx2.wait(Duration::from_secs(30)),
+    ];
+    let a = evil.finish();
+    let v = victim.finish();
+    let k = &a["kinds"];
+    eprintln!(
+        "NAK reflection: attacker sent {} SPMs from {} naming {} (in sequence {}, 1,000 ahead {}); NAKs that reached {}: {}; recv r1/r2 sent {}/{} NAKs, dropped {}/{} SPMs as implausible, {}/{} NAKs held back unanswered, exit {:?}/{:?}; source: {} NAKs received, {} withheld, {} RDATA",
+        n(&a, "sent"),
+        SOURCE,
+        node_addr("r3"),
+        n(k, "spm_in_sequence"),
+        n(k, "spm_sqn_jump"),
+        node_addr("r3"),
+        n(&v, "upstream_heard"),
+        ends[0].stat("naks_sent"),
+        ends[1].stat("naks_sent"),
+        ends[0].stat("implausible_spms"),
+        ends[1].stat("implausible_spms"),
+        ends[0].stat("naks_rate_limited"),
+        ends[1].stat("naks_rate_limited"),
+        ends[0].code,
+        ends[1].code,
+        sstat(&s, "naks_received"),
+        s["status"]["injected_drops"],
+        sstat(&s, "rdata_packets"),
+    );
+    assert_eq!(code, Some(0), "{err}");
+    for kind in ["spm_in_sequence", "spm_sqn_jump"] {
+        assert!(n(k, kind) >= 3, "attack too small: {a}");
+    }
+    for (r, who) in ends.iter().zip(["r1", "r2"]) {
+        r.assert_complete(&want, who);
+        // The spoofed SPMs passed source binding; the ones 1,000 ahead were dropped for it.
+        assert_eq!(r.stat("wrong_source"), 0, "{who}: {}", r.stats);
+        assert!(r.stat("implausible_spms") >= 3, "{who}: {}", r.stats);
+        assert!(
+            r.stat("naks_sent") > 0,
+            "{who}: no loss to NAK: {}",
+            r.stats
+        );
+    }
+    // Every NAK went to the source, none to the host the SPMs named.
+    assert_eq!(n(&v, "upstream_heard"), 0, "NAKs were reflected: {v}");
+    assert!(s["status"]["injected_drops"].as_u64().unwrap() >= 50, "{s}");
+    assert!(sstat(&s, "rdata_packets") >= 50, "{s}");
+}
+
+/// What [`data_edge_transfer`] measured.
+struct DataEdges {
+    send_code: Option<i32>,
+    send_err: String,
+    r: RxEnd,
+    a: Value,
+    want: String,
+}
+
+/// Issue 57 item 9: a 3 MB transfer, signed when `signed`, while the attacker, spoofing the
+/// source's address, sends every 10 of the source's packets, in turn: ODATA at the lead with
+/// the trail 100 beyond it, ODATA 100,000 past the lead, and RDATA at the lead with the trail
+/// 100 beyond it (the same edges an SPM may not carry).
+fn data_edge_transfer(name: &str, signed: bool) -> Option<DataEdges> {
+    let lab = Lab::up(name, 2)?;
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public) = signing_key(dir.path());
+    let (key, public) = (key.to_str().unwrap(), public.to_str().unwrap());
+    let (input, want) = random_file(dir.path(), 3_000_000);
+    let trust: &[&str] = if signed { &["--trust", public] } else { &[] };
+    let rx = recv(&lab, "r1", dir.path(), trust);
+    let evil = Evil::start(
+        &lab,
+        "r2",
+        dir.path(),
+        json!({"mode": "data_jumps", "spoof": true}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let mut extra = vec!["--feedback-timeout", "3s"];
+    if signed {
+        extra.extend(["--sign", key]);
+    }
+    let (send_code, send_err, _s) = sender_done(send(&lab, &input, &stats, &extra), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    Some(DataEdges {
+        send_code,
+        send_err,
+        r,
+        a,
+        want,
+    })
+}
+
+/// Checks and prints what [`data_edge_transfer`] measured.
+fn assert_data_edges_dropped(m: &DataEdges, mode: &str) {
+    let (r, a, k) = (&m.r, &m.a, &m.a["kinds"]);
+    eprintln!(
+        "{mode}, data window edges from {}: attacker sent {} packets (ODATA trail +100 {}, ODATA sqn +100,000 {}, RDATA trail +100 {}); recv exit {:?}, {} dropped as implausible_data, {} as wrong_source, {} unrecoverable, output {}",
+        SOURCE,
+        n(a, "sent"),
+        n(k, "odata_trail_beyond_lead"),
+        n(k, "odata_sqn_jump"),
+        n(k, "rdata_trail_beyond_lead"),
+        r.code,
+        r.stat("implausible_data"),
+        r.stat("wrong_source"),
+        r.stat("unrecoverable_sqns"),
+        match r.sha.as_deref() {
+            None => "none",
+            Some(s) if s == m.want => "= input",
+            Some(_) => "WRONG",
+        },
+    );
+    assert_eq!(m.send_code, Some(0), "{}", m.send_err);
+    for kind in [
+        "odata_trail_beyond_lead",
+        "odata_sqn_jump",
+        "rdata_trail_beyond_lead",
+    ] {
+        assert!(n(k, kind) >= 3, "attack too small: {a}");
+    }
+    r.assert_complete(&m.want, "receiver");
+    assert_eq!(r.stat("unrecoverable_sqns"), 0, "{}", r.stats);
+    // They passed source binding and were dropped for what they said.
+    assert_eq!(r.stat("wrong_source"), 0, "{}", r.stats);
+    assert!(r.stat("implausible_data") >= 9, "{}", r.stats);
+    assert!(
+        r.stderr
+            .contains("data packets whose window edges no source could send"),
+        "{}",
+        r.stderr
+    );
+}
+
+#[test]
+fn lab_data_window_edge_jumps_from_the_sources_own_address_are_dropped() {
+    let _serial = lock();
+    let Some(m) = data_edge_transfer("af", false) else {
+        return;
+    };
+    assert_data_edges_dropped(&m, "plain");
+}
+
+#[test]
+fn lab_data_window_edge_jumps_from_the_sources_own_address_are_dropped_when_signed() {
+    let _serial = lock();
+    let Some(m) = data_edge_transfer("ag", true) else {
+        return;
+    };
+    assert_data_edges_dropped(&m, "signed");
+}
+
 /// Issue 21: "2 fake sessions of 60 KB datagrams held 884 MB of memory in each receiver".
 /// During a real transfer a stranger starts fake sessions (distinct TSIs, first packet with
 /// OPT_SYN so each is admitted) whose sequence number 1 never comes, so nothing after it can
@@ -1307,6 +1490,9 @@ fn run_attacker(spec: &Value) {
         "spoof" => attack_fin(&mut a, true),
         "redirect" => attack_redirect(&mut a),
         "jumps" => attack_jumps(&mut a),
+        "reflect" => attack_reflect(&mut a),
+        "data_jumps" => attack_data_jumps(&mut a),
+        "sink" => attack_sink(&mut a),
         "memory" => attack_memory(&mut a),
         "spm_sessions" => attack_spm_sessions(&mut a),
         "fake_session" => attack_fake_session(&mut a),
@@ -1771,6 +1957,92 @@ fn attack_jumps(a: &mut Attacker) {
         };
         round += 1;
         a.multicast(kind, &p.to_vec().unwrap());
+    }
+}
+
+/// SPMs naming another host (`spec.path`) as the path for NAKs (issue 57 item 3), every 10 of
+/// the source's packets, in turn: one following the source's SPM sequence and one 1,000
+/// ahead of it.
+fn attack_reflect(a: &mut Attacker) {
+    let path: Ipv4Addr = a.spec["path"].as_str().unwrap().parse().unwrap();
+    let mut next = 10;
+    let mut round = 0u32;
+    while !a.done() {
+        a.poll();
+        let (Some(t), Some(lead)) = (a.tsi, a.lead) else {
+            a.idle();
+            continue;
+        };
+        if a.odata < next {
+            a.idle();
+            continue;
+        }
+        next = a.odata + 10;
+        let (kind, sqn) = match round % 2 {
+            0 => ("spm_in_sequence", a.spm_sqn.wrapping_add(1)),
+            _ => ("spm_sqn_jump", a.spm_sqn.wrapping_add(1000)),
+        };
+        round += 1;
+        let p = spm(t, sqn, a.trail, lead, path).to_vec().unwrap();
+        a.multicast(kind, &p);
+    }
+}
+
+/// Data packets with window edges no source sends (issue 57 item 9), every 10 of the
+/// source's packets, in turn: ODATA at the lead with the trail 100 beyond it, ODATA 100,000
+/// past the lead, RDATA at the lead with the trail 100 beyond it.
+fn attack_data_jumps(a: &mut Attacker) {
+    let mut next = 10;
+    let mut round = 0u32;
+    while !a.done() {
+        a.poll();
+        let (Some(t), Some(lead)) = (a.tsi, a.lead) else {
+            a.idle();
+            continue;
+        };
+        if a.odata < next {
+            a.idle();
+            continue;
+        }
+        next = a.odata + 10;
+        let beyond = lead.wrapping_add(100);
+        let (kind, body) = match round % 3 {
+            0 => (
+                "odata_trail_beyond_lead",
+                Body::Odata(DataRepr {
+                    sqn: lead,
+                    trail: beyond,
+                }),
+            ),
+            1 => (
+                "odata_sqn_jump",
+                Body::Odata(DataRepr {
+                    sqn: lead.wrapping_add(100_000),
+                    trail: a.trail,
+                }),
+            ),
+            _ => (
+                "rdata_trail_beyond_lead",
+                Body::Rdata(DataRepr {
+                    sqn: lead,
+                    trail: beyond,
+                }),
+            ),
+        };
+        round += 1;
+        let p = Repr::downstream(t, DPORT, body)
+            .with_payload(FORGED)
+            .to_vec()
+            .unwrap();
+        a.multicast(kind, &p);
+    }
+}
+
+/// A host that only listens (issue 57 item 3's third host): counts the datagrams reaching
+/// its NAK port (`upstream_heard`) until told to stop.
+fn attack_sink(a: &mut Attacker) {
+    while !a.done() {
+        a.idle();
     }
 }
 

@@ -202,6 +202,12 @@ fn build(cx: &Ctx<'_>, default_name: &str, seed: Option<u64>) -> Result<Scenario
             None => cx.err(s.span(), key, format!("no node named `{}`", s.get_ref())),
         }
     };
+    // Receivers send NAKs to these network elements when an SPM names one as its path.
+    let nes: Vec<IpAddr> = nodes
+        .values()
+        .filter(|&&n| sim.ne(n).is_some())
+        .map(|&n| sim.addr(n))
+        .collect();
     let jitter = host_jitter(&f, cx)?;
     for id in 0..node_names.len() {
         sim.set_host_jitter(id, jitter);
@@ -227,6 +233,7 @@ fn build(cx: &Ctx<'_>, default_name: &str, seed: Option<u64>) -> Result<Scenario
             from,
             start,
             stop,
+            nes: &nes,
         };
         let info = if kind.is_tcp() {
             build_tcp(cx, &mut sim, at, &node)?
@@ -457,7 +464,8 @@ fn reproduce_row(
 /// IPv4 acker) then fills a 1500-byte IPv4 datagram, as Linux TCP's segments do at that MTU.
 const DEFAULT_PGM_PAYLOAD: u32 = 1428;
 
-/// One flow of the file, placed: its spec, kind, id, sending node and times.
+/// One flow of the file, placed: its spec, kind, id, sending node and times, and the
+/// addresses of the network's PGM network elements.
 #[derive(Clone, Copy)]
 struct FlowAt<'a> {
     fl: &'a FlowSpec,
@@ -466,6 +474,7 @@ struct FlowAt<'a> {
     from: NodeId,
     start: Instant,
     stop: Option<Instant>,
+    nes: &'a [IpAddr],
 }
 
 fn build_pgm(
@@ -481,6 +490,7 @@ fn build_pgm(
         from,
         start,
         stop,
+        nes,
     } = at;
     validate::pgm_receivers(fl, cx)?;
     let group = validate::group(fl, id, cx)?;
@@ -546,6 +556,7 @@ fn build_pgm(
             u64::from(id) << 32 | j as u64,
         );
         rcfg.reliable = reliable;
+        rcfg.network_elements = nes.to_vec();
         // A receiver holds what it has from its oldest missing packet to the lead, which the
         // source's transmit window bounds: a larger `txw_sqns` gets receive windows (and
         // buffer budgets) as large.
@@ -611,6 +622,7 @@ fn build_tcp(
         from,
         start,
         stop,
+        ..
     } = at;
     let to_spec = validate::tcp_to(fl, cx)?;
     let to = node(to_spec, "flow.to")?;

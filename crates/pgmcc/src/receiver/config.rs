@@ -131,6 +131,12 @@ pub struct ReceiverConfig {
     pub session_bytes: u64,
     /// The same bound summed over every session. Default 256 MiB.
     pub total_bytes: u64,
+    /// PGM network elements (RFC 3208 §7) this receiver's NAKs may go to: an SPM naming one
+    /// of these addresses as its path NLA sends the session's NAKs (and poll replies) there,
+    /// hop by hop. Any other path an SPM names is ignored: NAKs go to the address the
+    /// session's packets come from, so a forged SPM cannot aim a receiver's NAKs at a third
+    /// host. Default empty (no network element: NAKs go to the source).
+    pub network_elements: Vec<IpAddr>,
     /// Signed mode (`crate::signed`, `docs/security.md`): every session must be signed by
     /// the key this verifier holds. Nothing is delivered that has not been checked against
     /// a signed digest list, a packet that fails is NAKed again, and a session ends only at
@@ -168,6 +174,7 @@ impl ReceiverConfig {
             max_tpdu: 9000,
             session_bytes: 32 << 20,
             total_bytes: 256 << 20,
+            network_elements: Vec::new(),
             verifier: None,
         }
     }
@@ -180,6 +187,17 @@ impl ReceiverConfig {
             rdata_ivl: self.nak_rdata_ivl,
             give_up: self.nak_give_up,
             bo_grtts: self.nak_bo_grtts,
+        }
+    }
+
+    /// Where upstream packets of a session whose source sends from `source` go when a
+    /// downstream packet names `path` as the way back: `path` if it is a configured network
+    /// element, else `source`.
+    pub(super) fn upstream_to(&self, path: IpAddr, source: IpAddr) -> IpAddr {
+        if self.network_elements.contains(&path) {
+            path
+        } else {
+            source
         }
     }
 

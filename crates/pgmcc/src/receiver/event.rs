@@ -143,10 +143,20 @@ pub struct ReceiverStats {
     /// `ReceiverConfig::source`): spoofed end of session, redirections, NAK suppression,
     /// forged data from another host. Dropped.
     pub wrong_source: u64,
-    /// SPMs that cannot be the source's: trail beyond lead, a lead more than a receive
-    /// window ahead, or an SPM sequence number more than 2^20 ahead. Dropped (their FIN, path
-    /// and edges ignored).
+    /// SPMs that cannot be the source's: trail beyond lead + 1, a lead more than a receive
+    /// window ahead, or an SPM sequence number further ahead of the last one taken than the
+    /// time since allows (64, plus 100 a second). Dropped (their FIN, path and edges
+    /// ignored).
     pub implausible_spms: u64,
+    /// Data packets (ODATA, RDATA, parity) that cannot be the source's: trail beyond the
+    /// lead + 1 (the packet's own sequence number or the window's lead, whichever is
+    /// further), or more than a receive window ahead of the window's lead while the session
+    /// is not silent. Dropped before they move anything.
+    pub implausible_data: u64,
+    /// NAK packets not sent because the session's NAKs went unanswered (no NCF, no repair)
+    /// beyond its budget: 64 in a burst, then 50 a second plus one per answer heard. Their
+    /// sequence numbers are NAKed again when their timers next expire.
+    pub naks_rate_limited: u64,
     /// Delivery reports sent to sources (`Receiver::report`).
     pub reports_sent: u64,
     /// General polls received (RFC 3208 Appendix D).

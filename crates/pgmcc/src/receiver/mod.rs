@@ -25,9 +25,12 @@
 
 mod config;
 mod event;
+mod guard;
 mod poll;
 mod rxw;
 mod session;
+#[cfg(test)]
+mod tests;
 mod transmit;
 
 use std::collections::VecDeque;
@@ -46,11 +49,6 @@ pub use event::{ReceiverEvent, ReceiverStats};
 use rxw::{fragment_is_sane, Insert, NakTimers, Output, ParityInsert, ReceiveWindow};
 use session::{Admit, Peer, Sessions};
 use transmit::{Outbox, Pending};
-
-/// Most an SPM's sequence number may lead the last one heard: a source sends a few SPMs a
-/// second (heartbeats at most every few milliseconds), so 2^20 is hours of lost SPMs, and a
-/// forged SPM half the sequence space ahead cannot make every real one look old.
-const MAX_SPM_SQN_JUMP: u32 = 1 << 20;
 
 /// Mixed into the seed for the poll generators ("POLL").
 const POLL_SEED: u64 = 0x504f_4c4c;
@@ -209,8 +207,10 @@ impl Receiver {
                 // Another receiver's NAK, heard on a shared segment.
                 self.on_ncf(now, &repr, &n, true);
             }
-            Body::Poll(p) if repr.dport == self.config.dport => {
+            Body::Poll(mut p) if repr.dport == self.config.dport => {
                 self.stats.polls_received += 1;
+                // Replies go where NAKs would: the source, or a configured network element.
+                p.path_nla = self.config.upstream_to(p.path_nla, from);
                 let (node_id, rng) = (self.node_id, &mut self.poll_rng);
                 // Only a session already heard from: a poll does not open one.
                 if let Some(peer) = self.sessions.get_mut(&repr.tsi()) {
@@ -249,6 +249,8 @@ impl Receiver {
                 data_from: None,
                 fb: Feedback::new(feedback),
                 spm_sqn: None,
+                spm_at: now,
+                naks: guard::NakBudget::new(now),
                 rxw: None,
                 fin_lead: None,
                 syn_sqn: None,
@@ -306,6 +308,9 @@ impl Receiver {
             }
         }
         let tsi = repr.tsi();
+        if !self.data_plausible(now, tsi, s, trail) {
+            return;
+        }
         if !self.ensure_peer(tsi, now, from) {
             return;
         }
@@ -322,6 +327,9 @@ impl Receiver {
         let Some(peer) = self.sessions.get_mut(&tsi) else {
             return;
         };
+        if rdata {
+            peer.naks.answered();
+        }
         if !within_budget(&self.config, peer, s, repr.payload.len() as u64, others) {
             self.stats.over_budget += 1;
             return;
@@ -427,10 +435,25 @@ impl Receiver {
     /// rebuilt packets go into the window as RDATA would.
     fn on_parity(&mut self, now: Instant, repr: &Repr<'_>, s: u32, trail: u32) {
         self.stats.parity_packets += 1;
-        let Some(peer) = self.sessions.get_mut(&repr.tsi()) else {
+        let tsi = repr.tsi();
+        let k = self
+            .sessions
+            .get(&tsi)
+            .and_then(|p| p.rxw.as_ref()?.parity_k());
+        // A parity packet shows its whole group sent: the group's last packet is its lead.
+        if let Some(k) = k {
+            let group_end = crate::fec::tg_sqn(s, k).wrapping_add(k - 1);
+            if !self.data_plausible(now, tsi, group_end, trail) {
+                return;
+            }
+        }
+        let Some(peer) = self.sessions.get_mut(&tsi) else {
             self.stats.ignored += 1;
             return;
         };
+        if matches!(repr.body, Body::Rdata(_)) {
+            peer.naks.answered();
+        }
         let timers = peer.timers(&self.timers);
         let (Some(w), false) = (peer.rxw.as_mut(), peer.ended) else {
             self.stats.ignored += 1;
@@ -460,7 +483,22 @@ impl Receiver {
         w.set_trail(trail);
         let r = w.insert_parity(tg, s.wrapping_sub(tg), layout, shard);
         note_parity(r, &mut peer.fb, &mut self.stats);
-        self.announce_if_proven(repr.tsi());
+        self.announce_if_proven(tsi);
+    }
+
+    /// Whether data packet `s` of session `tsi`, carrying `trail`, shows window edges its
+    /// source could send (`guard`); counts those that do not (`implausible_data`). Checked
+    /// before the packet moves anything: the session's entry, its window, trail and lead.
+    fn data_plausible(&mut self, now: Instant, tsi: Tsi, s: u32, trail: u32) -> bool {
+        let peer = self.sessions.get(&tsi);
+        let rxw_sqns = self.config.rxw_sqns;
+        let plausible = guard::data_trail_plausible(peer, s, trail)
+            && peer.is_none_or(|p| guard::lead_plausible(p, s, rxw_sqns, now, true));
+        if !plausible {
+            self.stats.implausible_data += 1;
+            trace!(%tsi, s, trail, "receiver: data packet with implausible window edges dropped");
+        }
+        plausible
     }
 
     /// Announces session `tsi` (`SessionStarted`) once it has proved itself: data arrived
@@ -506,19 +544,15 @@ impl Receiver {
     fn on_spm(&mut self, now: Instant, from: IpAddr, repr: &Repr<'_>, spm: pgm_wire::SpmRepr) {
         let tsi = repr.tsi();
         let (rxw_sqns, reliable) = (self.config.rxw_sqns, self.config.reliable);
-        // Edges no source can send (RFC 3208 §6.1: trail <= lead + 1; an empty window has
-        // trail = lead + 1), or jumps no receiver of the session could have missed: one
-        // forged SPM would otherwise end the session, give up on everything, or make every
-        // later real SPM look old.
-        let implausible = |p: &Peer| {
-            p.spm_sqn.is_some_and(|old| {
-                sqn::gt(spm.sqn, old) && sqn::distance(old, spm.sqn) > MAX_SPM_SQN_JUMP
-            }) || p.rxw.as_ref().is_some_and(|w| {
-                sqn::gt(spm.lead, w.lead()) && sqn::distance(w.lead(), spm.lead) > rxw_sqns
-            })
+        // Edges no source can send, or jumps no receiver of the session could have missed
+        // (`guard`): one forged SPM would otherwise end the session, give up on everything,
+        // or make every later real SPM look old.
+        let plausible = |p: &Peer| {
+            guard::spm_sqn_plausible(p, spm.sqn, now)
+                && guard::lead_plausible(p, spm.lead, rxw_sqns, now, false)
         };
-        if self.sessions.get(&tsi).is_some_and(implausible)
-            || sqn::gt(spm.trail, spm.lead.wrapping_add(1))
+        if !self.sessions.get(&tsi).is_none_or(plausible)
+            || !guard::spm_edges_plausible(spm.trail, spm.lead)
         {
             self.stats.implausible_spms += 1;
             return;
@@ -533,7 +567,8 @@ impl Receiver {
             return; // old or duplicate SPM
         }
         peer.spm_sqn = Some(spm.sqn);
-        peer.path = Some(spm.path_nla);
+        peer.spm_at = now;
+        peer.path = Some(self.config.upstream_to(spm.path_nla, from));
         peer.on_control(&repr.options, now, &self.timers);
         // On-demand parity with our code (OPT_FEC); an SPM without it turns parity off.
         let parity_k = repr
@@ -599,6 +634,7 @@ impl Receiver {
         };
         if !peer_nak {
             peer.on_control(&repr.options, now, &self.timers);
+            peer.naks.answered();
         }
         let suppress = !(self.config.pgmcc && peer.fb.must_report(now));
         let timers = peer.timers(&self.timers);
@@ -668,11 +704,20 @@ impl Receiver {
             // than wait for its group to complete and perhaps be rebuilt by others' parity.
             let parity = (!(pgmcc && peer.fb.must_report(now))).then_some(&mut parity_due);
             w.on_timeout(now, &timers, rng, can_nak, &mut due, parity);
+            // NAKs beyond the session's budget are not sent; their timers retry them.
             for chunk in due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
-                transmits.push(tsi, Pending::Nak(chunk.to_vec()));
+                if peer.naks.take(now) {
+                    transmits.push(tsi, Pending::Nak(chunk.to_vec()));
+                } else {
+                    stats.naks_rate_limited += 1;
+                }
             }
             for chunk in parity_due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
-                transmits.push(tsi, Pending::ParityNak(chunk.to_vec()));
+                if peer.naks.take(now) {
+                    transmits.push(tsi, Pending::ParityNak(chunk.to_vec()));
+                } else {
+                    stats.naks_rate_limited += 1;
+                }
             }
             if !can_nak && now >= peer.next_spmr {
                 if let Some(from) = peer.data_from {

@@ -15,7 +15,9 @@ use crate::time::{Duration, Instant};
 #[derive(Debug)]
 pub(super) struct Peer {
     pub(super) tsi: Tsi,
-    /// Source path NLA from the latest SPM: where NAKs go.
+    /// Where NAKs go, known once an SPM arrived: the source's address, or the network
+    /// element the latest SPM named as its path when it is one the receiver was configured
+    /// with (`ReceiverConfig::network_elements`).
     pub(super) path: Option<IpAddr>,
     /// The address the session's first packet came from (or `ReceiverConfig::source`): its
     /// downstream packets from any other address are dropped.
@@ -26,6 +28,10 @@ pub(super) struct Peer {
     /// Congestion-control feedback: reports, ACKs, the controller's own role.
     pub(super) fb: Feedback,
     pub(super) spm_sqn: Option<u32>,
+    /// When the SPM of `spm_sqn` arrived (how far the next one may lead it).
+    pub(super) spm_at: Instant,
+    /// NAKs this session may still send without answers from its source.
+    pub(super) naks: super::guard::NakBudget,
     pub(super) rxw: Option<ReceiveWindow>,
     /// Lead of the FIN SPM once heard.
     pub(super) fin_lead: Option<u32>,

@@ -441,8 +441,14 @@ fn warnings(args: &RecvArgs, plan: &Plan, status: &pgmcc_net::ReceiverStatus) {
     }
     if st.implausible_spms > 0 {
         eprintln!(
-            "pgmcc recv: warning: dropped {} SPMs whose window edges no source could send (forged)",
+            "pgmcc recv: warning: dropped {} SPMs whose window edges or sequence numbers no source could send (forged)",
             st.implausible_spms
+        );
+    }
+    if st.implausible_data > 0 {
+        eprintln!(
+            "pgmcc recv: warning: dropped {} data packets whose window edges no source could send (forged)",
+            st.implausible_data
         );
     }
     if plan.signer.is_some() {

@@ -2,7 +2,7 @@
 //! transmission groups, parity packets held until the group can be rebuilt, and the copies
 //! of already delivered packets that rebuilding needs.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pgm_wire::Fragment;
 
@@ -35,6 +35,10 @@ pub(crate) struct ParityWindow {
     /// Copies of the received packets of groups not yet wholly delivered: rebuilding a group
     /// needs its packets that already went up to the application.
     copies: BTreeMap<u32, Vec<Option<Received>>>,
+    /// Groups whose rebuild failed: a packet held in them is not the source's (in signed
+    /// mode, a forgery waiting unverified for its list, which may be the packet missing), so
+    /// parity cannot rebuild them. Their gaps are asked for selectively from then on.
+    poisoned: BTreeSet<u32>,
     /// When the window's lead last moved: while data flows, a gap in the group still being
     /// sent waits for the group to complete instead of NAKing selectively.
     pub(super) lead_moved: Instant,
@@ -70,6 +74,7 @@ impl ParityWindow {
             k,
             held: BTreeMap::new(),
             copies: BTreeMap::new(),
+            poisoned: BTreeSet::new(),
             lead_moved: now,
         }
     }
@@ -147,6 +152,7 @@ impl ReceiveWindow {
         let done = |tg: &u32| sqn::le(tg.wrapping_add(k), base);
         p.copies.retain(|tg, _| !done(tg));
         p.held.retain(|tg, _| !done(tg));
+        p.poisoned.retain(|tg| !done(tg));
     }
 
     /// Data packet `s`, if received: from the window, or from the copies once delivered.
@@ -188,8 +194,13 @@ impl ReceiveWindow {
             return Group::Selective;
         };
         let tg = fec::tg_sqn(s, k);
-        if sqn::lt(tg, self.origin) {
-            // The group began before this receiver joined: it cannot have its other packets.
+        let poisoned = self
+            .parity
+            .as_ref()
+            .is_some_and(|p| p.poisoned.contains(&tg));
+        if sqn::lt(tg, self.origin) || poisoned {
+            // The group began before this receiver joined (it cannot have its other
+            // packets), or parity failed to rebuild it.
             Group::Selective
         } else if sqn::lt(self.lead(), tg.wrapping_add(k - 1)) {
             Group::Partial
@@ -390,13 +401,32 @@ impl ReceiveWindow {
     }
 
     /// Rebuilds group `tg` from its data and parity and fills its missing slots; the
-    /// parity is dropped either way.
+    /// parity is dropped either way. A rebuild that yields packets that do not fit, or that
+    /// signed mode refuses, poisons the group: a packet held in it is not the source's.
     fn rebuild(&mut self, tg: u32) -> ParityInsert {
+        let (r, refused) = self.try_rebuild(tg);
+        let failed = refused
+            || match &r {
+                ParityInsert::Malformed => true,
+                ParityInsert::Rebuilt { malformed, .. } => *malformed > 0,
+                _ => false,
+            };
+        if failed {
+            if let Some(p) = self.parity.as_mut() {
+                p.poisoned.insert(tg);
+            }
+        }
+        r
+    }
+
+    /// [`ReceiveWindow::rebuild`]'s work; also says whether signed mode refused a rebuilt
+    /// packet.
+    fn try_rebuild(&mut self, tg: u32) -> (ParityInsert, bool) {
         let Some(k) = self.parity_k() else {
-            return ParityInsert::Duplicate;
+            return (ParityInsert::Duplicate, false);
         };
         let Some(held) = self.parity.as_mut().and_then(|p| p.held.remove(&tg)) else {
-            return ParityInsert::Duplicate;
+            return (ParityInsert::Duplicate, false);
         };
         let layout = held.layout;
         let data: Option<Vec<Option<Vec<u8>>>> = (0..k)
@@ -407,30 +437,34 @@ impl ReceiveWindow {
             .collect();
         let Some(data) = data else {
             // A received packet does not fit the parity's layout: the parity is wrong.
-            return ParityInsert::Malformed;
+            return (ParityInsert::Malformed, false);
         };
         let rebuilt = fec::decode(k as usize, layout.shard_len(), data, &held.shards);
         let Some(rebuilt) = rebuilt else {
-            return ParityInsert::Malformed;
+            return (ParityInsert::Malformed, false);
         };
         let mut out = Vec::with_capacity(rebuilt.len());
         for (i, shard) in rebuilt {
             let Some(packet) = layout.unshard(&shard) else {
-                return ParityInsert::Malformed;
+                return (ParityInsert::Malformed, false);
             };
             out.push((tg.wrapping_add(i as u32), packet));
         }
-        let (mut filled, mut malformed) = (Vec::with_capacity(out.len()), 0);
+        let (mut filled, mut malformed, mut refused) = (Vec::with_capacity(out.len()), 0, false);
         for (q, (payload, fragment)) in out {
             let sane = fragment
                 .is_none_or(|f| super::fragment_is_sane(&f, payload.len(), q, self.max_apdu));
             if !sane {
                 malformed += 1;
-            } else if matches!(self.insert(q, &payload, fragment), super::Insert::New) {
-                filled.push(q);
+            } else {
+                match self.insert(q, &payload, fragment) {
+                    super::Insert::New => filled.push(q),
+                    super::Insert::Forged => refused = true,
+                    super::Insert::Duplicate => {}
+                }
             }
         }
-        ParityInsert::Rebuilt { filled, malformed }
+        (ParityInsert::Rebuilt { filled, malformed }, refused)
     }
 }
 
@@ -558,6 +592,40 @@ mod tests {
         let (nak, parity_nak, _) = next_naks(&mut w, now);
         assert_eq!((nak, parity_nak), (vec![1], vec![]));
         repair_1_completes_the_group(&mut w);
+    }
+
+    #[test]
+    fn a_group_parity_cannot_rebuild_asks_selectively_from_then_on() {
+        let now = Instant::ZERO;
+        let mut w = ReceiveWindow::new(0, 0, 64, 65535);
+        w.set_parity(Some(4), now);
+        let data: Vec<Vec<u8>> = (0..4).map(payload).collect();
+        let group: Vec<Original<'_>> = data
+            .iter()
+            .map(|p| Original {
+                payload: p,
+                fragment: None,
+            })
+            .collect();
+        let (layout, mut parity) = fec::encode(&group, &[1]).unwrap();
+        let (t, mut rng) = (timers(), Rng::new(1));
+        // Packet 1 lost; in 2's place a packet the source did not send (forged from its
+        // address, or in signed mode waiting unverified for its list), longer than any of
+        // the group's.
+        for (s, p) in [(0u32, payload(0)), (2, vec![0xee; 200]), (3, payload(3))] {
+            w.extend_to(s, now, &t, &mut rng);
+            assert_eq!(w.insert(s, &p, None), super::super::Insert::New);
+        }
+        let (nak, parity_nak, now) = next_naks(&mut w, now);
+        assert_eq!((nak, parity_nak), (vec![], vec![0]));
+        // The parity cannot rebuild the group with that packet in it...
+        assert_eq!(
+            w.insert_parity(0, 1, layout, parity.remove(0)),
+            ParityInsert::Malformed
+        );
+        // ...so more parity would fail the same way: packet 1 is asked for itself.
+        let (nak, parity_nak, _) = next_naks(&mut w, now);
+        assert_eq!((nak, parity_nak), (vec![1], vec![]));
     }
 
     #[test]
