@@ -58,6 +58,10 @@ pub struct ReceiverOptions {
     /// unverified is delivered, forged packets are NAKed again, and a session ends only at
     /// its signed end. Default none.
     pub trust: Option<TrustedKey>,
+    /// PGM network elements (routers) this receiver may send NAKs to when an SPM names one
+    /// as its path. Default none: NAKs and poll replies go to the source's address, whatever
+    /// an SPM says, so a spoofed SPM cannot aim them at a third host.
+    pub network_elements: Vec<IpAddr>,
 }
 
 setters!(ReceiverOptions {
@@ -72,6 +76,7 @@ setters!(ReceiverOptions {
     session: Option<pgm_wire::Tsi>,
     key: Option<Key>,
     trust: Option<TrustedKey>,
+    network_elements: Vec<IpAddr>,
 });
 
 impl ReceiverOptions {
@@ -91,6 +96,7 @@ impl ReceiverOptions {
             session: None,
             key: None,
             trust: None,
+            network_elements: Vec::new(),
         }
     }
 }
@@ -192,6 +198,7 @@ impl Receiver {
         config.rxw_sqns = opts.rxw_sqns;
         config.source = opts.source.map(IpAddr::V4);
         config.session = opts.session;
+        config.network_elements = opts.network_elements.clone();
         config.verifier = opts.trust.as_ref().map(TrustedKey::verifier);
         let envelope = Envelope::new(opts.key, Direction::Up)?;
         let clock = Clock::new();

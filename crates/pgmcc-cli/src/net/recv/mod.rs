@@ -72,6 +72,12 @@ pub(crate) struct RecvArgs {
     /// 12.34.56.78.90.12.4000"); packets of every other session are dropped.
     #[arg(long, value_name = "TSI")]
     session: Option<pgm_wire::Tsi>,
+    /// A PGM network element (router) between the source and this receiver, by address;
+    /// repeat for several. NAKs go to one only when the source's SPMs name it as their path;
+    /// without this flag they always go to the source, so that a forged SPM cannot turn this
+    /// receiver against another host.
+    #[arg(long = "network-element", value_name = "ADDR")]
+    network_elements: Vec<std::net::Ipv4Addr>,
     /// Do not take part in pgmcc (no loss reports, never acker).
     #[arg(long)]
     no_pgmcc: bool,
@@ -145,6 +151,11 @@ impl RecvArgs {
         opts.pgmcc = !self.no_pgmcc;
         opts.source = self.source;
         opts.session = self.session;
+        opts.network_elements = self
+            .network_elements
+            .iter()
+            .map(|a| std::net::IpAddr::V4(*a))
+            .collect();
         opts.key = self.net.key()?;
         if self.daemon && self.net.stats.is_some() {
             anyhow::bail!("--stats is not written with --daemon: it reports one transfer; the daemon logs one line per transfer to standard error");
@@ -266,5 +277,22 @@ mod tests {
         assert_eq!(a.idle_timeout, Duration::from_secs(30));
         assert_eq!(a.join_timeout, Duration::from_secs(600));
         assert!(a.out.is_none() && !a.force);
+        assert!(a.network_elements.is_empty());
+        let a = Cli::try_parse_from([
+            "recv",
+            "--group",
+            "239.1.1.1:7500",
+            "--network-element",
+            "10.0.0.1",
+            "--network-element",
+            "10.0.1.1",
+        ])
+        .unwrap()
+        .recv;
+        let plan = a.plan().unwrap();
+        assert_eq!(
+            plan.opts.network_elements,
+            ["10.0.0.1", "10.0.1.1"].map(|s| s.parse::<std::net::IpAddr>().unwrap())
+        );
     }
 }
