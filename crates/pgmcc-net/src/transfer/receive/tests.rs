@@ -436,7 +436,10 @@ fn another_stream_in_the_next_pass_fails_or_restarts_a_daemon() {
             assert_eq!(flow, Flow::End);
             let e = t.failure().unwrap().to_string();
             assert!(
-                e.starts_with("session 1.2.3.4.5.6.2 carries \"f\" (999 bytes), not the stream"),
+                e.starts_with(&format!(
+                    "session {} carries \"f\" (999 bytes), not the stream",
+                    tsi(2)
+                )),
                 "{e}"
             );
             continue;
@@ -483,7 +486,10 @@ fn a_tree_needs_a_directory_and_an_abort_or_expiry_fails() {
     assert_eq!(f.verdict(), Verdict::Failed);
     assert_eq!(
         t.failure().unwrap().to_string(),
-        "the source aborted session 1.2.3.4.5.6.1 (error code 3): it was interrupted or failed, and nothing more will come"
+        format!(
+            "the source aborted session {} (error code 3): it was interrupted or failed, and nothing more will come",
+            tsi(1)
+        )
     );
     assert_eq!(out.reports[0].bytes, 100);
 
