@@ -30,6 +30,11 @@ macro_rules! setters {
     };
 }
 
+/// Lower-case hex, as sha256sum prints a digest.
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 mod batch;
 pub mod blocking;
 mod clock;

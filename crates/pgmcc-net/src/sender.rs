@@ -698,7 +698,7 @@ fn reports(core: &pgmcc::Sender) -> Vec<DeliveryReport> {
             receiver,
             status: DeliveryStatus::from_wire(o.status),
             bytes: o.bytes,
-            sha256: o.sha256.iter().map(|b| format!("{b:02x}")).collect(),
+            sha256: crate::hex(&o.sha256),
             reason: o.reason.clone(),
         })
         .collect()

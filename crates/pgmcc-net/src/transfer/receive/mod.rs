@@ -31,7 +31,7 @@ use sha2::{Digest, Sha256};
 pub use reasons::{Awaiting, Failure, Lost, Shortfall, StartMissed, StreamId, Verified};
 
 use super::Ranges;
-use crate::{DeliveryStatus, Event, ReceiverStatus};
+use crate::{hex, DeliveryStatus, Event, ReceiverStatus};
 
 /// What the application wants of a transfer, and what its output can do.
 #[derive(Debug, Clone, Default)]
@@ -258,8 +258,6 @@ pub struct TransferReceiver {
     kept_partial: Option<StartMissed>,
     /// The pieced stream still missing part, announced to come in another pass.
     partial: Option<Awaiting>,
-    /// Why pieced data is not whole, kept across the hash round trip.
-    why: Option<Shortfall>,
     digest: [u8; 32],
     verified: Option<Verified>,
     /// The manifest as far as it can be trusted, once the session ended.
@@ -283,7 +281,6 @@ impl TransferReceiver {
             failure: None,
             kept_partial: None,
             partial: None,
-            why: None,
             digest: [0; 32],
             verified: None,
             trusted: None,
@@ -722,7 +719,6 @@ impl TransferReceiver {
             .unwrap_or(Shortfall::EarlierPasses);
         match self.assemble(&why) {
             Ok(true) => {
-                self.why = Some(why);
                 return Ending::Hash {
                     size: size.unwrap_or(0),
                 };
@@ -894,7 +890,6 @@ impl TransferReceiver {
         self.s = Session::new(&self.cfg, self.held.is_some());
         self.joined = None;
         self.ended = false;
-        self.why = None;
         self.digest = [0; 32];
         self.trusted = None;
     }
@@ -910,9 +905,4 @@ fn same_announcement(old: &Manifest, new: &Manifest) -> bool {
         && old.mtime == new.mtime
         && old.another_pass == new.another_pass
         && (old.sha256.is_none() || old.sha256 == new.sha256)
-}
-
-/// Lower-case hex.
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
