@@ -86,6 +86,7 @@ impl Reference {
             | ReceiverEvent::SessionEnded { .. }
             | ReceiverEvent::SessionExpired { .. }
             | ReceiverEvent::SessionReset { .. }
+            | ReceiverEvent::StartMissed { .. }
             | ReceiverEvent::Manifest { .. } => {}
         }
     }

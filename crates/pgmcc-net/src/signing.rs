@@ -14,9 +14,11 @@ use chacha20poly1305::aead::OsRng;
 use ed25519_dalek::{SigningKey, VerifyingKey};
 use sha2::{Digest, Sha256};
 
-use pgmcc::signed::{Signer, Verifier};
+use pgmcc::signed::{Freshness, Signer, Verifier};
 
-use crate::keyed::{read_key_file, tagged_key, write_new_key_file, KeyError, KeyId, MAX_SKEW};
+use crate::keyed::{
+    read_key_file, tagged_key, write_new_key_file, KeyError, KeyId, MAX_SKEW, START_SLACK,
+};
 
 /// Key line of a secret signing key file.
 const SECRET_TAG: &str = "pgmcc-signing-key-v1";
@@ -25,11 +27,20 @@ const PUBLIC_TAG: &str = "pgmcc-public-key-v1";
 /// How to make a pair, for errors.
 const MAKE: &str = "`pgmcc keygen --sign FILE`";
 
-/// A key with this host's wall clock: the source stamps its lists with the time, and a
-/// receiver follows only sessions whose first list is within [`MAX_SKEW`] of its own clock
-/// (the core reads no clock, so the driver supplies it here).
+/// A key with this host's wall clock: the source stamps its lists with the time (the core
+/// reads no clock, so the driver supplies it here).
 #[derive(Debug)]
 struct WallClock<K>(K);
+
+/// A receiver's key and clock: it follows only sessions whose first list it verifies is
+/// within [`MAX_SKEW`] of its own clock and signed no more than [`START_SLACK`] before it
+/// started (`since`, Unix milliseconds). A session joined late is signed now, whenever it
+/// began, and is followed.
+#[derive(Debug)]
+struct Trusting {
+    key: VerifyingKey,
+    since: u64,
+}
 
 fn unix_ms_now() -> u64 {
     std::time::SystemTime::now()
@@ -47,17 +58,34 @@ impl Signer for WallClock<SigningKey> {
     fn unix_ms(&self) -> u64 {
         unix_ms_now()
     }
+    fn chain_key(&self, tsi: pgm_wire::Tsi, sqn: u32) -> pgmcc::signed::ChainKey {
+        self.0.chain_key(tsi, sqn)
+    }
 }
 
-impl Verifier for WallClock<VerifyingKey> {
+impl Trusting {
+    /// How a first list signed at `unix_ms` stands when this host's clock reads `now`.
+    fn judge(&self, unix_ms: u64, now: u64) -> Freshness {
+        let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
+        if unix_ms.abs_diff(now) > ms(MAX_SKEW) {
+            Freshness::Skewed
+        } else if unix_ms.saturating_add(ms(START_SLACK)) < self.since {
+            Freshness::BeforeStart
+        } else {
+            Freshness::Fresh
+        }
+    }
+}
+
+impl Verifier for Trusting {
     fn digest(&self, parts: &[&[u8]]) -> pgmcc::signed::Digest {
-        Verifier::digest(&self.0, parts)
+        Verifier::digest(&self.key, parts)
     }
     fn verify(&self, message: &[u8], signature: &[u8; pgmcc::signed::SIGNATURE_LEN]) -> bool {
-        Verifier::verify(&self.0, message, signature)
+        Verifier::verify(&self.key, message, signature)
     }
-    fn fresh(&self, unix_ms: u64) -> bool {
-        unix_ms.abs_diff(unix_ms_now()) <= u64::try_from(MAX_SKEW.as_millis()).unwrap_or(u64::MAX)
+    fn fresh(&self, unix_ms: u64) -> Freshness {
+        self.judge(unix_ms, unix_ms_now())
     }
 }
 
@@ -165,10 +193,14 @@ impl TrustedKey {
         id_of(&self.key)
     }
 
-    /// What the core verifies with: this key, and this host's clock to refuse sessions
-    /// signed more than [`MAX_SKEW`] ago (replays).
+    /// What a receiver starting now verifies with: this key, and this host's clock to
+    /// refuse sessions whose first list was signed more than [`MAX_SKEW`] from now or more
+    /// than [`START_SLACK`] before now (replays).
     pub fn verifier(&self) -> Arc<dyn Verifier> {
-        Arc::new(WallClock(*self.key))
+        Arc::new(Trusting {
+            key: *self.key,
+            since: unix_ms_now(),
+        })
     }
 
     /// The public key file's text.
@@ -245,14 +277,44 @@ mod tests {
         let (signer, verifier) = (key.signer(), key.public().verifier());
         let now = signer.unix_ms();
         assert!(now.abs_diff(unix_ms_now()) < 1_000);
-        assert!(verifier.fresh(now) && verifier.fresh(now - 60_000));
-        assert!(!verifier.fresh(now - 301_000) && !verifier.fresh(now + 301_000));
-        assert!(
-            !verifier.fresh(0),
+        assert_eq!(verifier.fresh(now), Freshness::Fresh);
+        assert_eq!(verifier.fresh(now - 20_000), Freshness::Fresh);
+        assert_eq!(verifier.fresh(now - 301_000), Freshness::Skewed);
+        assert_eq!(verifier.fresh(now + 301_000), Freshness::Skewed);
+        assert_eq!(
+            verifier.fresh(0),
+            Freshness::Skewed,
             "a list stamped by no clock starts no session"
         );
         let sig = signer.sign(b"m");
         assert!(verifier.verify(b"m", &sig) && !verifier.verify(b"n", &sig));
+    }
+
+    #[test]
+    fn a_session_signed_well_before_the_receiver_started_is_a_replay() {
+        let key = SourceKey::from_bytes([3; 32]);
+        let started = 1_800_000_000_000;
+        let t = Trusting {
+            key: key.key.verifying_key(),
+            since: started,
+        };
+        let slack = START_SLACK.as_millis() as u64;
+        let later = started + 3_600_000;
+        // Recorded a minute before the receiver started, played back within the skew.
+        assert_eq!(
+            t.judge(started - 60_000, started + 1_000),
+            Freshness::BeforeStart
+        );
+        assert_eq!(
+            t.judge(started - slack - 1, started),
+            Freshness::BeforeStart
+        );
+        // A source that started just before the receiver did (within the slack) is taken.
+        assert_eq!(t.judge(started - slack, started), Freshness::Fresh);
+        // A session joined an hour after the receiver started: its lists are signed now.
+        assert_eq!(t.judge(later - 500, later), Freshness::Fresh);
+        // Skew first: out of step by more than MAX_SKEW is never followed.
+        assert_eq!(t.judge(later - 400_000, later), Freshness::Skewed);
     }
 
     #[test]

@@ -25,6 +25,16 @@
 //! number, so a receiver that joined mid-block can tell the packets before its first list
 //! are unverifiable (their list precedes the window) without asking for them.
 //!
+//! Lists are chained so that a forged list costs a receiver a digest, not a signature check:
+//! each list reveals a key of its own ([`Signer::chain_key`], secret until sent) and commits
+//! to the next list's key ([`commitment`]). Where a verified list says the next one is, a
+//! candidate whose key does not match the commitment is dropped before any signature check;
+//! where a verified list names its previous one, a candidate must commit to that list's key.
+//! Only a host that heard the genuine list can pass that test, and the genuine list then
+//! came too unless it was lost. Signature checks that fail still draw on a budget per
+//! session ([`VERIFY_FAIL_RATE`]): a session's first list, which nothing precedes, has no
+//! commitment to be checked against.
+//!
 //! A block never splits an APDU (its fragments stay in consecutive sequence numbers, as PGM
 //! requires), so an APDU larger than one block's worth of packets cannot be sent signed.
 //!
@@ -39,7 +49,7 @@ use serde::Serialize;
 /// First bytes of a digest list's payload.
 pub const LIST_MAGIC: [u8; 4] = *b"PGMS";
 /// Format version of the list.
-pub const LIST_VERSION: u8 = 1;
+pub const LIST_VERSION: u8 = 2;
 /// Flag: the last list of the session; the session ends after the packets it covers.
 pub const LIST_END: u8 = 0x01;
 /// Flag: the source's manifest follows the digests (a u16 length, then an option area
@@ -51,16 +61,33 @@ const MAX_MANIFEST_AREA: usize = 256;
 pub const DIGEST_LEN: usize = 16;
 /// Bytes of a signature (Ed25519).
 pub const SIGNATURE_LEN: usize = 64;
+/// Bytes of a list's chain key, and of its commitment to the next list's.
+pub const KEY_LEN: usize = 16;
 /// Bytes before the digests: magic, version, flags, count (u16), previous list (u32), the
-/// signer's clock (u64, Unix milliseconds; 0 when it has none).
-pub const LIST_HEADER_LEN: usize = 20;
+/// signer's clock (u64, Unix milliseconds; 0 when it has none), the list's key, the
+/// commitment to the next list's key.
+pub const LIST_HEADER_LEN: usize = 20 + 2 * KEY_LEN;
 /// Most packets one list covers, whatever the TPDU size.
 pub const MAX_BLOCK: usize = 128;
 /// Times a packet that reaches the front of the window unverified is asked for again.
 pub const REVERIFY_TRIES: u8 = 2;
+/// Signature verifications that may fail in a session at once: the budget's bucket.
+pub const VERIFY_FAIL_BURST: u32 = 64;
+/// Signature verifications that may fail in a session per second, once its
+/// [`VERIFY_FAIL_BURST`] is spent (an Ed25519 check costs about 45 us: at most about 4.5% of
+/// a core per session). A list-shaped packet that would need a check beyond it is dropped
+/// unchecked (`SignedCounts::unchecked`) and its sequence number stays missing.
+pub const VERIFY_FAIL_RATE: u32 = 1000;
 
 /// What signs and what the signature covers is fixed by this domain string.
-const LIST_DOMAIN: &[u8] = b"pgmcc signed digest list v1\0";
+const LIST_DOMAIN: &[u8] = b"pgmcc signed digest list v2\0";
+/// Domain of the commitment to a list's key.
+const COMMIT_DOMAIN: &[u8] = b"pgmcc list key commitment v1\0";
+/// Domain of the chain keys derived from a signing key.
+const CHAIN_KEY_DOMAIN: &[u8] = b"pgmcc list chain key v1\0";
+
+/// A list's chain key, or a commitment to one.
+pub type ChainKey = [u8; KEY_LEN];
 
 /// A data packet's digest.
 pub type Digest = [u8; DIGEST_LEN];
@@ -71,6 +98,9 @@ pub trait Signer: Send + Sync + fmt::Debug {
     fn digest(&self, parts: &[&[u8]]) -> Digest;
     /// The signature of `message`.
     fn sign(&self, message: &[u8]) -> [u8; SIGNATURE_LEN];
+    /// The key of list `sqn` in session `tsi`: unpredictable to anyone without the secret
+    /// key until the list is sent (a keyed function of the secret, the session and `sqn`).
+    fn chain_key(&self, tsi: Tsi, sqn: u32) -> ChainKey;
     /// The wall-clock time to stamp a list with, in Unix milliseconds; 0 for none. The core
     /// never reads a clock: a driver that has one says so here (`pgmcc-net` does).
     fn unix_ms(&self) -> u64 {
@@ -87,10 +117,42 @@ pub trait Verifier: Send + Sync + fmt::Debug {
     /// Whether a session whose first list was stamped `unix_ms` is recent enough to follow:
     /// a recording of an earlier signed session, played back, must not pass for a new one.
     /// Only the first list a receiver verifies in a session is judged. Default: any time.
-    fn fresh(&self, unix_ms: u64) -> bool {
+    fn fresh(&self, unix_ms: u64) -> Freshness {
         let _ = unix_ms;
-        true
+        Freshness::Fresh
     }
+}
+
+/// How the signed time of a session's first list stands against the receiver's clock
+/// ([`Verifier::fresh`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Freshness {
+    /// Recent enough: the session is followed.
+    Fresh,
+    /// Too far from the receiver's clock (a replay, or clocks out of step).
+    Skewed,
+    /// Signed well before the receiver started: a recording of an earlier session played
+    /// back, although within the clock skew allowed.
+    BeforeStart,
+}
+
+/// The commitment to chain key `key`, which the list before carries: the first
+/// [`KEY_LEN`] bytes of `digest` (the Signer's or Verifier's) over a domain and the key.
+pub fn commitment(digest: impl Fn(&[&[u8]]) -> Digest, key: &ChainKey) -> ChainKey {
+    let d = digest(&[COMMIT_DOMAIN, key]);
+    let mut c = [0u8; KEY_LEN];
+    c.copy_from_slice(&d[..KEY_LEN]);
+    c
+}
+
+/// The key and the commitment a list-shaped payload carries, read without any check.
+pub fn list_links(payload: &[u8]) -> Option<(ChainKey, ChainKey)> {
+    list_shape(payload)?;
+    let mut key = [0u8; KEY_LEN];
+    let mut next = [0u8; KEY_LEN];
+    key.copy_from_slice(payload.get(20..20 + KEY_LEN)?);
+    next.copy_from_slice(payload.get(20 + KEY_LEN..20 + 2 * KEY_LEN)?);
+    Some((key, next))
 }
 
 /// How many data packets one list covers when the payload holds at most `tsdu` bytes.
@@ -126,6 +188,10 @@ pub struct List {
     pub end: bool,
     /// The signer's clock when it signed, in Unix milliseconds (0: none).
     pub unix_ms: u64,
+    /// This list's chain key, revealed ([`Signer::chain_key`]).
+    pub key: ChainKey,
+    /// The commitment to the next list's key ([`commitment`]); zeros in the end list.
+    pub next: ChainKey,
     /// Digests of the packets that follow the list, in order.
     pub digests: Vec<Digest>,
     /// The source's manifest, signed with the list (the end list carries it).
@@ -172,6 +238,8 @@ pub fn encode_list(signer: &dyn Signer, tsi: Tsi, sqn: u32, list: &List) -> Vec<
     p.extend_from_slice(&(n as u16).to_be_bytes());
     p.extend_from_slice(&list.prev.to_be_bytes());
     p.extend_from_slice(&list.unix_ms.to_be_bytes());
+    p.extend_from_slice(&list.key);
+    p.extend_from_slice(&list.next);
     for d in &list.digests[..n] {
         p.extend_from_slice(d);
     }
@@ -232,10 +300,13 @@ pub fn open_list(verifier: &dyn Verifier, tsi: Tsi, sqn: u32, payload: &[u8]) ->
         .and_then(|(o, _)| o.manifest);
     let mut ms = [0u8; 8];
     ms.copy_from_slice(&body[12..20]);
+    let (key, next) = list_links(payload)?;
     Some(List {
         prev: u32::from_be_bytes([body[8], body[9], body[10], body[11]]),
         end: body[5] & LIST_END != 0,
         unix_ms: u64::from_be_bytes(ms),
+        key,
+        next,
         digests,
         manifest,
     })
@@ -258,6 +329,12 @@ pub struct SignedCounts {
     /// Lists refused because the session they would start was signed too long ago
     /// ([`Verifier::fresh`]): a replay of an earlier session (or clocks far apart).
     pub stale: u64,
+    /// Lists refused because the session they would start was signed well before this
+    /// receiver started ([`Freshness::BeforeStart`]): a recording played back.
+    pub before_start: u64,
+    /// List-shaped packets dropped without a signature check because the session's budget
+    /// of failed checks was spent ([`VERIFY_FAIL_RATE`]).
+    pub unchecked: u64,
 }
 
 impl SignedCounts {
@@ -268,6 +345,8 @@ impl SignedCounts {
         self.reasked += other.reasked;
         self.unverifiable += other.unverifiable;
         self.stale += other.stale;
+        self.before_start += other.before_start;
+        self.unchecked += other.unchecked;
     }
 }
 
@@ -291,6 +370,19 @@ impl Signer for ed25519_dalek::SigningKey {
     }
     fn sign(&self, message: &[u8]) -> [u8; SIGNATURE_LEN] {
         ed25519_dalek::Signer::sign(self, message).to_bytes()
+    }
+    fn chain_key(&self, tsi: Tsi, sqn: u32) -> ChainKey {
+        // SHA-256 over a fixed-length input led by the secret: a keyed function.
+        let d = sha256_digest(&[
+            CHAIN_KEY_DOMAIN,
+            self.as_bytes(),
+            &tsi.gsi.0,
+            &tsi.sport.to_be_bytes(),
+            &sqn.to_be_bytes(),
+        ]);
+        let mut k = [0u8; KEY_LEN];
+        k.copy_from_slice(&d[..KEY_LEN]);
+        k
     }
 }
 
@@ -332,6 +424,8 @@ mod tests {
             prev: 9,
             end: true,
             unix_ms: 1_795_000_000_123,
+            key: [7; KEY_LEN],
+            next: [8; KEY_LEN],
             digests: vec![[3; DIGEST_LEN], [4; DIGEST_LEN]],
             manifest: None,
         };
@@ -361,6 +455,8 @@ mod tests {
             prev: 9,
             end: true,
             unix_ms: 1,
+            key: [7; KEY_LEN],
+            next: [0; KEY_LEN],
             digests: Vec::new(),
             manifest: Some(pgm_wire::Manifest {
                 size: Some(123),
@@ -413,7 +509,20 @@ mod tests {
                 assert!(LIST_HEADER_LEN + n * DIGEST_LEN + SIGNATURE_LEN <= tsdu);
             }
         }
-        assert_eq!(block_capacity(1400), 82);
-        assert_eq!(block_capacity(1340), 78);
+        assert_eq!(block_capacity(1400), 80);
+        assert_eq!(block_capacity(1340), 76);
+    }
+
+    #[test]
+    fn chain_keys_are_the_secrets_and_commitments_bind_them() {
+        let (key, public) = keys(1);
+        let k = key.chain_key(TSI, 10);
+        assert_eq!(k, key.chain_key(TSI, 10));
+        assert_ne!(k, key.chain_key(TSI, 11));
+        assert_ne!(k, key.chain_key(Tsi { sport: 8, ..TSI }, 10));
+        assert_ne!(k, keys(2).0.chain_key(TSI, 10));
+        let c = commitment(|p| Signer::digest(&key, p), &k);
+        assert_eq!(c, commitment(|p| Verifier::digest(&public, p), &k));
+        assert_ne!(c, k);
     }
 }

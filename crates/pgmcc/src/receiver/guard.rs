@@ -85,47 +85,61 @@ pub(super) fn spm_edges_plausible(trail: u32, lead: u32) -> bool {
     !sqn::gt(trail, lead.wrapping_add(1))
 }
 
-/// The NAKs a session may send without answers: a token bucket of [`NAK_BURST`] NAK packets,
-/// refilled at [`NAK_RATE`] per second and by one for each NCF or repair heard. A NAK not
-/// sent for it is retried at the NAK timers' pace, as a NAK lost on the way would be; so
-/// whatever a forged SPM or data packet makes a receiver believe is missing, the NAKs it
-/// sends toward one address without answers stay within this rate.
+/// A token bucket: `burst` at once, refilled at `rate` per second.
 #[derive(Debug, Clone)]
-pub(super) struct NakBudget {
+pub(crate) struct TokenBucket {
     tokens: f64,
     at: Instant,
+    burst: f64,
+    rate: f64,
 }
 
-impl NakBudget {
+impl TokenBucket {
     /// A full bucket at `now`.
-    pub(super) fn new(now: Instant) -> NakBudget {
-        NakBudget {
-            tokens: f64::from(NAK_BURST),
+    pub(crate) fn new(now: Instant, burst: u32, rate: u32) -> TokenBucket {
+        TokenBucket {
+            tokens: f64::from(burst),
             at: now,
+            burst: f64::from(burst),
+            rate: f64::from(rate),
         }
     }
 
     fn refill(&mut self, now: Instant) {
         let secs = now.saturating_duration_since(self.at).as_secs_f64();
-        self.tokens = (self.tokens + secs * f64::from(NAK_RATE)).min(f64::from(NAK_BURST));
+        self.tokens = (self.tokens + secs * self.rate).min(self.burst);
         self.at = self.at.max(now);
     }
 
-    /// Takes one NAK packet's token at `now`; false when none is left.
-    pub(super) fn take(&mut self, now: Instant) -> bool {
+    /// Whether a token is left at `now` (none is taken).
+    pub(crate) fn has(&mut self, now: Instant) -> bool {
         self.refill(now);
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
+        self.tokens >= 1.0
     }
 
-    /// An NCF or repair of the session was heard: one more NAK may go.
-    pub(super) fn answered(&mut self) {
-        self.tokens = (self.tokens + 1.0).min(f64::from(NAK_BURST));
+    /// Takes one token at `now`; false when none is left.
+    pub(crate) fn take(&mut self, now: Instant) -> bool {
+        let ok = self.has(now);
+        if ok {
+            self.tokens -= 1.0;
+        }
+        ok
     }
+
+    /// One token back, up to the burst.
+    pub(crate) fn give(&mut self) {
+        self.tokens = (self.tokens + 1.0).min(self.burst);
+    }
+}
+
+/// The NAKs a session may send without answers: a token bucket of [`NAK_BURST`] NAK packets,
+/// refilled at [`NAK_RATE`] per second and by one for each NCF or repair heard
+/// ([`TokenBucket::give`]). A NAK not sent for it is retried at the NAK timers' pace, as a
+/// NAK lost on the way would be; so whatever a forged SPM or data packet makes a receiver
+/// believe is missing, the NAKs it sends toward one address without answers stay within
+/// this rate.
+pub(super) fn nak_budget(now: Instant) -> TokenBucket {
+    TokenBucket::new(now, NAK_BURST, NAK_RATE)
 }
 
 #[cfg(test)]
@@ -138,7 +152,7 @@ mod tests {
 
     #[test]
     fn the_nak_budget_allows_a_burst_then_its_rate_and_one_per_answer() {
-        let mut b = NakBudget::new(ms(0));
+        let mut b = nak_budget(ms(0));
         let burst = (0..1000).filter(|_| b.take(ms(0))).count();
         assert_eq!(burst, NAK_BURST as usize);
         // Ten seconds of trying every millisecond: the rate, not the attempts.
@@ -146,7 +160,7 @@ mod tests {
         assert_eq!(later, NAK_RATE as usize * 10);
         // Each answer lets one more go at once.
         for _ in 0..3 {
-            b.answered();
+            b.give();
         }
         let answered = (0..10).filter(|_| b.take(ms(10_000))).count();
         assert_eq!(answered, 3);

@@ -250,7 +250,7 @@ impl Receiver {
                 fb: Feedback::new(feedback),
                 spm_sqn: None,
                 spm_at: now,
-                naks: guard::NakBudget::new(now),
+                naks: guard::nak_budget(now),
                 rxw: None,
                 fin_lead: None,
                 syn_sqn: None,
@@ -328,7 +328,7 @@ impl Receiver {
             return;
         };
         if rdata {
-            peer.naks.answered();
+            peer.naks.give();
         }
         if !within_budget(&self.config, peer, s, repr.payload.len() as u64, others) {
             self.stats.over_budget += 1;
@@ -354,6 +354,10 @@ impl Receiver {
         let Some(w) = peer.rxw.as_mut() else {
             return;
         };
+        if w.refuses_ahead(s, repr.payload, repr.options.fragment) {
+            // Signed mode: forged where the verified lists say what comes; the window stays.
+            return;
+        }
         let old_lead = w.lead();
         // Feedback runs on ODATA only, when the receiver takes part in congestion control.
         let feedback = self.config.pgmcc && !rdata;
@@ -452,7 +456,7 @@ impl Receiver {
             return;
         };
         if matches!(repr.body, Body::Rdata(_)) {
-            peer.naks.answered();
+            peer.naks.give();
         }
         let timers = peer.timers(&self.timers);
         let (Some(w), false) = (peer.rxw.as_mut(), peer.ended) else {
@@ -634,7 +638,7 @@ impl Receiver {
         };
         if !peer_nak {
             peer.on_control(&repr.options, now, &self.timers);
-            peer.naks.answered();
+            peer.naks.give();
         }
         let suppress = !(self.config.pgmcc && peer.fb.must_report(now));
         let timers = peer.timers(&self.timers);

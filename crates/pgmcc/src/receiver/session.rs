@@ -31,7 +31,7 @@ pub(super) struct Peer {
     /// When the SPM of `spm_sqn` arrived (how far the next one may lead it).
     pub(super) spm_at: Instant,
     /// NAKs this session may still send without answers from its source.
-    pub(super) naks: super::guard::NakBudget,
+    pub(super) naks: super::guard::TokenBucket,
     pub(super) rxw: Option<ReceiveWindow>,
     /// Lead of the FIN SPM once heard.
     pub(super) fin_lead: Option<u32>,

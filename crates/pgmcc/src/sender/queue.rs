@@ -145,10 +145,18 @@ impl Sender {
             .iter()
             .map(|p| signed::packet_digest(|d| signer.digest(d), p.sqn, p.fragment, &p.data))
             .collect();
+        let tsi = self.config.tsi;
+        let next_list = block.list_sqn.wrapping_add(1 + block.packets.len() as u32);
         let list = signed::List {
             prev: self.last_list.unwrap_or(block.list_sqn),
             end,
             unix_ms: signer.unix_ms(),
+            key: signer.chain_key(tsi, block.list_sqn),
+            next: if end {
+                [0; signed::KEY_LEN]
+            } else {
+                signed::commitment(|d| signer.digest(d), &signer.chain_key(tsi, next_list))
+            },
             digests,
             // The end list signs the manifest (with its SHA-256, if set by now).
             manifest: if end {
@@ -157,7 +165,7 @@ impl Sender {
                 None
             },
         };
-        let data = signed::encode_list(signer.as_ref(), self.config.tsi, block.list_sqn, &list);
+        let data = signed::encode_list(signer.as_ref(), tsi, block.list_sqn, &list);
         self.last_list = Some(block.list_sqn);
         self.stats.signed_lists += 1;
         self.txw.push(TxPacket {

@@ -132,7 +132,13 @@ pub(super) fn signed_hints(c: &pgmcc::signed::SignedCounts, data_packets: u64) -
     if c.stale > 0 {
         hints.push(format!("{} lists signed by the --trust key were refused because the session they start was signed more than {} s from this host's clock: a replay of an earlier session, or clocks out of step", c.stale, pgmcc_net::keyed::MAX_SKEW.as_secs()));
     }
-    if c.lists == 0 && c.stale == 0 && data_packets > 0 {
+    if c.before_start > 0 {
+        hints.push(format!("{} lists signed by the --trust key were refused because the session they start was signed more than {} s before this receiver started: a recording of an earlier session played back (start receivers before or with the sender)", c.before_start, pgmcc_net::keyed::START_SLACK.as_secs()));
+    }
+    if c.unchecked > 0 {
+        hints.push(format!("{} list-shaped packets were dropped unchecked: more than {} signature checks a second failed in one session, so someone on the network is flooding it with forged lists", c.unchecked, pgmcc::signed::VERIFY_FAIL_RATE));
+    }
+    if c.lists == 0 && c.stale == 0 && c.before_start == 0 && data_packets > 0 {
         hints.push(format!("{data_packets} data packets arrived but no list signed by the --trust key verified: is the sender running with --sign, with the secret half of this key?"));
     }
     if c.forged > 0 {

@@ -278,6 +278,11 @@ impl ReceiveWindow {
     /// together share one random back-off so a burst loss leaves as one NAK carrying
     /// OPT_NAK_LIST. A jump past the window size gives up the oldest slots (they become lost).
     pub(crate) fn extend_to(&mut self, up_to: u32, now: Instant, t: &NakTimers, rng: &mut Rng) {
+        if let Some(sw) = self.signed.as_mut() {
+            // The packet about to be inserted arrived now (the budget of failed checks runs
+            // on it).
+            sw.clock = now;
+        }
         if !sqn::gt(up_to, self.lead()) {
             return;
         }
@@ -423,7 +428,7 @@ impl ReceiveWindow {
         let check = match self.signed.as_mut() {
             None => Check::Verified,
             Some(sw) => match sw.check(s, data, fragment, reverify) {
-                signed::Verdict::Forged => return Insert::Forged,
+                signed::Verdict::Forged | signed::Verdict::Unchecked => return Insert::Forged,
                 signed::Verdict::Data(check) => check,
                 signed::Verdict::List(l) => {
                     list = Some(l);

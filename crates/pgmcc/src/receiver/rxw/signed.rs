@@ -8,13 +8,20 @@ use std::sync::Arc;
 use pgm_wire::{Fragment, Tsi};
 
 use super::{Check, NakState, Phase, ReceiveWindow, Slot};
-use crate::signed::{self, Digest, List, SignedCounts, Verifier, REVERIFY_TRIES};
+use crate::receiver::guard::TokenBucket;
+use crate::signed::{
+    self, Digest, Freshness, List, SignedCounts, Verifier, REVERIFY_TRIES, VERIFY_FAIL_BURST,
+    VERIFY_FAIL_RATE,
+};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
 /// What a packet arriving at a sequence number turned out to be.
 pub(super) enum Verdict {
     Forged,
+    /// List-shaped where a list may be, but the session's budget of failed signature checks
+    /// is spent: dropped unchecked, the sequence number stays missing.
+    Unchecked,
     Data(Check),
     List(List),
 }
@@ -22,10 +29,24 @@ pub(super) enum Verdict {
 /// What the verified lists say a sequence number holds.
 enum Expect {
     Data(Digest),
-    List,
+    /// Where the verified lists say a list is: the next one after a block (its key must
+    /// match this commitment), or one a list names as its previous.
+    List(Link),
     /// Beyond the signed end of the session.
     Nothing,
     Unknown,
+}
+
+/// A verified list and its sequence number.
+type Placed = (u32, List);
+
+/// What a list must carry to be the one the verified lists expect at a place.
+#[derive(Debug, Clone, Copy)]
+enum Link {
+    /// The next list: a key whose commitment is this.
+    Key(signed::ChainKey),
+    /// The previous list: this commitment (to the key of the list after it).
+    Commits(signed::ChainKey),
 }
 
 /// A signed session's state in its window.
@@ -43,6 +64,10 @@ pub(crate) struct SignedWindow {
     pending: Vec<u32>,
     /// Counters since the receiver last took them.
     counts: SignedCounts,
+    /// The session's budget of failed signature checks ([`VERIFY_FAIL_RATE`]).
+    fails: TokenBucket,
+    /// The time of the last packet or timeout the window saw.
+    pub(super) clock: Instant,
 }
 
 impl SignedWindow {
@@ -55,6 +80,8 @@ impl SignedWindow {
             manifest: None,
             pending: Vec::new(),
             counts: SignedCounts::default(),
+            fails: TokenBucket::new(Instant::ZERO, VERIFY_FAIL_BURST, VERIFY_FAIL_RATE),
+            clock: Instant::ZERO,
         }
     }
 
@@ -66,13 +93,32 @@ impl SignedWindow {
                 return Expect::Data(l.digests[sqn::distance(*h, s) as usize - 1]);
             }
             if s == last.wrapping_add(1) {
-                return if l.end { Expect::Nothing } else { Expect::List };
+                return if l.end {
+                    Expect::Nothing
+                } else {
+                    Expect::List(Link::Key(l.next))
+                };
             }
             if l.end && sqn::gt(s, last) {
                 return Expect::Nothing;
             }
         }
+        if let Some((_, l)) = self.lists.iter().find(|(h, l)| l.prev == s && l.prev != *h) {
+            let c = signed::commitment(|p| self.verifier.digest(p), &l.key);
+            return Expect::List(Link::Commits(c));
+        }
         Expect::Unknown
+    }
+
+    /// Whether list-shaped `data` carries what `link` asks (a digest, no signature check).
+    fn linked(&self, data: &[u8], link: Link) -> bool {
+        let Some((key, next)) = signed::list_links(data) else {
+            return false;
+        };
+        match link {
+            Link::Key(c) => signed::commitment(|p| self.verifier.digest(p), &key) == c,
+            Link::Commits(c) => next == c,
+        }
     }
 
     fn digest(&self, s: u32, fragment: Option<Fragment>, data: &[u8]) -> Digest {
@@ -80,6 +126,12 @@ impl SignedWindow {
     }
 
     /// Checks a packet arriving at `s` (asked for again `tries` times so far).
+    ///
+    /// A signature is checked only where a list may be: where the verified lists say one
+    /// is, or anywhere while the session has none yet. Elsewhere a list-shaped packet is
+    /// held like data whose list has not come (a forgery costs a digest at most, when its
+    /// block's list verifies). Failed checks draw on the session's budget; past it, a
+    /// list-shaped packet is dropped unchecked.
     pub(super) fn check(
         &mut self,
         s: u32,
@@ -92,36 +144,76 @@ impl SignedWindow {
                 Verdict::Data(Check::Verified)
             }
             Expect::Data(_) | Expect::Nothing => Verdict::Forged,
-            Expect::List => match self.open(s, data, fragment) {
-                Some(l) => Verdict::List(l),
-                None => Verdict::Forged,
-            },
-            Expect::Unknown => match self.open(s, data, fragment) {
-                Some(l) => Verdict::List(l),
-                None => Verdict::Data(Check::Unverified(tries)),
-            },
-        };
-        // The first list of a session must be recent: a replayed recording is not a session.
-        let verdict = match verdict {
-            Verdict::List(l) if self.lists.is_empty() && !self.verifier.fresh(l.unix_ms) => {
-                self.counts.stale += 1;
-                Verdict::Forged
+            Expect::List(link) if self.linked(data, link) => {
+                self.open(s, data, fragment).unwrap_or(Verdict::Forged)
             }
+            Expect::List(_) => Verdict::Forged,
+            Expect::Unknown if self.lists.is_empty() => self
+                .open(s, data, fragment)
+                .unwrap_or(Verdict::Data(Check::Unverified(tries))),
+            Expect::Unknown => Verdict::Data(Check::Unverified(tries)),
+        };
+        self.count(verdict)
+    }
+
+    /// Counts `verdict`, first turning a list that would start the session but is not
+    /// fresh ([`Verifier::fresh`]) into a forgery: a replayed recording is not a session.
+    fn count(&mut self, verdict: Verdict) -> Verdict {
+        let verdict = match verdict {
+            Verdict::List(l) if self.lists.is_empty() => match self.verifier.fresh(l.unix_ms) {
+                Freshness::Fresh => Verdict::List(l),
+                Freshness::Skewed => {
+                    self.counts.stale += 1;
+                    Verdict::Forged
+                }
+                Freshness::BeforeStart => {
+                    self.counts.before_start += 1;
+                    Verdict::Forged
+                }
+            },
             v => v,
         };
         match verdict {
             Verdict::Forged => self.counts.forged += 1,
+            Verdict::Unchecked => self.counts.unchecked += 1,
             Verdict::List(_) => self.counts.lists += 1,
             Verdict::Data(_) => {}
         }
         verdict
     }
 
-    fn open(&self, s: u32, data: &[u8], fragment: Option<Fragment>) -> Option<List> {
+    /// The list in a list-shaped packet at `s`, if its signature verifies within the
+    /// session's budget of failed checks: `Some(List)`, `Some(Unchecked)` when the budget is
+    /// spent, `None` when it is not a list.
+    fn open(&mut self, s: u32, data: &[u8], fragment: Option<Fragment>) -> Option<Verdict> {
         if fragment.is_some() || !signed::looks_like_list(data) {
             return None;
         }
-        signed::open_list(self.verifier.as_ref(), self.tsi, s, data)
+        if !self.fails.has(self.clock) {
+            return Some(Verdict::Unchecked);
+        }
+        match signed::open_list(self.verifier.as_ref(), self.tsi, s, data) {
+            Some(l) => Some(Verdict::List(l)),
+            None => {
+                self.fails.take(self.clock);
+                None
+            }
+        }
+    }
+
+    /// The list held unverified at `s`, now that the verified lists say one is there:
+    /// linked as they expect, then checked once, outside the budget (one check per place a
+    /// list verifies).
+    fn open_held(&mut self, s: u32, data: &[u8], link: Link) -> Option<List> {
+        if !self.linked(data, link) {
+            self.counts.forged += 1;
+            return None;
+        }
+        let l = signed::open_list(self.verifier.as_ref(), self.tsi, s, data);
+        match self.count(l.map_or(Verdict::Forged, Verdict::List)) {
+            Verdict::List(l) => Some(l),
+            _ => None,
+        }
     }
 
     /// True when `s` cannot belong to any block this window can verify: the first list
@@ -139,6 +231,33 @@ impl ReceiveWindow {
     /// verify under `verifier`.
     pub(crate) fn set_verifier(&mut self, verifier: Arc<dyn Verifier>, tsi: Tsi) {
         self.signed = Some(SignedWindow::new(verifier, tsi));
+    }
+
+    /// Signed mode: whether a packet ahead of the window's lead is refused by what the
+    /// verified lists say of its place (its digest, the next list's key, the signed end),
+    /// before it may move the window. A digest at most, never a signature check.
+    pub(crate) fn refuses_ahead(
+        &mut self,
+        s: u32,
+        data: &[u8],
+        fragment: Option<Fragment>,
+    ) -> bool {
+        if !sqn::gt(s, self.lead()) {
+            return false;
+        }
+        let Some(sw) = self.signed.as_mut() else {
+            return false;
+        };
+        let refused = match sw.expect(s) {
+            Expect::Data(d) => sw.digest(s, fragment, data) != d,
+            Expect::List(link) => fragment.is_some() || !sw.linked(data, link),
+            Expect::Nothing => true,
+            Expect::Unknown => false,
+        };
+        if refused {
+            sw.counts.forged += 1;
+        }
+        refused
     }
 
     /// Signed mode: the session's last sequence number, once its signed end verified.
@@ -170,13 +289,23 @@ impl ReceiveWindow {
     }
 
     /// A list at `h` verified: checks the packets it covers that arrived before it, and
-    /// what sits where the next list should be.
+    /// what sits where the lists it names (the next, the previous) should be; a list held
+    /// there verifies in turn.
     pub(super) fn apply_list(&mut self, h: u32, list: List) {
-        let Some(sw) = self.signed.as_ref() else {
-            return;
-        };
+        let mut verified = vec![(h, list)];
+        while let Some((h, list)) = verified.pop() {
+            let (next, prev) = self.apply_one(h, list);
+            verified.extend(next);
+            verified.extend(prev);
+        }
+    }
+
+    /// [`ReceiveWindow::apply_list`] for one list: the lists held unverified at the next
+    /// and the previous list's places, if they verify there.
+    fn apply_one(&mut self, h: u32, list: List) -> (Option<Placed>, Option<Placed>) {
         let c = list.digests.len() as u32;
         let mut reask = Vec::new();
+        let mut next = None;
         for i in 0..=c {
             let t = h.wrapping_add(1 + i);
             let Some(idx) = self.index(t) else {
@@ -190,20 +319,45 @@ impl ReceiveWindow {
             else {
                 continue;
             };
-            let genuine = i < c && sw.digest(t, *fragment, data) == list.digests[i as usize];
-            if genuine {
-                if let Slot::Have { check, .. } = &mut self.slots[idx] {
-                    *check = Check::Verified;
+            let (fragment, tries) = (*fragment, *tries);
+            let Some(sw) = self.signed.as_mut() else {
+                return (None, None);
+            };
+            if i < c {
+                if sw.digest(t, fragment, data) == list.digests[i as usize] {
+                    if let Slot::Have { check, .. } = &mut self.slots[idx] {
+                        *check = Check::Verified;
+                    }
+                } else {
+                    reask.push((idx, tries));
                 }
-            } else if i < c || !list.end {
-                reask.push((idx, *tries));
+            } else if !list.end {
+                let link = Link::Key(list.next);
+                match fragment
+                    .is_none()
+                    .then(|| sw.open_held(t, data, link))
+                    .flatten()
+                {
+                    Some(l) => next = Some((t, l)),
+                    None => reask.push((idx, tries)),
+                }
             }
         }
+        let prev = (list.prev != h)
+            .then(|| self.held_list(list.prev, &list.key))
+            .flatten();
         for (idx, tries) in reask {
             self.reask(idx, tries);
         }
+        for (t, _) in next.iter().chain(prev.iter()) {
+            if let Some(idx) = self.index(*t) {
+                if let Slot::Have { check, .. } = &mut self.slots[idx] {
+                    *check = Check::List;
+                }
+            }
+        }
         let Some(sw) = self.signed.as_mut() else {
-            return;
+            return (None, None);
         };
         if list.end {
             sw.end = Some(h.wrapping_add(c));
@@ -215,6 +369,35 @@ impl ReceiveWindow {
             .position(|(x, _)| sqn::gt(*x, h))
             .unwrap_or(sw.lists.len());
         sw.lists.insert(at, (h, list));
+        (next, prev)
+    }
+
+    /// The list held unverified at `p`, where a verified list says its previous one is, if
+    /// it verifies. A packet there that does not is asked for again.
+    fn held_list(&mut self, p: u32, key: &signed::ChainKey) -> Option<Placed> {
+        let idx = self.index(p)?;
+        let Slot::Have {
+            data,
+            fragment,
+            check: Check::Unverified(tries),
+        } = &self.slots[idx]
+        else {
+            return None;
+        };
+        let tries = *tries;
+        let sw = self.signed.as_mut()?;
+        let link = Link::Commits(signed::commitment(|d| sw.verifier.digest(d), key));
+        match fragment
+            .is_none()
+            .then(|| sw.open_held(p, data, link))
+            .flatten()
+        {
+            Some(l) => Some((p, l)),
+            None => {
+                self.reask(idx, tries);
+                None
+            }
+        }
     }
 
     /// Slot `idx` held a packet that failed: it is missing again, its NAK timers armed at
