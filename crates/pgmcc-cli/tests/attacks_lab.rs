@@ -1439,6 +1439,94 @@ fn lab_a_receiver_lying_about_its_loss_cannot_clock_the_source() {
     );
 }
 
+/// Keyed mode, `send --expect r1,r2`: r2 is killed 1.5 s into a 10 MB transfer, and a host
+/// without the key on the receivers' segment (r3, [`attack_replay_reports`]) replays r1's
+/// sealed delivery reports, byte for byte, from r2's address. For it to hear unicast between
+/// other hosts the receivers' bridge is made a hub (`ageing_time 0`: it forgets every address
+/// at once and floods unicast as it floods multicast). The report names its reporter inside
+/// the seal, and the source files a report only under the address it names: the replay is
+/// refused (`reports_refused`), r2 is never confirmed and the source exits 1.
+#[test]
+fn lab_a_sealed_report_replayed_from_another_receivers_address_is_refused() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("af", 3) else { return };
+    let hub = lab
+        .cmd("sw")
+        .args(["ip", "link", "set", "br-down"])
+        .args(["type", "bridge", "ageing_time", "0"])
+        .status()
+        .unwrap();
+    assert!(hub.success(), "making the receivers' bridge a hub");
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("group.key");
+    let made = Command::new(pgmcc())
+        .arg("keygen")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let key = key.to_str().unwrap();
+    let (input, want) = random_file(dir.path(), 10_000_000);
+    let (r1, r2) = (node_addr("r1").to_string(), node_addr("r2").to_string());
+    let rx1 = recv(&lab, "r1", dir.path(), &["--key", key]);
+    let rx2 = recv(&lab, "r2", dir.path(), &["--key", key]);
+    let evil = Evil::start(
+        &lab,
+        "r3",
+        dir.path(),
+        json!({"mode": "replay_reports", "spoof": true, "reporter": r1, "as": r2}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let expect = format!("{r1},{r2}");
+    let extra = ["--key", key, "--expect", &expect, "--expect-timeout", "5s"];
+    let tx = send(&lab, &input, &stats, &extra);
+    std::thread::sleep(Duration::from_millis(1500));
+    rx2.kill();
+    let (code, err, s) = sender_done(tx, &stats);
+    let r = rx1.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let data_secs = s["status"]["data_sent_secs"].as_f64().unwrap_or(0.0);
+    let reports = s["status"]["reports"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let report_of = |ip: &str| reports.iter().find(|x| x["receiver"] == ip).cloned();
+    let replayed = n(&a["kinds"], "replayed_report");
+    eprintln!(
+        "replayed sealed reports: r2 killed 1.5 s into the transfer, the data all sent after {data_secs:.2} s; attacker captured {} datagrams from r1 to the source ({} sealed, lengths {}), replayed {replayed} of the report's length ({} B) from r2's address; source: reports received {}, refused {}, reports filed {}; send exit {code:?}: {}; r1: exit {:?}, sha256 {}, reports sent {}",
+        n(&a, "captured"),
+        n(&a, "captured_sealed"),
+        a["captured_lengths"],
+        a["report_len"],
+        sstat(&s, "reports_received"),
+        sstat(&s, "reports_refused"),
+        json!(reports),
+        err.trim().replace('\n', " | "),
+        r.code,
+        if r.sha.as_deref() == Some(want.as_str()) { "= input" } else { "WRONG" },
+        r.stat("reports_sent"),
+    );
+    // r2 was killed while the data was still going out (else it may have reported itself).
+    assert!(data_secs > 1.5, "all the data had left after {data_secs} s");
+    r.assert_complete(&want, "r1");
+    let r1_report = report_of(&r1).unwrap_or_else(|| panic!("no report from r1: {s}"));
+    assert_eq!(r1_report["status"], "complete", "{r1_report}");
+    assert_eq!(r1_report["sha256"], want.as_str(), "{r1_report}");
+    // The attack happened: r1's sealed reports were heard through the hub and replayed.
+    assert!(replayed >= 1, "nothing replayed: {a}");
+    // ...and every one refused: r2 has no report, the source says so and exits 1.
+    assert_eq!(
+        sstat(&s, "reports_refused"),
+        replayed,
+        "{}",
+        s["status"]["stats"]
+    );
+    assert_eq!(report_of(&r2), None, "a report filed for r2: {s}");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("they did not"), "{err}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // The attacker process.
 
@@ -1499,6 +1587,7 @@ fn run_attacker(spec: &Value) {
         "nak_storm" => attack_nak_storm(&mut a),
         "keyed" => attack_keyed(&mut a),
         "liar" => attack_liar(&mut a),
+        "replay_reports" => attack_replay_reports(&mut a),
         m => panic!("unknown attack {m}"),
     }
     a.write_report();
@@ -1685,18 +1774,35 @@ impl Attacker {
     /// Sends `pgm` to `to` from the attacker's own address (or, when spoofing, the source's),
     /// counting it under `kind`. False when the attack is over.
     fn send(&mut self, kind: &str, pgm: &[u8], to: SocketAddrV4) -> bool {
+        let from = self
+            .raw
+            .is_some()
+            .then(|| SocketAddrV4::new(SOURCE, self.source_port));
+        self.send_as(kind, pgm, to, from)
+    }
+
+    /// [`Attacker::send`] from `from`, another lab host's address and port (raw socket: only
+    /// when spoofing), or from the attacker's own address when `None`.
+    fn send_as(
+        &mut self,
+        kind: &str,
+        pgm: &[u8],
+        to: SocketAddrV4,
+        from: Option<SocketAddrV4>,
+    ) -> bool {
         if self.done() {
             return false;
         }
-        let r = match &self.raw {
-            Some(raw) => {
-                let from = SocketAddrV4::new(SOURCE, self.source_port);
+        let r = match (from, &self.raw) {
+            (Some(from), Some(raw)) => {
+                assert_eq!(from.ip().octets()[..3], [10, 77, 0], "spoofing {from}");
                 raw.send_to(
                     &ipv4_udp(from, to, pgm),
                     &SocketAddrV4::new(*to.ip(), 0).into(),
                 )
             }
-            None => self.tx.send_to(pgm, to),
+            (Some(from), None) => panic!("spoofing {from} needs `spoof` in the attack's spec"),
+            (None, _) => self.tx.send_to(pgm, to),
         };
         match r {
             Ok(_) => {}
@@ -2456,4 +2562,96 @@ fn attack_liar(a: &mut Attacker) {
         "odata_missed",
         odata_span.map_or(0, |(lo, hi)| u64::from(hi.wrapping_sub(lo)) + 1 - odata),
     );
+}
+
+/// Replayed delivery reports (keyed mode), by a host without the key on a segment that floods
+/// unicast (the test makes the receivers' switch a hub): it captures every IPv4 packet through
+/// its interface (AF_PACKET, whoever it is for), and sends each sealed datagram that
+/// `reporter` sends to the source's upstream port with the length of a sealed report of a
+/// complete transfer (a POLR with OPT_OUTCOME and no reason: every other field has a fixed
+/// size, so the length is public) again, byte for byte, from `as`'s address (raw socket,
+/// IP_HDRINCL) and the same UDP port. Reports what it captured and replayed.
+fn attack_replay_reports(a: &mut Attacker) {
+    use pgm_wire::{Outcome, PolrRepr, OUTCOME_COMPLETE};
+    use std::io::Read;
+    let reporter: Ipv4Addr = a.spec["reporter"].as_str().unwrap().parse().unwrap();
+    let victim: Ipv4Addr = a.spec["as"].as_str().unwrap().parse().unwrap();
+    let outcome = Outcome {
+        status: OUTCOME_COMPLETE,
+        bytes: 0,
+        sha256: [0; 32],
+        reason: String::new(),
+        reporter: Some(IpAddr::V4(reporter)),
+    };
+    let any = Tsi {
+        gsi: Gsi([0; 6]),
+        sport: 0,
+    };
+    let report_len = Repr::upstream(any, DPORT, Body::Polr(PolrRepr { sqn: 0, round: 0 }))
+        .with_options(Options {
+            outcome: Some(outcome),
+            ..Options::default()
+        })
+        .to_vec()
+        .unwrap()
+        .len()
+        + pgmcc_net::keyed::SEAL_OVERHEAD;
+    // ETH_P_IP, in network byte order; DGRAM: without the link-layer header.
+    let eth_p_ip = i32::from(0x0800u16.to_be());
+    let cap = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(eth_p_ip))).unwrap();
+    cap.set_nonblocking(true).unwrap();
+    let to = SocketAddrV4::new(SOURCE, UCAST_PORT);
+    let (mut captured, mut sealed) = (0u64, 0u64);
+    let mut lengths = BTreeMap::<String, u64>::new();
+    let mut buf = vec![0u8; 65536];
+    while !a.done() {
+        a.poll();
+        let len = match (&cap).read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_micros(200));
+                continue;
+            }
+            Err(e) => panic!("capturing: {e}"),
+        };
+        let Some((from, dst, d)) = udp_of(&buf[..len]) else {
+            continue;
+        };
+        if *from.ip() != reporter || dst != to {
+            continue;
+        }
+        captured += 1;
+        if !d.starts_with(&pgmcc_net::keyed::MAGIC) {
+            continue;
+        }
+        sealed += 1;
+        *lengths.entry(d.len().to_string()).or_default() += 1;
+        if d.len() == report_len {
+            let replay_from = SocketAddrV4::new(victim, from.port());
+            a.send_as("replayed_report", d, to, Some(replay_from));
+        }
+    }
+    a.note("report_len", report_len);
+    a.note("captured", captured);
+    a.note("captured_sealed", sealed);
+    a.note("captured_lengths", json!(lengths));
+}
+
+/// The source, the destination and the payload of an unfragmented IPv4 UDP datagram.
+fn udp_of(p: &[u8]) -> Option<(SocketAddrV4, SocketAddrV4, &[u8])> {
+    let ihl = usize::from(p.first()? & 0x0f) * 4;
+    let unfragmented = |p: &[u8]| u16::from_be_bytes([p[6], p[7]]) & 0x3fff == 0;
+    if p[0] >> 4 != 4 || ihl < 20 || p.len() < ihl + 8 || p[9] != 17 || !unfragmented(p) {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([p[2], p[3]])).min(p.len());
+    let addr = |i: usize| Ipv4Addr::new(p[i], p[i + 1], p[i + 2], p[i + 3]);
+    let u = p.get(ihl..total).filter(|u| u.len() >= 8)?;
+    let be = |i: usize| u16::from_be_bytes([u[i], u[i + 1]]);
+    let end = usize::from(be(4)).clamp(8, u.len());
+    Some((
+        SocketAddrV4::new(addr(12), be(0)),
+        SocketAddrV4::new(addr(16), be(2)),
+        &u[8..end],
+    ))
 }
