@@ -1186,9 +1186,9 @@ const HONEST_MBIT: f64 = 4.0;
 const LIAR_LOSS: u16 = 65535;
 /// ...and a round trip 100 ms longer than its own (see the test).
 const LIAR_CLAIMED_RTT_MS: u64 = 100;
-/// The source's rate cap in the acker-hijack test (PGM bytes, repairs included): 5 times the
-/// honest link, below the lab's 40 Mbit/s bottleneck, so that the liar's own path never
-/// drops (its ACKs then show no loss at all, the simulator's case).
+/// The source's rate cap in the acker-hijack and sniffer tests (PGM bytes, repairs
+/// included): 5 times the honest link, below the lab's 40 Mbit/s bottleneck, so that the
+/// attacker's own path never drops (its ACKs then show no loss at all, the simulator's case).
 const HIJACK_RATE_CAP: &str = "20Mbit";
 
 /// One transfer of the acker-hijack test: what the source, the honest receiver, the liar
@@ -1246,19 +1246,21 @@ fn qdisc_counts(lab: &Lab, dev: &str) -> (u64, u64) {
     (pkts, after("(dropped"))
 }
 
-/// A transfer of `input` to the honest receiver on r1 under `--cc cc`, with the liar on r2;
-/// the source gives up after `max_duration`, the receiver `idle` after the source went
-/// silent.
-fn hijack_run(lab: &Lab, input: &Path, cc: &str, max_duration: &str, idle: &str) -> Hijack {
+/// A transfer of `input` to the honest receiver on r1 under `--cc cc`, with attack `attack`
+/// (an [`Evil::start`] spec) run from r2, or none; the source gives up after `max_duration`,
+/// the receiver `idle` after the source went silent.
+fn hijack_run(
+    lab: &Lab,
+    input: &Path,
+    cc: &str,
+    max_duration: &str,
+    idle: &str,
+    attack: Option<Value>,
+) -> Hijack {
     let dir = tempfile::tempdir().unwrap();
     let link0 = qdisc_counts(lab, "r1");
     let rx = recv_idle(lab, "r1", dir.path(), &[], idle);
-    let evil = Evil::start(
-        lab,
-        "r2",
-        dir.path(),
-        json!({"mode": "liar", "claim": LIAR_LOSS, "claim_rtt_ms": LIAR_CLAIMED_RTT_MS}),
-    );
+    let evil = attack.map(|spec| Evil::start(lab, "r2", dir.path(), spec));
     std::thread::sleep(Duration::from_millis(500));
     let stats = dir.path().join("send.json");
     let started = Instant::now();
@@ -1284,7 +1286,7 @@ fn hijack_run(lab: &Lab, input: &Path, cc: &str, max_duration: &str, idle: &str)
     let (send_code, send_err, s) = sender_done(tx, &stats);
     let r = rx.wait(Duration::from_secs(30));
     let r_secs = started.elapsed().as_secs_f64();
-    let a = evil.finish();
+    let a = evil.map_or(Value::Null, Evil::finish);
     let link1 = qdisc_counts(lab, "r1");
     // `sending_seconds` is the whole session when it ends at `--max-duration` (still
     // lingering for repairs): the time the last byte left as ODATA is `data_sent_secs`.
@@ -1354,8 +1356,10 @@ fn lab_a_receiver_lying_about_its_loss_cannot_clock_the_source() {
     // The control's source keeps repairing for as long as the honest receiver NAKs: it is
     // cut at 6 s (all its data left within 1.5 s in every run measured), and the honest
     // receiver gives up 2 s after the source went silent.
-    let check = hijack_run(&lab, &input, "pgmcc", "20s", "6s");
-    let trust = hijack_run(&lab, &input, "pgmcc-paper", "6s", "2s");
+    let liar_spec =
+        || Some(json!({"mode": "liar", "claim": LIAR_LOSS, "claim_rtt_ms": LIAR_CLAIMED_RTT_MS}));
+    let check = hijack_run(&lab, &input, "pgmcc", "20s", "6s", liar_spec());
+    let trust = hijack_run(&lab, &input, "pgmcc-paper", "6s", "2s", liar_spec());
     for (what, h) in [
         ("checked (--cc pgmcc)", &check),
         ("trusted (--cc pgmcc-paper)", &trust),
@@ -1527,6 +1531,126 @@ fn lab_a_sealed_report_replayed_from_another_receivers_address_is_refused() {
     assert!(err.contains("they did not"), "{err}");
 }
 
+/// Plain mode: a sniffer on a faster path than the acker's proves receipt in the acker's name.
+/// The honest receiver (r1) sits behind a 4 Mbit/s link of its own ([`HONEST_TBF`]); the
+/// sniffer (r2, [`attack_liar`] with `as`) hears each ODATA before r1 does and, from r1's
+/// address, ACKs at once every one that names r1 as acker (or asks for an election), with
+/// everything it received in the bitmap, the right proof of receipt (the nonces travel in
+/// clear) and a report of no loss. r1 keeps ACKing too, behind the sniffer and with its own
+/// link's losses: the source sees two streams of ACKs in one name, discredits the name
+/// (`ackers_discredited`) and holds it to `unproven_window`. Two transfers of the same 2 MB
+/// in the same lab, under the same 20 Mbit/s cap ([`HIJACK_RATE_CAP`]): without the sniffer
+/// (the control), then with it.
+///
+/// Ignored: the defence does not bound the attack. The name is discredited in every run
+/// (`ackers_discredited` 1), but that only caps the window at `unproven_window`, 64 packets
+/// (where it stood at the end of the last 2 runs; 7.6-10.5 in their controls), which is no
+/// rate bound at the lab's round trips; the sniffer's
+/// ACKs keep clocking the source, and since r1's own ACKs show its link's losses only in
+/// packets the sniffer acknowledged first, the controller sees no loss at all (`loss_events`
+/// 0; 25-26 in the control). The repair budget follows the controller's rate, so r1's NAKs
+/// draw repairs far faster than its link takes them (`repairs_budget_limited` 0). Measured in
+/// 5 runs (RDATA counted in the last 4): control 3.06-3.77 Mbit/s, 2.18-2.23 MB on the wire
+/// (1.09-1.12x the file), 89-109 RDATA, r1's link dropping 70-109 packets; sniffed 4.48-4.96
+/// Mbit/s (1.19-1.49x the control), 10.01-10.30 MB on the wire (5.01-5.15x the file,
+/// 4.5-4.7x the control), 5,450-5,618 RDATA for 3,198-3,597 NAKed sequence numbers, r1's link
+/// dropping 5,446-5,645 packets; r1 got the file intact every time. Without the rate cap
+/// (once): 6.46 Mbit/s, 6.11 MB on the wire (3.06x the file; the sniffer's own path then lost
+/// 117 ODATA).
+#[test]
+#[ignore = "the defence does not hold: discredited, the sniffer still clocks the source (see the doc comment)"]
+fn lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ag", 2) else { return };
+    let st = lab
+        .cmd("sw")
+        .args(["tc", "qdisc", "add", "dev", "r1", "root", "tbf"])
+        .args(HONEST_TBF)
+        .status()
+        .unwrap();
+    assert!(st.success(), "shaping the honest receiver's link");
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 2_000_000);
+    let honest = node_addr("r1").to_string();
+    let sniffer = json!({"mode": "sniffer", "spoof": true, "as": honest, "claim": 0});
+    let control = hijack_run(&lab, &input, "pgmcc", "20s", "6s", None);
+    let sniffed = hijack_run(&lab, &input, "pgmcc", "20s", "6s", Some(sniffer));
+    for (what, h) in [("control", &control), ("sniffed", &sniffed)] {
+        eprintln!(
+            "sniffer in the acker's name, {what}: source {:.2} Mbit/s ({:.2} s), {} B sent in all ({:.2}x the file) over {:.1} s, {} RDATA ({} B), {} NAKs for {} sqns, budget waits {}, odata held {}, window at the end {}, send exit {:?}; acker at the end {}, ackers_discredited {}, acks unproven {}, ACK proofs failed {}, cc acks {} ignored {} loss events {} stalls {}; sniffer: named acker on {} ODATA, sent {} ACKs and {} election answers, {} unprovable, {} ODATA lost on its path; r1: exit {:?}, {}, {} repairs, {} NAKs; its link sent {} packets and dropped {}",
+            h.mbit,
+            h.data_secs,
+            sstat(&h.s, "bytes_sent"),
+            sstat(&h.s, "bytes_sent") as f64 / 2e6,
+            h.s["seconds"].as_f64().unwrap(),
+            sstat(&h.s, "rdata_packets"),
+            sstat(&h.s, "rdata_bytes"),
+            sstat(&h.s, "naks_received"),
+            sstat(&h.s, "nak_sqns_received"),
+            sstat(&h.s, "repairs_budget_limited"),
+            sstat(&h.s, "odata_held"),
+            h.s["status"]["window"],
+            h.send_code,
+            h.s["status"]["acker"],
+            sstat(&h.s, "ackers_discredited"),
+            sstat(&h.s, "acks_unproven"),
+            sstat(&h.s, "acks_proof_failed"),
+            h.cc("acks"),
+            h.cc("acks_ignored"),
+            h.cc("loss_events"),
+            h.cc("stalls"),
+            n(&h.a, "named"),
+            n(&h.a["kinds"], "ack"),
+            n(&h.a["kinds"], "election_answer"),
+            n(&h.a, "unprovable"),
+            n(&h.a, "odata_missed"),
+            h.r.code,
+            match h.r.sha.as_deref() {
+                None => "no output",
+                Some(x) if x == want => "sha256 = input",
+                Some(_) => "WRONG sha256",
+            },
+            h.r.stat("rdata_packets") + h.r.stat("parity_packets"),
+            h.r.stat("naks_sent"),
+            h.link.0,
+            h.link.1,
+        );
+        assert_eq!(h.send_code, Some(0), "{what}: {}", h.send_err);
+        h.r.assert_complete(&want, what);
+        assert_eq!(sstat(&h.s, "acks_proof_failed"), 0, "{what}: {}", h.s);
+    }
+    assert_eq!(sstat(&control.s, "ackers_discredited"), 0, "{}", control.s);
+    // The attack was staged as intended: the sniffer ACKed in r1's name, every ACK with a
+    // valid proof, and lost nothing on its path.
+    assert!(n(&sniffed.a["kinds"], "ack") >= 100, "{}", sniffed.a);
+    assert_eq!(n(&sniffed.a, "odata_missed"), 0, "{}", sniffed.a);
+    // Found out: r1's name is discredited...
+    assert!(
+        sstat(&sniffed.s, "ackers_discredited") >= 1,
+        "{}",
+        sniffed.s
+    );
+    // ...and the source stays near the control's pace and bytes.
+    assert!(
+        sniffed.mbit <= SNIFFER_BOUND * control.mbit,
+        "the source ran at {:.2} Mbit/s, the control at {:.2}",
+        sniffed.mbit,
+        control.mbit
+    );
+    let (bytes, bytes0) = (
+        sstat(&sniffed.s, "bytes_sent"),
+        sstat(&control.s, "bytes_sent"),
+    );
+    assert!(
+        bytes as f64 <= SNIFFER_BOUND * bytes0 as f64,
+        "the source sent {bytes} B, the control {bytes0} B"
+    );
+}
+
+/// How much faster the source may run, and how many more bytes it may send, with the sniffer
+/// than without it in [`lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name`].
+const SNIFFER_BOUND: f64 = 1.5;
+
 // ---------------------------------------------------------------------------------------------
 // The attacker process.
 
@@ -1587,6 +1711,7 @@ fn run_attacker(spec: &Value) {
         "nak_storm" => attack_nak_storm(&mut a),
         "keyed" => attack_keyed(&mut a),
         "liar" => attack_liar(&mut a),
+        "sniffer" => attack_liar(&mut a),
         "replay_reports" => attack_replay_reports(&mut a),
         m => panic!("unknown attack {m}"),
     }
@@ -2468,12 +2593,18 @@ impl LiarBitmap {
 /// packet's timestamp plus the time it held it) is moved back by `claim_rtt_ms`: it claims
 /// to be that much farther from the source than it is (why: the test). Reports what it saw:
 /// the data, the packets that named it and when.
+///
+/// With `as` (a lab receiver's address; mode `sniffer`) it ACKs in that receiver's name
+/// instead: what it ACKs for is what names `as`, its reports name `as`, and each ACK leaves
+/// from `as`'s address (raw socket, IP_HDRINCL) and UDP port [`UCAST_PORT`].
 fn attack_liar(a: &mut Attacker) {
     use pgm_wire::{AckProof, PgmccFeedback, OPT_PARITY};
     let claim = a.spec["claim"].as_u64().unwrap() as u16;
     let claim_rtt = a.spec["claim_rtt_ms"].as_u64().unwrap_or(0) as u32;
     let to = SocketAddrV4::new(SOURCE, UCAST_PORT);
-    let me = IpAddr::V4(a.me);
+    let spoofed: Option<Ipv4Addr> = a.spec["as"].as_str().map(|x| x.parse().unwrap());
+    let ack_from = spoofed.map(|ip| SocketAddrV4::new(ip, UCAST_PORT));
+    let me = IpAddr::V4(spoofed.unwrap_or(a.me));
     let mut got = LiarBitmap::default();
     let (mut odata, mut named, mut unprovable) = (0u64, 0u64, 0u64);
     // (sequence number, Unix time) of the first and the last ODATA that named the liar.
@@ -2548,7 +2679,7 @@ fn attack_liar(a: &mut Attacker) {
             })
             .to_vec()
             .unwrap();
-        a.send(kind, &pkt, to);
+        a.send_as(kind, &pkt, to, ack_from);
     }
     let at = |x: Option<(u32, f64)>| x.map(|(s, t)| json!({"sqn": s, "unix": t}));
     a.note("odata_received", odata);
