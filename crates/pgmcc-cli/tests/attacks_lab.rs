@@ -1186,9 +1186,9 @@ const HONEST_MBIT: f64 = 4.0;
 const LIAR_LOSS: u16 = 65535;
 /// ...and a round trip 100 ms longer than its own (see the test).
 const LIAR_CLAIMED_RTT_MS: u64 = 100;
-/// The source's rate cap in the acker-hijack test (PGM bytes, repairs included): 5 times the
-/// honest link, below the lab's 40 Mbit/s bottleneck, so that the liar's own path never
-/// drops (its ACKs then show no loss at all, the simulator's case).
+/// The source's rate cap in the acker-hijack and sniffer tests (PGM bytes, repairs
+/// included): 5 times the honest link, below the lab's 40 Mbit/s bottleneck, so that the
+/// attacker's own path never drops (its ACKs then show no loss at all, the simulator's case).
 const HIJACK_RATE_CAP: &str = "20Mbit";
 
 /// One transfer of the acker-hijack test: what the source, the honest receiver, the liar
@@ -1246,19 +1246,21 @@ fn qdisc_counts(lab: &Lab, dev: &str) -> (u64, u64) {
     (pkts, after("(dropped"))
 }
 
-/// A transfer of `input` to the honest receiver on r1 under `--cc cc`, with the liar on r2;
-/// the source gives up after `max_duration`, the receiver `idle` after the source went
-/// silent.
-fn hijack_run(lab: &Lab, input: &Path, cc: &str, max_duration: &str, idle: &str) -> Hijack {
+/// A transfer of `input` to the honest receiver on r1 under `--cc cc`, with attack `attack`
+/// (an [`Evil::start`] spec) run from r2, or none; the source gives up after `max_duration`,
+/// the receiver `idle` after the source went silent.
+fn hijack_run(
+    lab: &Lab,
+    input: &Path,
+    cc: &str,
+    max_duration: &str,
+    idle: &str,
+    attack: Option<Value>,
+) -> Hijack {
     let dir = tempfile::tempdir().unwrap();
     let link0 = qdisc_counts(lab, "r1");
     let rx = recv_idle(lab, "r1", dir.path(), &[], idle);
-    let evil = Evil::start(
-        lab,
-        "r2",
-        dir.path(),
-        json!({"mode": "liar", "claim": LIAR_LOSS, "claim_rtt_ms": LIAR_CLAIMED_RTT_MS}),
-    );
+    let evil = attack.map(|spec| Evil::start(lab, "r2", dir.path(), spec));
     std::thread::sleep(Duration::from_millis(500));
     let stats = dir.path().join("send.json");
     let started = Instant::now();
@@ -1284,7 +1286,7 @@ fn hijack_run(lab: &Lab, input: &Path, cc: &str, max_duration: &str, idle: &str)
     let (send_code, send_err, s) = sender_done(tx, &stats);
     let r = rx.wait(Duration::from_secs(30));
     let r_secs = started.elapsed().as_secs_f64();
-    let a = evil.finish();
+    let a = evil.map_or(Value::Null, Evil::finish);
     let link1 = qdisc_counts(lab, "r1");
     // `sending_seconds` is the whole session when it ends at `--max-duration` (still
     // lingering for repairs): the time the last byte left as ODATA is `data_sent_secs`.
@@ -1354,8 +1356,10 @@ fn lab_a_receiver_lying_about_its_loss_cannot_clock_the_source() {
     // The control's source keeps repairing for as long as the honest receiver NAKs: it is
     // cut at 6 s (all its data left within 1.5 s in every run measured), and the honest
     // receiver gives up 2 s after the source went silent.
-    let check = hijack_run(&lab, &input, "pgmcc", "20s", "6s");
-    let trust = hijack_run(&lab, &input, "pgmcc-paper", "6s", "2s");
+    let liar_spec =
+        || Some(json!({"mode": "liar", "claim": LIAR_LOSS, "claim_rtt_ms": LIAR_CLAIMED_RTT_MS}));
+    let check = hijack_run(&lab, &input, "pgmcc", "20s", "6s", liar_spec());
+    let trust = hijack_run(&lab, &input, "pgmcc-paper", "6s", "2s", liar_spec());
     for (what, h) in [
         ("checked (--cc pgmcc)", &check),
         ("trusted (--cc pgmcc-paper)", &trust),
@@ -1439,6 +1443,214 @@ fn lab_a_receiver_lying_about_its_loss_cannot_clock_the_source() {
     );
 }
 
+/// Keyed mode, `send --expect r1,r2`: r2 is killed 1.5 s into a 10 MB transfer, and a host
+/// without the key on the receivers' segment (r3, [`attack_replay_reports`]) replays r1's
+/// sealed delivery reports, byte for byte, from r2's address. For it to hear unicast between
+/// other hosts the receivers' bridge is made a hub (`ageing_time 0`: it forgets every address
+/// at once and floods unicast as it floods multicast). The report names its reporter inside
+/// the seal, and the source files a report only under the address it names: the replay is
+/// refused (`reports_refused`), r2 is never confirmed and the source exits 1.
+#[test]
+fn lab_a_sealed_report_replayed_from_another_receivers_address_is_refused() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("af", 3) else { return };
+    let hub = lab
+        .cmd("sw")
+        .args(["ip", "link", "set", "br-down"])
+        .args(["type", "bridge", "ageing_time", "0"])
+        .status()
+        .unwrap();
+    assert!(hub.success(), "making the receivers' bridge a hub");
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("group.key");
+    let made = Command::new(pgmcc())
+        .arg("keygen")
+        .arg(&key)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let key = key.to_str().unwrap();
+    let (input, want) = random_file(dir.path(), 10_000_000);
+    let (r1, r2) = (node_addr("r1").to_string(), node_addr("r2").to_string());
+    let rx1 = recv(&lab, "r1", dir.path(), &["--key", key]);
+    let rx2 = recv(&lab, "r2", dir.path(), &["--key", key]);
+    let evil = Evil::start(
+        &lab,
+        "r3",
+        dir.path(),
+        json!({"mode": "replay_reports", "spoof": true, "reporter": r1, "as": r2}),
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.path().join("send.json");
+    let expect = format!("{r1},{r2}");
+    let extra = ["--key", key, "--expect", &expect, "--expect-timeout", "5s"];
+    let tx = send(&lab, &input, &stats, &extra);
+    std::thread::sleep(Duration::from_millis(1500));
+    rx2.kill();
+    let (code, err, s) = sender_done(tx, &stats);
+    let r = rx1.wait(Duration::from_secs(30));
+    let a = evil.finish();
+    let data_secs = s["status"]["data_sent_secs"].as_f64().unwrap_or(0.0);
+    let reports = s["status"]["reports"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let report_of = |ip: &str| reports.iter().find(|x| x["receiver"] == ip).cloned();
+    let replayed = n(&a["kinds"], "replayed_report");
+    eprintln!(
+        "replayed sealed reports: r2 killed 1.5 s into the transfer, the data all sent after {data_secs:.2} s; attacker captured {} datagrams from r1 to the source ({} sealed, lengths {}), replayed {replayed} of the report's length ({} B) from r2's address; source: reports received {}, refused {}, reports filed {}; send exit {code:?}: {}; r1: exit {:?}, sha256 {}, reports sent {}",
+        n(&a, "captured"),
+        n(&a, "captured_sealed"),
+        a["captured_lengths"],
+        a["report_len"],
+        sstat(&s, "reports_received"),
+        sstat(&s, "reports_refused"),
+        json!(reports),
+        err.trim().replace('\n', " | "),
+        r.code,
+        if r.sha.as_deref() == Some(want.as_str()) { "= input" } else { "WRONG" },
+        r.stat("reports_sent"),
+    );
+    // r2 was killed while the data was still going out (else it may have reported itself).
+    assert!(data_secs > 1.5, "all the data had left after {data_secs} s");
+    r.assert_complete(&want, "r1");
+    let r1_report = report_of(&r1).unwrap_or_else(|| panic!("no report from r1: {s}"));
+    assert_eq!(r1_report["status"], "complete", "{r1_report}");
+    assert_eq!(r1_report["sha256"], want.as_str(), "{r1_report}");
+    // The attack happened: r1's sealed reports were heard through the hub and replayed.
+    assert!(replayed >= 1, "nothing replayed: {a}");
+    // ...and every one refused: r2 has no report, the source says so and exits 1.
+    assert_eq!(
+        sstat(&s, "reports_refused"),
+        replayed,
+        "{}",
+        s["status"]["stats"]
+    );
+    assert_eq!(report_of(&r2), None, "a report filed for r2: {s}");
+    assert_eq!(code, Some(1), "{err}");
+    assert!(err.contains("they did not"), "{err}");
+}
+
+/// Plain mode: a sniffer on a faster path than the acker's proves receipt in the acker's name.
+/// The honest receiver (r1) sits behind a 4 Mbit/s link of its own ([`HONEST_TBF`]); the
+/// sniffer (r2, [`attack_liar`] with `as`) hears each ODATA before r1 does and, from r1's
+/// address, ACKs at once every one that names r1 as acker (or asks for an election), with
+/// everything it received in the bitmap, the right proof of receipt (the nonces travel in
+/// clear) and a report of no loss. r1 keeps ACKing too, behind the sniffer and with its own
+/// link's losses: the source sees two streams of ACKs in one name, discredits the name
+/// (`ackers_discredited`) and holds it to `unproven_window`. Two transfers of the same 2 MB
+/// in the same lab, under the same 20 Mbit/s cap ([`HIJACK_RATE_CAP`]): without the sniffer
+/// (the control), then with it.
+///
+/// Ignored: the defence does not bound the attack. The name is discredited in every run
+/// (`ackers_discredited` 1), but that only caps the window at `unproven_window`, 64 packets
+/// (where it stood at the end of the last 2 runs; 7.6-10.5 in their controls), which is no
+/// rate bound at the lab's round trips; the sniffer's
+/// ACKs keep clocking the source, and since r1's own ACKs show its link's losses only in
+/// packets the sniffer acknowledged first, the controller sees no loss at all (`loss_events`
+/// 0; 25-26 in the control). The repair budget follows the controller's rate, so r1's NAKs
+/// draw repairs far faster than its link takes them (`repairs_budget_limited` 0). Measured in
+/// 5 runs (RDATA counted in the last 4): control 3.06-3.77 Mbit/s, 2.18-2.23 MB on the wire
+/// (1.09-1.12x the file), 89-109 RDATA, r1's link dropping 70-109 packets; sniffed 4.48-4.96
+/// Mbit/s (1.19-1.49x the control), 10.01-10.30 MB on the wire (5.01-5.15x the file,
+/// 4.5-4.7x the control), 5,450-5,618 RDATA for 3,198-3,597 NAKed sequence numbers, r1's link
+/// dropping 5,446-5,645 packets; r1 got the file intact every time. Without the rate cap
+/// (once): 6.46 Mbit/s, 6.11 MB on the wire (3.06x the file; the sniffer's own path then lost
+/// 117 ODATA).
+#[test]
+#[ignore = "the defence does not hold: discredited, the sniffer still clocks the source (see the doc comment)"]
+fn lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ag", 2) else { return };
+    let st = lab
+        .cmd("sw")
+        .args(["tc", "qdisc", "add", "dev", "r1", "root", "tbf"])
+        .args(HONEST_TBF)
+        .status()
+        .unwrap();
+    assert!(st.success(), "shaping the honest receiver's link");
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), 2_000_000);
+    let honest = node_addr("r1").to_string();
+    let sniffer = json!({"mode": "sniffer", "spoof": true, "as": honest, "claim": 0});
+    let control = hijack_run(&lab, &input, "pgmcc", "20s", "6s", None);
+    let sniffed = hijack_run(&lab, &input, "pgmcc", "20s", "6s", Some(sniffer));
+    for (what, h) in [("control", &control), ("sniffed", &sniffed)] {
+        eprintln!(
+            "sniffer in the acker's name, {what}: source {:.2} Mbit/s ({:.2} s), {} B sent in all ({:.2}x the file) over {:.1} s, {} RDATA ({} B), {} NAKs for {} sqns, budget waits {}, odata held {}, window at the end {}, send exit {:?}; acker at the end {}, ackers_discredited {}, acks unproven {}, ACK proofs failed {}, cc acks {} ignored {} loss events {} stalls {}; sniffer: named acker on {} ODATA, sent {} ACKs and {} election answers, {} unprovable, {} ODATA lost on its path; r1: exit {:?}, {}, {} repairs, {} NAKs; its link sent {} packets and dropped {}",
+            h.mbit,
+            h.data_secs,
+            sstat(&h.s, "bytes_sent"),
+            sstat(&h.s, "bytes_sent") as f64 / 2e6,
+            h.s["seconds"].as_f64().unwrap(),
+            sstat(&h.s, "rdata_packets"),
+            sstat(&h.s, "rdata_bytes"),
+            sstat(&h.s, "naks_received"),
+            sstat(&h.s, "nak_sqns_received"),
+            sstat(&h.s, "repairs_budget_limited"),
+            sstat(&h.s, "odata_held"),
+            h.s["status"]["window"],
+            h.send_code,
+            h.s["status"]["acker"],
+            sstat(&h.s, "ackers_discredited"),
+            sstat(&h.s, "acks_unproven"),
+            sstat(&h.s, "acks_proof_failed"),
+            h.cc("acks"),
+            h.cc("acks_ignored"),
+            h.cc("loss_events"),
+            h.cc("stalls"),
+            n(&h.a, "named"),
+            n(&h.a["kinds"], "ack"),
+            n(&h.a["kinds"], "election_answer"),
+            n(&h.a, "unprovable"),
+            n(&h.a, "odata_missed"),
+            h.r.code,
+            match h.r.sha.as_deref() {
+                None => "no output",
+                Some(x) if x == want => "sha256 = input",
+                Some(_) => "WRONG sha256",
+            },
+            h.r.stat("rdata_packets") + h.r.stat("parity_packets"),
+            h.r.stat("naks_sent"),
+            h.link.0,
+            h.link.1,
+        );
+        assert_eq!(h.send_code, Some(0), "{what}: {}", h.send_err);
+        h.r.assert_complete(&want, what);
+        assert_eq!(sstat(&h.s, "acks_proof_failed"), 0, "{what}: {}", h.s);
+    }
+    assert_eq!(sstat(&control.s, "ackers_discredited"), 0, "{}", control.s);
+    // The attack was staged as intended: the sniffer ACKed in r1's name, every ACK with a
+    // valid proof, and lost nothing on its path.
+    assert!(n(&sniffed.a["kinds"], "ack") >= 100, "{}", sniffed.a);
+    assert_eq!(n(&sniffed.a, "odata_missed"), 0, "{}", sniffed.a);
+    // Found out: r1's name is discredited...
+    assert!(
+        sstat(&sniffed.s, "ackers_discredited") >= 1,
+        "{}",
+        sniffed.s
+    );
+    // ...and the source stays near the control's pace and bytes.
+    assert!(
+        sniffed.mbit <= SNIFFER_BOUND * control.mbit,
+        "the source ran at {:.2} Mbit/s, the control at {:.2}",
+        sniffed.mbit,
+        control.mbit
+    );
+    let (bytes, bytes0) = (
+        sstat(&sniffed.s, "bytes_sent"),
+        sstat(&control.s, "bytes_sent"),
+    );
+    assert!(
+        bytes as f64 <= SNIFFER_BOUND * bytes0 as f64,
+        "the source sent {bytes} B, the control {bytes0} B"
+    );
+}
+
+/// How much faster the source may run, and how many more bytes it may send, with the sniffer
+/// than without it in [`lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name`].
+const SNIFFER_BOUND: f64 = 1.5;
+
 // ---------------------------------------------------------------------------------------------
 // The attacker process.
 
@@ -1499,6 +1711,8 @@ fn run_attacker(spec: &Value) {
         "nak_storm" => attack_nak_storm(&mut a),
         "keyed" => attack_keyed(&mut a),
         "liar" => attack_liar(&mut a),
+        "sniffer" => attack_liar(&mut a),
+        "replay_reports" => attack_replay_reports(&mut a),
         m => panic!("unknown attack {m}"),
     }
     a.write_report();
@@ -1685,18 +1899,35 @@ impl Attacker {
     /// Sends `pgm` to `to` from the attacker's own address (or, when spoofing, the source's),
     /// counting it under `kind`. False when the attack is over.
     fn send(&mut self, kind: &str, pgm: &[u8], to: SocketAddrV4) -> bool {
+        let from = self
+            .raw
+            .is_some()
+            .then(|| SocketAddrV4::new(SOURCE, self.source_port));
+        self.send_as(kind, pgm, to, from)
+    }
+
+    /// [`Attacker::send`] from `from`, another lab host's address and port (raw socket: only
+    /// when spoofing), or from the attacker's own address when `None`.
+    fn send_as(
+        &mut self,
+        kind: &str,
+        pgm: &[u8],
+        to: SocketAddrV4,
+        from: Option<SocketAddrV4>,
+    ) -> bool {
         if self.done() {
             return false;
         }
-        let r = match &self.raw {
-            Some(raw) => {
-                let from = SocketAddrV4::new(SOURCE, self.source_port);
+        let r = match (from, &self.raw) {
+            (Some(from), Some(raw)) => {
+                assert_eq!(from.ip().octets()[..3], [10, 77, 0], "spoofing {from}");
                 raw.send_to(
                     &ipv4_udp(from, to, pgm),
                     &SocketAddrV4::new(*to.ip(), 0).into(),
                 )
             }
-            None => self.tx.send_to(pgm, to),
+            (Some(from), None) => panic!("spoofing {from} needs `spoof` in the attack's spec"),
+            (None, _) => self.tx.send_to(pgm, to),
         };
         match r {
             Ok(_) => {}
@@ -2362,12 +2593,18 @@ impl LiarBitmap {
 /// packet's timestamp plus the time it held it) is moved back by `claim_rtt_ms`: it claims
 /// to be that much farther from the source than it is (why: the test). Reports what it saw:
 /// the data, the packets that named it and when.
+///
+/// With `as` (a lab receiver's address; mode `sniffer`) it ACKs in that receiver's name
+/// instead: what it ACKs for is what names `as`, its reports name `as`, and each ACK leaves
+/// from `as`'s address (raw socket, IP_HDRINCL) and UDP port [`UCAST_PORT`].
 fn attack_liar(a: &mut Attacker) {
     use pgm_wire::{AckProof, PgmccFeedback, OPT_PARITY};
     let claim = a.spec["claim"].as_u64().unwrap() as u16;
     let claim_rtt = a.spec["claim_rtt_ms"].as_u64().unwrap_or(0) as u32;
     let to = SocketAddrV4::new(SOURCE, UCAST_PORT);
-    let me = IpAddr::V4(a.me);
+    let spoofed: Option<Ipv4Addr> = a.spec["as"].as_str().map(|x| x.parse().unwrap());
+    let ack_from = spoofed.map(|ip| SocketAddrV4::new(ip, UCAST_PORT));
+    let me = IpAddr::V4(spoofed.unwrap_or(a.me));
     let mut got = LiarBitmap::default();
     let (mut odata, mut named, mut unprovable) = (0u64, 0u64, 0u64);
     // (sequence number, Unix time) of the first and the last ODATA that named the liar.
@@ -2442,7 +2679,7 @@ fn attack_liar(a: &mut Attacker) {
             })
             .to_vec()
             .unwrap();
-        a.send(kind, &pkt, to);
+        a.send_as(kind, &pkt, to, ack_from);
     }
     let at = |x: Option<(u32, f64)>| x.map(|(s, t)| json!({"sqn": s, "unix": t}));
     a.note("odata_received", odata);
@@ -2456,4 +2693,96 @@ fn attack_liar(a: &mut Attacker) {
         "odata_missed",
         odata_span.map_or(0, |(lo, hi)| u64::from(hi.wrapping_sub(lo)) + 1 - odata),
     );
+}
+
+/// Replayed delivery reports (keyed mode), by a host without the key on a segment that floods
+/// unicast (the test makes the receivers' switch a hub): it captures every IPv4 packet through
+/// its interface (AF_PACKET, whoever it is for), and sends each sealed datagram that
+/// `reporter` sends to the source's upstream port with the length of a sealed report of a
+/// complete transfer (a POLR with OPT_OUTCOME and no reason: every other field has a fixed
+/// size, so the length is public) again, byte for byte, from `as`'s address (raw socket,
+/// IP_HDRINCL) and the same UDP port. Reports what it captured and replayed.
+fn attack_replay_reports(a: &mut Attacker) {
+    use pgm_wire::{Outcome, PolrRepr, OUTCOME_COMPLETE};
+    use std::io::Read;
+    let reporter: Ipv4Addr = a.spec["reporter"].as_str().unwrap().parse().unwrap();
+    let victim: Ipv4Addr = a.spec["as"].as_str().unwrap().parse().unwrap();
+    let outcome = Outcome {
+        status: OUTCOME_COMPLETE,
+        bytes: 0,
+        sha256: [0; 32],
+        reason: String::new(),
+        reporter: Some(IpAddr::V4(reporter)),
+    };
+    let any = Tsi {
+        gsi: Gsi([0; 6]),
+        sport: 0,
+    };
+    let report_len = Repr::upstream(any, DPORT, Body::Polr(PolrRepr { sqn: 0, round: 0 }))
+        .with_options(Options {
+            outcome: Some(outcome),
+            ..Options::default()
+        })
+        .to_vec()
+        .unwrap()
+        .len()
+        + pgmcc_net::keyed::SEAL_OVERHEAD;
+    // ETH_P_IP, in network byte order; DGRAM: without the link-layer header.
+    let eth_p_ip = i32::from(0x0800u16.to_be());
+    let cap = Socket::new(Domain::PACKET, Type::DGRAM, Some(Protocol::from(eth_p_ip))).unwrap();
+    cap.set_nonblocking(true).unwrap();
+    let to = SocketAddrV4::new(SOURCE, UCAST_PORT);
+    let (mut captured, mut sealed) = (0u64, 0u64);
+    let mut lengths = BTreeMap::<String, u64>::new();
+    let mut buf = vec![0u8; 65536];
+    while !a.done() {
+        a.poll();
+        let len = match (&cap).read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_micros(200));
+                continue;
+            }
+            Err(e) => panic!("capturing: {e}"),
+        };
+        let Some((from, dst, d)) = udp_of(&buf[..len]) else {
+            continue;
+        };
+        if *from.ip() != reporter || dst != to {
+            continue;
+        }
+        captured += 1;
+        if !d.starts_with(&pgmcc_net::keyed::MAGIC) {
+            continue;
+        }
+        sealed += 1;
+        *lengths.entry(d.len().to_string()).or_default() += 1;
+        if d.len() == report_len {
+            let replay_from = SocketAddrV4::new(victim, from.port());
+            a.send_as("replayed_report", d, to, Some(replay_from));
+        }
+    }
+    a.note("report_len", report_len);
+    a.note("captured", captured);
+    a.note("captured_sealed", sealed);
+    a.note("captured_lengths", json!(lengths));
+}
+
+/// The source, the destination and the payload of an unfragmented IPv4 UDP datagram.
+fn udp_of(p: &[u8]) -> Option<(SocketAddrV4, SocketAddrV4, &[u8])> {
+    let ihl = usize::from(p.first()? & 0x0f) * 4;
+    let unfragmented = |p: &[u8]| u16::from_be_bytes([p[6], p[7]]) & 0x3fff == 0;
+    if p[0] >> 4 != 4 || ihl < 20 || p.len() < ihl + 8 || p[9] != 17 || !unfragmented(p) {
+        return None;
+    }
+    let total = usize::from(u16::from_be_bytes([p[2], p[3]])).min(p.len());
+    let addr = |i: usize| Ipv4Addr::new(p[i], p[i + 1], p[i + 2], p[i + 3]);
+    let u = p.get(ihl..total).filter(|u| u.len() >= 8)?;
+    let be = |i: usize| u16::from_be_bytes([u[i], u[i + 1]]);
+    let end = usize::from(be(4)).clamp(8, u.len());
+    Some((
+        SocketAddrV4::new(addr(12), be(0)),
+        SocketAddrV4::new(addr(16), be(2)),
+        &u[8..end],
+    ))
 }
