@@ -244,7 +244,7 @@ impl Net {
             if self.now >= deadline {
                 for (i, r) in self.rxs.iter().enumerate() {
                     eprintln!(
-                        "DBG rx{i} {:?} ended {} bytes {} lost {:?}",
+                        "receiver {i} at the deadline: {:?}, ended {}, {} bytes, lost {:?}",
                         r.stats(),
                         self.sinks[i].ended,
                         self.sinks[i].bytes.len(),

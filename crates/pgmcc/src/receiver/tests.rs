@@ -303,3 +303,64 @@ fn a_session_silent_for_a_while_takes_its_next_packet_however_far_ahead() {
         .iter()
         .any(|e| matches!(e, ReceiverEvent::Data { data, .. } if data == b"x")));
 }
+
+/// Signed list `sqn` of [`TSI`] covering `data` (the packets after it), ending the session
+/// with `end`, chained to the list after it.
+fn signed_list(key: &ed25519_dalek::SigningKey, sqn: u32, data: &[&[u8]], end: bool) -> Vec<u8> {
+    use crate::signed::{self, Signer};
+    let next_sqn = sqn.wrapping_add(1 + data.len() as u32);
+    let list = signed::List {
+        prev: sqn,
+        end,
+        unix_ms: 0,
+        key: key.chain_key(TSI, sqn),
+        next: if end {
+            [0; signed::KEY_LEN]
+        } else {
+            signed::commitment(|d| key.digest(d), &key.chain_key(TSI, next_sqn))
+        },
+        digests: data
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let s = sqn.wrapping_add(1 + i as u32);
+                signed::packet_digest(|p| key.digest(p), s, None, d)
+            })
+            .collect(),
+        manifest: None,
+    };
+    signed::encode_list(key, TSI, sqn, &list)
+}
+
+#[test]
+fn forged_packets_the_verified_lists_refuse_move_nothing_and_nothing_waits_past_the_end() {
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let mut c = config();
+    c.verifier = Some(Arc::new(key.verifying_key()));
+    let mut r = Receiver::new(c, ms(0));
+    let first = signed_list(&key, 0, &[b"a"], false);
+    r.handle(ms(0), SRC, &odata(0, 0, &first));
+    r.handle(ms(1), SRC, &odata(1, 0, b"a"));
+    // Where the next list goes: the first list, well signed, copied there. Its key is not
+    // the one the first list committed to: refused, and the window does not reach 2.
+    r.handle(ms(2), SRC, &odata(2, 0, &first));
+    assert_eq!(r.stats().signed.forged, 1, "{:?}", r.stats().signed);
+    assert_eq!(r.stats().signed.lists, 1, "no second signature check");
+    assert_eq!(r.missing(&TSI), 0);
+    // A packet past the next list's place cannot be judged yet: it moves the window.
+    r.handle(ms(3), SRC, &odata(5, 0, b"forged"));
+    assert_eq!(r.missing(&TSI), 3, "2, 3 and 4");
+    // The signed end at 2: nothing past it exists, so nothing is waited for or NAKed.
+    r.handle(ms(4), SRC, &odata(2, 0, &signed_list(&key, 2, &[], true)));
+    assert_eq!(r.missing(&TSI), 0);
+    let evs = events(&mut r);
+    assert!(
+        evs.iter()
+            .any(|e| matches!(e, ReceiverEvent::SessionEnded { .. })),
+        "{evs:?}"
+    );
+    // The session is over: a packet past the end moves nothing.
+    r.handle(ms(5), SRC, &odata(9, 0, b"forged"));
+    assert_eq!(r.missing(&TSI), 0);
+    assert_eq!(naks(&mut r, ms(10_000)), []);
+}

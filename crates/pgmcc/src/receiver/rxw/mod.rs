@@ -283,6 +283,11 @@ impl ReceiveWindow {
             // on it).
             sw.clock = now;
         }
+        // Nothing exists past a signed end: no slot to wait for, nothing to NAK.
+        let up_to = match self.signed_end() {
+            Some(end) if sqn::gt(up_to, end) => end,
+            _ => up_to,
+        };
         if !sqn::gt(up_to, self.lead()) {
             return;
         }

@@ -368,7 +368,13 @@ impl ReceiveWindow {
             .iter()
             .position(|(x, _)| sqn::gt(*x, h))
             .unwrap_or(sw.lists.len());
+        let end = list.end.then_some(h.wrapping_add(c));
         sw.lists.insert(at, (h, list));
+        // What forgeries made the window hold past the end was never sent: dropped, or its
+        // NAKs would go on, unanswerable.
+        if let Some(i) = end.and_then(|e| self.index(e)) {
+            self.slots.truncate(i + 1);
+        }
         (next, prev)
     }
 
