@@ -1537,29 +1537,24 @@ fn lab_a_sealed_report_replayed_from_another_receivers_address_is_refused() {
 /// address, ACKs at once every one that names r1 as acker (or asks for an election), with
 /// everything it received in the bitmap, the right proof of receipt (the nonces travel in
 /// clear) and a report of no loss. r1 keeps ACKing too, behind the sniffer and with its own
-/// link's losses: the source sees two streams of ACKs in one name, discredits the name
-/// (`ackers_discredited`) and holds it to `unproven_window`. Two transfers of the same 2 MB
-/// in the same lab, under the same 20 Mbit/s cap ([`HIJACK_RATE_CAP`]): without the sniffer
+/// link's losses: the source sees two streams of ACKs in one name and discredits the name
+/// (`ackers_discredited`), holding it to `unproven_window`. Two transfers of the same 2 MB in
+/// the same lab, under the same 20 Mbit/s cap ([`HIJACK_RATE_CAP`]): without the sniffer
 /// (the control), then with it.
 ///
-/// Ignored: the defence does not bound the attack. The name is discredited in every run
-/// (`ackers_discredited` 1), but that only caps the window at `unproven_window`, 64 packets
-/// (where it stood at the end of the last 2 runs; 7.6-10.5 in their controls), which is no
-/// rate bound at the lab's round trips; the sniffer's
-/// ACKs keep clocking the source, and since r1's own ACKs show its link's losses only in
-/// packets the sniffer acknowledged first, the controller sees no loss at all (`loss_events`
-/// 0; 25-26 in the control). The repair budget follows the controller's rate, so r1's NAKs
-/// draw repairs far faster than its link takes them (`repairs_budget_limited` 0). Measured in
-/// 5 runs (RDATA counted in the last 4): control 3.06-3.77 Mbit/s, 2.18-2.23 MB on the wire
-/// (1.09-1.12x the file), 89-109 RDATA, r1's link dropping 70-109 packets; sniffed 4.48-4.96
-/// Mbit/s (1.19-1.49x the control), 10.01-10.30 MB on the wire (5.01-5.15x the file,
-/// 4.5-4.7x the control), 5,450-5,618 RDATA for 3,198-3,597 NAKed sequence numbers, r1's link
-/// dropping 5,446-5,645 packets; r1 got the file intact every time. Without the rate cap
-/// (once): 6.46 Mbit/s, 6.11 MB on the wire (3.06x the file; the sniffer's own path then lost
-/// 117 ODATA).
+/// What plain mode cannot prevent (`docs/security.md`): a host that both hears the session
+/// and spoofs a receiver's address is that receiver as far as the source can tell. The
+/// discredited name's window cap is no rate bound when the sniffer's round trip is short, and
+/// r1's own ACKs show its losses only in packets the sniffer acknowledged first, so the
+/// controller sees none. Measured in 5 runs: control 3.06-3.77 Mbit/s, 1.09-1.12x the file
+/// on the wire; sniffed 4.48-4.96 Mbit/s, 5.01-5.15x the file, r1's link dropping ~5,500
+/// packets, r1's file intact every time. The test asserts what plain mode does guarantee: the
+/// name is discredited, r1 still gets every byte, and the bytes on the wire stay below
+/// [`SNIFFER_BOUND`] times the control's (a guard against this getting worse, not a claim
+/// that plain mode bounds it). Keyed mode prevents the attack: a keyless host cannot seal an
+/// ACK ([`lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries`]).
 #[test]
-#[ignore = "the defence does not hold: discredited, the sniffer still clocks the source (see the doc comment)"]
-fn lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name() {
+fn lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bounded() {
     let _serial = lock();
     let Some(lab) = Lab::up("ag", 2) else { return };
     let st = lab
@@ -1630,13 +1625,7 @@ fn lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name() {
         "{}",
         sniffed.s
     );
-    // ...and the source stays near the control's pace and bytes.
-    assert!(
-        sniffed.mbit <= SNIFFER_BOUND * control.mbit,
-        "the source ran at {:.2} Mbit/s, the control at {:.2}",
-        sniffed.mbit,
-        control.mbit
-    );
+    // ...which plain mode cannot turn into a rate bound: the guard against worse.
     let (bytes, bytes0) = (
         sstat(&sniffed.s, "bytes_sent"),
         sstat(&control.s, "bytes_sent"),
@@ -1647,9 +1636,10 @@ fn lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name() {
     );
 }
 
-/// How much faster the source may run, and how many more bytes it may send, with the sniffer
-/// than without it in [`lab_acks_proven_by_a_sniffer_on_a_faster_path_discredit_the_ackers_name`].
-const SNIFFER_BOUND: f64 = 1.5;
+/// How many times the control's bytes the source may put on the wire with the sniffer in
+/// [`lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bounded`]
+/// (measured 4.5-4.7x): a guard against worse, since plain mode cannot bound it.
+const SNIFFER_BOUND: f64 = 6.5;
 
 // ---------------------------------------------------------------------------------------------
 // The attacker process.
