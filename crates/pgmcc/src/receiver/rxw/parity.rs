@@ -11,6 +11,15 @@ use crate::fec::{self, Layout, Original};
 use crate::sqn;
 use crate::time::{Duration, Instant};
 
+/// Signed mode: parity NAKs a group is sent with neither an NCF nor a parity packet from the
+/// source before its gaps are asked for selectively. Unverified packets (forgeries among
+/// them) can push a signed window's lead past the source's, so that a group the receiver
+/// takes for complete is not (the session's last, partial one): the source cannot answer
+/// its parity NAKs, but answers selective ones. (In plain mode every packet is taken as the
+/// source's, and a source that holds back NCFs, its per-source share spent, is asked again
+/// as before.)
+const PARITY_NAK_TRIES: u8 = 3;
+
 /// A transmission group's parity packets held while it misses data.
 #[derive(Debug)]
 struct Held {
@@ -39,6 +48,9 @@ pub(crate) struct ParityWindow {
     /// mode, a forgery waiting unverified for its list, which may be the packet missing), so
     /// parity cannot rebuild them. Their gaps are asked for selectively from then on.
     poisoned: BTreeSet<u32>,
+    /// Parity NAKs sent for each group not yet rebuilt since the source last confirmed one
+    /// ([`PARITY_NAK_TRIES`]).
+    asked: BTreeMap<u32, u8>,
     /// When the window's lead last moved: while data flows, a gap in the group still being
     /// sent waits for the group to complete instead of NAKing selectively.
     pub(super) lead_moved: Instant,
@@ -75,6 +87,7 @@ impl ParityWindow {
             held: BTreeMap::new(),
             copies: BTreeMap::new(),
             poisoned: BTreeSet::new(),
+            asked: BTreeMap::new(),
             lead_moved: now,
         }
     }
@@ -153,6 +166,7 @@ impl ReceiveWindow {
         p.copies.retain(|tg, _| !done(tg));
         p.held.retain(|tg, _| !done(tg));
         p.poisoned.retain(|tg| !done(tg));
+        p.asked.retain(|tg, _| !done(tg));
     }
 
     /// Data packet `s`, if received: from the window, or from the copies once delivered.
@@ -271,6 +285,15 @@ impl ReceiveWindow {
             }
             if needed > 0 && !wrapped {
                 parity.push(tg.wrapping_add(needed.min(k) - 1));
+                let signed = self.signed.is_some();
+                if let Some(p) = self.parity.as_mut().filter(|_| signed) {
+                    let tries = p.asked.entry(tg).or_insert(0);
+                    *tries = tries.saturating_add(1);
+                    if *tries >= PARITY_NAK_TRIES {
+                        // Its next NAK is selective.
+                        p.poisoned.insert(tg);
+                    }
+                }
             }
         }
         let base = self.base;
@@ -327,7 +350,16 @@ impl ReceiveWindow {
         let Some(k) = self.parity_k() else {
             return 0;
         };
-        if fec::tg_sqn(tg, k) != tg || self.needed(tg) > count {
+        if fec::tg_sqn(tg, k) != tg {
+            return 0;
+        }
+        if !peer {
+            // The source answers this group's parity NAKs.
+            if let Some(p) = self.parity.as_mut() {
+                p.asked.remove(&tg);
+            }
+        }
+        if self.needed(tg) > count {
             return 0;
         }
         let mut suppressed = 0;
@@ -372,6 +404,8 @@ impl ReceiveWindow {
         let Some(p) = self.parity.as_mut() else {
             return ParityInsert::Duplicate;
         };
+        // The source answers this group's parity NAKs.
+        p.asked.remove(&tg);
         let held = p.held.entry(tg).or_insert_with(|| Held {
             layout,
             shards: Vec::new(),
@@ -626,6 +660,52 @@ mod tests {
         // ...so more parity would fail the same way: packet 1 is asked for itself.
         let (nak, parity_nak, _) = next_naks(&mut w, now);
         assert_eq!((nak, parity_nak), (vec![1], vec![]));
+    }
+
+    /// Signed mode: a group whose parity NAKs the source neither confirms nor answers (it is
+    /// not complete at the source: forgeries pushed this window's lead past the session's
+    /// last, partial group) is asked for selectively after [`PARITY_NAK_TRIES`] rounds. In
+    /// plain mode it is asked for by parity still.
+    #[test]
+    fn a_signed_group_whose_parity_naks_go_unanswered_is_asked_for_selectively() {
+        let tsi = pgm_wire::Tsi {
+            gsi: pgm_wire::Gsi([1; 6]),
+            sport: 1,
+        };
+        let key = ed25519_dalek::SigningKey::from_bytes(&[3; 32]);
+        for signed in [false, true] {
+            let now = Instant::ZERO;
+            let mut w = ReceiveWindow::new(0, 0, 64, 65535);
+            w.set_parity(Some(4), now);
+            if signed {
+                w.set_verifier(std::sync::Arc::new(key.verifying_key()), tsi);
+            }
+            let (t, mut rng) = (timers(), Rng::new(1));
+            // 0 and 1 arrive (unverified in signed mode: no list), 2 is missing, a forgery at
+            // 3 makes the group look complete.
+            for s in [0u32, 1, 3] {
+                w.extend_to(s, now, &t, &mut rng);
+                assert_eq!(w.insert(s, &payload(s), None), super::super::Insert::New);
+            }
+            let mut now = now;
+            let mut kinds = Vec::new();
+            for _ in 0..5 {
+                let (nak, parity_nak, at) = next_naks(&mut w, now);
+                kinds.push(if parity_nak.is_empty() {
+                    "selective"
+                } else {
+                    "parity"
+                });
+                assert!(nak.len() + parity_nak.len() == 1, "{nak:?} {parity_nak:?}");
+                now = at;
+            }
+            let want = if signed {
+                ["parity", "parity", "parity", "selective", "selective"]
+            } else {
+                ["parity"; 5]
+            };
+            assert_eq!(kinds, want, "signed {signed}");
+        }
     }
 
     #[test]
