@@ -15,7 +15,8 @@
 //! tests/common, which `scripts/test-summary` counts). Nothing is sent outside the
 //! namespaces the test creates: the attacker refuses to run in the test's own network
 //! namespace or from an address that is not a lab receiver's, and every attack is bounded in
-//! datagrams ([`MAX_PACKETS`]) and seconds ([`MAX_SECS`]).
+//! datagrams ([`MAX_PACKETS`]) and seconds ([`MAX_SECS`]); the forged-list flood, which needs
+//! a higher rate, by bounds of its own ([`LIST_FLOOD_MAX_PACKETS`], [`LIST_FLOOD_MAX_SECS`]).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -48,6 +49,11 @@ const ATTACKER_ENV: &str = "PGMCC_ATTACKER";
 const MAX_PACKETS: u64 = 20_000;
 /// ...or this many seconds, whichever comes first.
 const MAX_SECS: f64 = 20.0;
+/// The forged-list flood ([`attack_list_flood`], 20,000 datagrams a second) stops after this
+/// many datagrams...
+const LIST_FLOOD_MAX_PACKETS: u64 = 60_000;
+/// ...or this many seconds, whichever comes first.
+const LIST_FLOOD_MAX_SECS: f64 = 10.0;
 /// Payload of every forged data packet, so the attacker never mistakes its own for the source's.
 const FORGED: &[u8] = b"FORGED by the attacker node";
 
@@ -68,7 +74,7 @@ struct Rx {
     child: Child,
     out: PathBuf,
     stats: PathBuf,
-    sampler: std::thread::JoinHandle<Vec<(f64, u64)>>,
+    sampler: std::thread::JoinHandle<(Vec<(f64, u64)>, u64)>,
 }
 
 /// How a `pgmcc recv` ended.
@@ -82,6 +88,9 @@ struct RxEnd {
     peak_kib: u64,
     /// VmHWM samples: (Unix time, seconds; KiB).
     samples: Vec<(f64, u64)>,
+    /// The CPU time the process had used (user and system), seconds, last sampled before it
+    /// exited (at most 20 ms before).
+    cpu_secs: f64,
 }
 
 fn unix_now() -> f64 {
@@ -129,25 +138,46 @@ fn vm_hwm_kib(pid: u32) -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Samples process `pid`'s VmHWM every 20 ms until it exits. `ip netns exec` execs the
+/// The CPU time process `pid` has used, user and system (utime + stime in /proc/PID/stat),
+/// in clock ticks.
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The fields after the command's closing parenthesis, from the third (state) on.
+    let f: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// Clock ticks per second (`getconf CLK_TCK`), for [`cpu_ticks`].
+fn clock_ticks_per_sec() -> f64 {
+    let out = Command::new("getconf").arg("CLK_TCK").output().unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+}
+
+/// Samples process `pid`'s VmHWM every 20 ms until it exits, and returns the samples with
+/// the CPU time (clock ticks) it had used at the last of them. `ip netns exec` execs the
 /// command, so the spawned child's pid is `pgmcc recv`'s own: samples are taken only while
 /// /proc/PID/exe is the pgmcc binary (after the exec; a zombie has no exe and no VmHWM).
-fn sample_hwm(pid: u32) -> std::thread::JoinHandle<Vec<(f64, u64)>> {
+fn sample_hwm(pid: u32) -> std::thread::JoinHandle<(Vec<(f64, u64)>, u64)> {
     let exe = std::fs::canonicalize(pgmcc()).unwrap();
     std::thread::spawn(move || {
         let started = Instant::now();
         let mut samples = Vec::new();
+        let mut cpu = 0;
         loop {
             let is_pgmcc = std::fs::read_link(format!("/proc/{pid}/exe")).ok() == Some(exe.clone());
+            let ticks = cpu_ticks(pid);
             match vm_hwm_kib(pid).filter(|_| is_pgmcc) {
-                Some(kib) => samples.push((unix_now(), kib)),
+                Some(kib) => {
+                    samples.push((unix_now(), kib));
+                    cpu = ticks.unwrap_or(cpu);
+                }
                 None if !samples.is_empty() => break,
                 None if started.elapsed() > Duration::from_secs(5) => break,
                 None => {}
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        samples
+        (samples, cpu)
     })
 }
 
@@ -155,7 +185,7 @@ impl Rx {
     /// Waits (at most `limit`) for the receiver to exit.
     fn wait(self, limit: Duration) -> RxEnd {
         let out = finish(self.child, limit);
-        let samples = self.sampler.join().unwrap();
+        let (samples, cpu) = self.sampler.join().unwrap();
         assert!(
             !samples.is_empty(),
             "never saw pgmcc recv's own /proc entry (did `ip netns exec` fork?)"
@@ -171,6 +201,7 @@ impl Rx {
             stats,
             peak_kib: samples.iter().map(|s| s.1).max().unwrap_or(0),
             samples,
+            cpu_secs: cpu as f64 / clock_ticks_per_sec(),
         }
     }
 
@@ -1134,6 +1165,169 @@ fn lab_unsigned_control_the_same_spoofing_defeats_plain_mode() {
     assert_eq!(r.stat("wrong_source"), 0);
 }
 
+/// One signed transfer of [`lab_lists_forged_where_the_next_list_will_be_cost_a_digest_each`]:
+/// the receiver's end, its time from the sender's start to its own exit (seconds), the
+/// sender's exit code, standard error and stats, and the Unix time the sender started.
+struct Timed {
+    r: RxEnd,
+    secs: f64,
+    code: Option<i32>,
+    err: String,
+    send: Value,
+    t0: f64,
+}
+
+/// `input` sent signed with `key` to a receiver on r1 trusting `public`, files in `dir`;
+/// `evil` runs meanwhile, if any.
+fn timed_signed_transfer(
+    lab: &Lab,
+    dir: &Path,
+    input: &Path,
+    (key, public): (&str, &str),
+    evil: Option<Value>,
+) -> (Timed, Option<Value>) {
+    let rx = recv(lab, "r1", dir, &["--trust", public]);
+    let evil = evil.map(|spec| Evil::start(lab, "r2", dir, spec));
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = dir.join("send.json");
+    let t0 = unix_now();
+    let (code, err, send) = sender_done(send(lab, input, &stats, &["--sign", key]), &stats);
+    let r = rx.wait(Duration::from_secs(30));
+    let secs = r.samples.last().unwrap().0 - t0;
+    let a = evil.map(Evil::finish);
+    let t = Timed {
+        r,
+        secs,
+        code,
+        err,
+        send,
+        t0,
+    };
+    (t, a)
+}
+
+/// How many times the control's duration a signed transfer may take under
+/// [`lab_lists_forged_where_the_next_list_will_be_cost_a_digest_each`]'s flood.
+const LIST_FLOOD_SLOWDOWN: f64 = 1.5;
+
+/// Issue 57 item 8: "Signed mode costs a receiver ~45 us per spoofed list-shaped packet
+/// carrying a copied, well-formed signature (junk costs ~6 us): 20,000/s doubled a 60 MB
+/// transfer; a replayed real list at 9.6k/s made it 2.9x slower". A 12 MB signed transfer
+/// (the control), then the same in the same lab while the attacker, spoofing the source's
+/// address, floods the place where the next list will be, learned from the genuine lists it
+/// hears, 20,000 a second ([`attack_list_flood`]: the genuine list replayed there, and the
+/// genuine list with its key and commitment changed, both with the source's signature).
+/// Lists are chained: where a verified list says the next one is, a candidate whose key
+/// does not match the verified list's commitment is refused with one digest, before any
+/// signature check, so the budget of failed checks (`unchecked`) is never reached.
+///
+/// Ignored: the defence does not hold. Measured in 15 runs: in 3 the attacked transfer took
+/// as long as the control (2.90-2.92 s both, 0.99-1.00x), 51,859-52,402 forgeries at 105
+/// places (104 then filled by the source's next list), every one refused (`forged`
+/// 51,832-52,370, `unchecked` 0), recv CPU 0.41-0.46 s against 0.25-0.28 s (3-4 us per
+/// forgery). In the other 12 the transfer stalled, 10 times in the source's first burst (219
+/// data packets sent in all), twice later (2,582 and 3,235). A run captured with tcpdump in
+/// the lab shows how: the bottleneck dropped every other packet from 78 to 160, list 84
+/// among them; the next list (166) then arrived where no verified list reached and was held
+/// unverified, and so were the forgeries at the place after it (248, ahead of the source's
+/// lead, 204): the receiver's ACKs went from RX_MAX 166 to 248 and stayed there. They
+/// acknowledged data never sent, so the source rejected them (`acks_rejected` 16-51), fell
+/// to a window of 1 and sent one packet per stall until `--max-duration` (40 s); recv failed
+/// at `--idle-timeout`. A forgery at the right moment is enough: at 1,000 a second the same
+/// stall came in 1 of 3 runs.
+#[test]
+#[ignore = "the defence does not hold: after a lost list, one forgery ahead of the source moves the receiver's lead past it and the source stalls (see the doc comment)"]
+fn lab_lists_forged_where_the_next_list_will_be_cost_a_digest_each() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ah", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (key, public) = signing_key(dir.path());
+    let keys = (key.to_str().unwrap(), public.to_str().unwrap());
+    let (input, want) = random_file(dir.path(), 12_000_000);
+    let control_dir = tempfile::tempdir().unwrap();
+    let (c, _) = timed_signed_transfer(&lab, control_dir.path(), &input, keys, None);
+    assert_eq!(c.code, Some(0), "control: {}", c.err);
+    c.r.assert_complete(&want, "control receiver");
+    let spec = json!({"mode": "list_flood", "spoof": true, "per_sec": 20_000});
+    let (t, a) = timed_signed_transfer(&lab, dir.path(), &input, keys, Some(spec));
+    let a = a.unwrap();
+    let (k, sent) = (&a["kinds"], n(&a, "sent"));
+    let first = a["first_send_unix"].as_f64().unwrap_or(0.0);
+    let span = a["last_send_unix"].as_f64().unwrap_or(0.0) - first;
+    let (cs, ts) = (
+        &c.r.stats["status"]["stats"]["signed"],
+        &t.r.stats["status"]["stats"]["signed"],
+    );
+    // The receiver's CPU time per forgery it refused, microseconds.
+    let us_per_forgery = (t.r.cpu_secs - c.r.cpu_secs) * 1e6 / n(ts, "forged").max(1) as f64;
+    eprintln!(
+        "forged lists at the next list's place: attacker sent {sent} from {SOURCE} ({} replayed, {} rekeyed) at {:.0}/s from {:.2} s to {:.2} s into the transfer, at {} places ({} then filled by the source's next list, {} not); control: {:.2} s, recv CPU {:.2} s, lists {}, forged {}, unchecked {}; attacked: {:.2} s ({:.2}x), recv CPU {:.2} s ({:.2}x, {us_per_forgery:.1} us per forgery refused), lists {}, forged {}, unchecked {}, reasked {}, unverifiable {}, {} NAKs for {} sqns (control {} for {}), outcome {}, exit {:?}; source: {} data packets, {} ACKs rejected (control {}), {} NAKed sqns outside its window, window at the end {}, sending took {:.2} s (control {:.2} s), exit {:?}",
+        n(k, "replayed_list"),
+        n(k, "rekeyed_list"),
+        sent as f64 / span.max(1e-9),
+        first - t.t0,
+        first + span - t.t0,
+        n(&a, "places"),
+        n(&a, "hits"),
+        n(&a, "misses"),
+        c.secs,
+        c.r.cpu_secs,
+        cs["lists"],
+        cs["forged"],
+        cs["unchecked"],
+        t.secs,
+        t.secs / c.secs,
+        t.r.cpu_secs,
+        t.r.cpu_secs / c.r.cpu_secs.max(0.01),
+        ts["lists"],
+        ts["forged"],
+        ts["unchecked"],
+        ts["reasked"],
+        ts["unverifiable"],
+        t.r.stat("naks_sent"),
+        t.r.stat("nak_sqns_sent"),
+        c.r.stat("naks_sent"),
+        c.r.stat("nak_sqns_sent"),
+        t.r.stats["outcome"],
+        t.r.code,
+        t.send["status"]["stats"]["odata_packets"],
+        t.send["status"]["stats"]["acks_rejected"],
+        c.send["status"]["stats"]["acks_rejected"],
+        t.send["status"]["stats"]["naks_outside_window"],
+        t.send["status"]["window"],
+        t.send["sending_seconds"].as_f64().unwrap_or(0.0),
+        c.send["sending_seconds"].as_f64().unwrap_or(0.0),
+        t.code,
+    );
+    // The attack ran, aimed right, at the rate asked for, inside the transfer.
+    assert!(sent >= 20_000, "attack too small: {a}");
+    assert!(
+        n(k, "replayed_list") >= 10_000 && n(k, "rekeyed_list") >= 10_000,
+        "{a}"
+    );
+    assert!(n(&a, "places") >= 50, "{a}");
+    assert!(
+        n(&a, "hits") >= n(&a, "places") * 9 / 10,
+        "aimed wrong: {a}"
+    );
+    assert!(sent as f64 / span >= 10_000.0, "attack too slow: {a}");
+    assert!(first > t.t0 && first + span <= t.t0 + t.secs + 0.1, "{a}");
+    assert_eq!(t.code, Some(0), "{}", t.err);
+    t.r.assert_complete(&want, "receiver");
+    // The forgeries reached the receiver and were refused by the chain, never by a
+    // signature check over budget: each cost far less than one (about 45 us).
+    assert!(n(ts, "forged") > 0, "{ts}");
+    assert_eq!(n(ts, "unchecked"), 0, "{ts}");
+    assert!(us_per_forgery < 20.0, "{us_per_forgery:.1} us per forgery");
+    assert!(
+        t.secs <= c.secs * LIST_FLOOD_SLOWDOWN,
+        "the flood made the transfer {:.2}x slower ({:.2} s against {:.2} s)",
+        t.secs / c.secs,
+        t.secs,
+        c.secs
+    );
+}
+
 /// Issue 21 item 5: "the sender never gives up". Every receiver is killed 1 s into a
 /// transfer paced to last about 4 s; the sender must exit 1 once `--feedback-timeout` (3 s)
 /// has passed without a word from any receiver.
@@ -1703,6 +1897,7 @@ fn run_attacker(spec: &Value) {
         "liar" => attack_liar(&mut a),
         "sniffer" => attack_liar(&mut a),
         "replay_reports" => attack_replay_reports(&mut a),
+        "list_flood" => attack_list_flood(&mut a),
         m => panic!("unknown attack {m}"),
     }
     a.write_report();
@@ -1721,6 +1916,8 @@ struct Attacker {
     /// Raw IPv4 (IP_HDRINCL), for packets with the source's address; only when spoofing.
     raw: Option<Socket>,
     started: Instant,
+    /// The attack's bound in datagrams ([`MAX_PACKETS`], or the flood's own).
+    max_packets: u64,
     deadline: Instant,
     stop: PathBuf,
     next_stop_check: Instant,
@@ -1736,6 +1933,9 @@ struct Attacker {
     missing: VecDeque<u32>,
     sealed: u64,
     key_id: Option<[u8; 4]>,
+    /// The source's digest lists heard (ODATA with a list's shape), by sequence number, not
+    /// yet taken; kept only in the forged-list flood.
+    lists_heard: Vec<(u32, Vec<u8>)>,
     // What it did.
     sent: u64,
     sent_bytes: u64,
@@ -1745,6 +1945,7 @@ struct Attacker {
     first_send: Option<f64>,
     first_send_unix: Option<f64>,
     last_send: f64,
+    last_send_unix: f64,
     extra: serde_json::Map<String, Value>,
 }
 
@@ -1775,7 +1976,12 @@ impl Attacker {
             s
         });
         let started = Instant::now();
-        let max_secs = spec["max_secs"].as_f64().unwrap_or(MAX_SECS).min(MAX_SECS);
+        let (max_packets, max_secs) = if spec["mode"] == "list_flood" {
+            (LIST_FLOOD_MAX_PACKETS, LIST_FLOOD_MAX_SECS)
+        } else {
+            (MAX_PACKETS, MAX_SECS)
+        };
+        let max_secs = spec["max_secs"].as_f64().unwrap_or(max_secs).min(max_secs);
         Attacker {
             spec: spec.clone(),
             me,
@@ -1784,6 +1990,7 @@ impl Attacker {
             upstream,
             raw,
             started,
+            max_packets,
             deadline: started + Duration::from_secs_f64(max_secs),
             stop: PathBuf::from(spec["stop"].as_str().unwrap()),
             next_stop_check: started,
@@ -1798,6 +2005,7 @@ impl Attacker {
             missing: VecDeque::new(),
             sealed: 0,
             key_id: None,
+            lists_heard: Vec::new(),
             sent: 0,
             sent_bytes: 0,
             frames: 0,
@@ -1806,6 +2014,7 @@ impl Attacker {
             first_send: None,
             first_send_unix: None,
             last_send: 0.0,
+            last_send_unix: 0.0,
             extra: serde_json::Map::new(),
         }
     }
@@ -1816,7 +2025,7 @@ impl Attacker {
 
     /// Out of packets or time, or told to stop.
     fn done(&mut self) -> bool {
-        if self.stopped || self.sent >= MAX_PACKETS || Instant::now() >= self.deadline {
+        if self.stopped || self.sent >= self.max_packets || Instant::now() >= self.deadline {
             return true;
         }
         if Instant::now() >= self.next_stop_check {
@@ -1876,6 +2085,12 @@ impl Attacker {
                     }
                 }
                 self.lead = Some(self.lead.map_or(o.sqn, |l| l.max(o.sqn)));
+                if self.spec["mode"] == "list_flood"
+                    && p.options.fragment.is_none()
+                    && pgmcc::signed::looks_like_list(p.payload)
+                {
+                    self.lists_heard.push((o.sqn, p.payload.to_vec()));
+                }
             }
             Body::Spm(s) => {
                 self.tsi = Some(p.tsi());
@@ -1929,6 +2144,7 @@ impl Attacker {
         self.first_send.get_or_insert(t);
         self.first_send_unix.get_or_insert_with(unix_now);
         self.last_send = t;
+        self.last_send_unix = unix_now();
         self.sent += 1;
         self.sent_bytes += pgm.len() as u64;
         // IPv4 fragments of 1,480 bytes of payload each (MTU 1,500), UDP header included.
@@ -1954,6 +2170,7 @@ impl Attacker {
             "upstream_heard": self.upstream_heard,
             "first_send_secs": self.first_send,
             "first_send_unix": self.first_send_unix,
+            "last_send_unix": self.last_send_unix,
             "last_send_secs": self.last_send,
             "source_odata_seen": self.odata,
             "source_sealed_seen": self.sealed,
@@ -2257,6 +2474,90 @@ fn attack_data_jumps(a: &mut Attacker) {
             .unwrap();
         a.multicast(kind, &p);
     }
+}
+
+/// Forged digest lists where the next list will be (issue 57 item 8), from the source's
+/// (spoofed) address. A genuine list heard at `h` (an ODATA whose payload has a list's shape)
+/// covering `n` packets, not the end, says the next list is at `h + n + 1`; until the
+/// source's list there is heard, the attacker sends list-shaped ODATA there, `per_sec` a
+/// second, in turn: the genuine list replayed byte for byte (`replayed_list`) and the genuine
+/// list with its key and its commitment to the next key changed, a counter in each
+/// (`rekeyed_list`). Both carry a real, well-formed signature, the source's, made for another
+/// place or other bytes: each would cost a receiver an Ed25519 check to refuse. Reports how
+/// many places it flooded and how many of them the source's next list then filled (`hits`:
+/// it aimed right).
+fn attack_list_flood(a: &mut Attacker) {
+    let per_sec = a.spec["per_sec"].as_f64().unwrap_or(20_000.0);
+    // Where the next list will be, and the genuine list heard before it.
+    let mut place: Option<u32> = None;
+    let mut genuine: Vec<u8> = Vec::new();
+    let (mut places, mut hits, mut misses, mut end) = (0u64, 0u64, 0u64, false);
+    let mut tokens = 0.0f64;
+    let mut last = Instant::now();
+    let mut i = 0u64;
+    while !a.done() {
+        a.poll();
+        for (h, list) in std::mem::take(&mut a.lists_heard) {
+            if list == genuine {
+                continue; // its own replay, heard back (multicast loop is off: never seen)
+            }
+            match place {
+                Some(q) if q == h => hits += 1,
+                Some(_) => misses += 1,
+                None => {}
+            }
+            if list[5] & pgmcc::signed::LIST_END != 0 {
+                end = true;
+                place = None;
+                continue;
+            }
+            let n = u32::from(u16::from_be_bytes([list[6], list[7]]));
+            place = Some(h.wrapping_add(n + 1));
+            places += 1;
+            genuine = list;
+        }
+        let now = Instant::now();
+        let dt = now.duration_since(last).as_secs_f64();
+        last = now;
+        let (Some(t), Some(q)) = (a.tsi, place) else {
+            tokens = 0.0;
+            a.idle();
+            continue;
+        };
+        tokens = (tokens + per_sec * dt).min(64.0);
+        while tokens >= 1.0 {
+            tokens -= 1.0;
+            i += 1;
+            let mut payload = genuine.clone();
+            let kind = if i % 2 == 0 {
+                "replayed_list"
+            } else {
+                // The key (bytes 20..36) and the commitment to the next (36..52).
+                payload[20..28].copy_from_slice(&i.to_be_bytes());
+                payload[36..44].copy_from_slice(&(!i).to_be_bytes());
+                "rekeyed_list"
+            };
+            let p = Repr::downstream(
+                t,
+                DPORT,
+                Body::Odata(DataRepr {
+                    sqn: q,
+                    trail: a.trail,
+                }),
+            )
+            .with_payload(&payload)
+            .to_vec()
+            .unwrap();
+            if !a.multicast(kind, &p) {
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    a.note("places", places);
+    a.note("hits", hits);
+    a.note("misses", misses);
+    a.note("end_heard", end);
 }
 
 /// A host that only listens (issue 57 item 3's third host): counts the datagrams reaching
