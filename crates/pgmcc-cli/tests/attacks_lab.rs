@@ -1221,22 +1221,16 @@ const LIST_FLOOD_SLOWDOWN: f64 = 1.5;
 /// does not match the verified list's commitment is refused with one digest, before any
 /// signature check, so the budget of failed checks (`unchecked`) is never reached.
 ///
-/// Ignored: the defence does not hold. Measured in 15 runs: in 3 the attacked transfer took
-/// as long as the control (2.90-2.92 s both, 0.99-1.00x), 51,859-52,402 forgeries at 105
-/// places (104 then filled by the source's next list), every one refused (`forged`
-/// 51,832-52,370, `unchecked` 0), recv CPU 0.41-0.46 s against 0.25-0.28 s (3-4 us per
-/// forgery). In the other 12 the transfer stalled, 10 times in the source's first burst (219
-/// data packets sent in all), twice later (2,582 and 3,235). A run captured with tcpdump in
-/// the lab shows how: the bottleneck dropped every other packet from 78 to 160, list 84
-/// among them; the next list (166) then arrived where no verified list reached and was held
-/// unverified, and so were the forgeries at the place after it (248, ahead of the source's
-/// lead, 204): the receiver's ACKs went from RX_MAX 166 to 248 and stayed there. They
-/// acknowledged data never sent, so the source rejected them (`acks_rejected` 16-51), fell
-/// to a window of 1 and sent one packet per stall until `--max-duration` (40 s); recv failed
-/// at `--idle-timeout`. A forgery at the right moment is enough: at 1,000 a second the same
-/// stall came in 1 of 3 runs.
+/// A list lost at the bottleneck (the source's first burst loses every other packet here)
+/// leaves the next list and the forgeries after it beyond the verified lists' reach: they
+/// are held unverified, and the receiver acknowledges a held packet only once its list
+/// verifies it. Acknowledged at once, the forgeries ahead of the source carried the ACKs'
+/// RX_MAX past the source's lead, the source rejected every ACK as acknowledging data never
+/// sent and stalled at a window of 1 (12 of 15 runs, 40 s, recv failing). Measured since, 6
+/// runs: attacked 2.92-2.94 s against 2.94-3.12 s for the control (0.93-1.00x), 52,206-52,798
+/// forgeries at 102-105 places, every one refused with a digest (`forged`, `unchecked` 0),
+/// 0 ACKs rejected, recv CPU 0.42-0.44 s against 0.26-0.27 s (2.9-3.4 us per forgery).
 #[test]
-#[ignore = "the defence does not hold: after a lost list, one forgery ahead of the source moves the receiver's lead past it and the source stalls (see the doc comment)"]
 fn lab_lists_forged_where_the_next_list_will_be_cost_a_digest_each() {
     let _serial = lock();
     let Some(lab) = Lab::up("ah", 2) else { return };

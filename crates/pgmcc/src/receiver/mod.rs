@@ -377,17 +377,29 @@ impl Receiver {
         w.extend_to(s, now, &timers, &mut self.rng);
         w.set_trail(trail);
         let ins = w.insert(s, repr.payload, repr.options.fragment);
+        // Signed mode: a packet waiting unverified is acknowledged, and counts in the loss
+        // signal, only once its list verifies it (a forgery ahead of the source would
+        // otherwise carry the ACKs past the source's lead).
+        let held = matches!(ins, Insert::New) && w.is_unverified(s);
+        let nonce = repr.options.ack_proof.map(|p| p.value);
+        if held {
+            peer.fb.on_held(s, nonce);
+        } else if matches!(ins, Insert::New) {
+            peer.fb.on_packet(s, nonce);
+        }
         if matches!(ins, Insert::New) {
-            peer.fb
-                .on_packet(s, repr.options.ack_proof.map(|p| p.value));
             // A repair or late packet may complete a group whose parity is waiting.
             if let Some(r) = w.rebuild_if_ready(s) {
                 note_parity(r, &mut peer.fb, &mut self.stats);
             }
         }
+        let verified = w.take_verified();
+        if !verified.is_empty() {
+            peer.fb.on_verified(now, &verified);
+        }
         let mut report_gap = None;
         let mut lost_first = None;
-        if !rdata && sqn::gt(s, old_lead) {
+        if !rdata && !held && sqn::gt(s, old_lead) {
             // The loss signal in sequence space: 1 per gap, 0 for this packet (§3.2.2).
             let gap = sqn::distance(old_lead, s).saturating_sub(1);
             if gap > 0 {

@@ -149,7 +149,14 @@ pub(crate) struct Feedback {
     /// The loss rate above which this receiver's reports must reach the source, as the
     /// source last advertised it (OPT_REPORT_BAR).
     report_bar: Option<u16>,
+    /// Signed mode: packets received but not yet verified, with their nonces
+    /// ([`Feedback::on_held`]).
+    held: VecDeque<(u32, Option<u32>)>,
 }
+
+/// Unverified packets whose nonces a receiver keeps until their list verifies: two of the
+/// largest blocks (`signed::MAX_BLOCK`).
+const HELD: usize = 256;
 
 /// ACKs one hook call may queue (the receiver drains them after each call).
 const MAX_OUT: usize = 4;
@@ -163,6 +170,7 @@ impl Feedback {
             role: Role::Pgmcc,
             out: VecDeque::new(),
             report_bar: None,
+            held: VecDeque::new(),
         }
     }
 
@@ -186,6 +194,37 @@ impl Feedback {
     /// (OPT_ACK_PROOF) if it carried one.
     pub(crate) fn on_packet(&mut self, s: u32, nonce: Option<u32>) {
         self.report.on_packet(s, nonce);
+    }
+
+    /// Signed mode: data packet `s` arrived but waits unverified for its list. It is not
+    /// acknowledged yet: a forgery ahead of the source would carry the ACKs' RX_MAX past
+    /// the source's lead, and the source refuses ACKs for data it never sent. Its nonce is
+    /// kept for [`Feedback::on_verified`] (the latest [`HELD`] at most).
+    pub(crate) fn on_held(&mut self, s: u32, nonce: Option<u32>) {
+        if self.held.len() >= HELD {
+            self.held.pop_front();
+        }
+        self.held.push_back((s, nonce));
+    }
+
+    /// Signed mode: held packets `sqns` verified. They are acknowledged now, in one ACK
+    /// when this receiver is the acker (the ODATA that would have carried their ACKs came
+    /// while they waited).
+    pub(crate) fn on_verified(&mut self, now: Instant, sqns: &[u32]) {
+        let mut any = false;
+        for &s in sqns {
+            if let Some(i) = self.held.iter().position(|&(h, _)| h == s) {
+                if let Some((_, nonce)) = self.held.remove(i) {
+                    self.report.on_packet(s, nonce);
+                    any = true;
+                }
+            }
+        }
+        if any && self.acker.named() && matches!(self.role, Role::Pgmcc) {
+            if let Some(a) = self.report.ack(now) {
+                self.push(FeedbackAck::plain(a, true));
+            }
+        }
     }
 
     /// `n` sequence numbers were found missing at `now`.

@@ -13,6 +13,8 @@ use crate::time::{Duration, Instant};
 pub(crate) struct Acker {
     /// When this receiver answers the pending election request.
     election: Option<Instant>,
+    /// The latest ODATA named this receiver as acker.
+    named: bool,
 }
 
 impl Acker {
@@ -28,6 +30,7 @@ impl Acker {
         rng: &mut Rng,
         ack_bo_ivl: Duration,
     ) -> bool {
+        self.named = acker == nla;
         if acker == nla {
             self.election = None;
             due
@@ -41,6 +44,11 @@ impl Acker {
             self.election = None;
             false
         }
+    }
+
+    /// True when the latest ODATA named this receiver as acker.
+    pub(crate) fn named(&self) -> bool {
+        self.named
     }
 
     /// Drops a pending election answer (controllers that send no ACKs).

@@ -66,6 +66,8 @@ pub(crate) struct SignedWindow {
     counts: SignedCounts,
     /// The session's budget of failed signature checks ([`VERIFY_FAIL_RATE`]).
     fails: TokenBucket,
+    /// Packets that waited unverified and verified since the receiver last took them.
+    verified: Vec<u32>,
     /// The time of the last packet or timeout the window saw.
     pub(super) clock: Instant,
 }
@@ -81,6 +83,7 @@ impl SignedWindow {
             pending: Vec::new(),
             counts: SignedCounts::default(),
             fails: TokenBucket::new(Instant::ZERO, VERIFY_FAIL_BURST, VERIFY_FAIL_RATE),
+            verified: Vec::new(),
             clock: Instant::ZERO,
         }
     }
@@ -260,6 +263,27 @@ impl ReceiveWindow {
         refused
     }
 
+    /// Signed mode: whether `s` holds a packet waiting unverified for its list.
+    pub(crate) fn is_unverified(&self, s: u32) -> bool {
+        self.index(s).is_some_and(|i| {
+            matches!(
+                self.slots[i],
+                Slot::Have {
+                    check: Check::Unverified(_),
+                    ..
+                }
+            )
+        })
+    }
+
+    /// Signed mode: the packets that waited unverified and verified since the last call.
+    pub(crate) fn take_verified(&mut self) -> Vec<u32> {
+        self.signed
+            .as_mut()
+            .map(|s| std::mem::take(&mut s.verified))
+            .unwrap_or_default()
+    }
+
     /// Signed mode: the session's last sequence number, once its signed end verified.
     pub(crate) fn signed_end(&self) -> Option<u32> {
         self.signed.as_ref().and_then(|s| s.end)
@@ -325,6 +349,7 @@ impl ReceiveWindow {
             };
             if i < c {
                 if sw.digest(t, fragment, data) == list.digests[i as usize] {
+                    sw.verified.push(t);
                     if let Slot::Have { check, .. } = &mut self.slots[idx] {
                         *check = Check::Verified;
                     }
