@@ -59,7 +59,9 @@ pub const MAX_SKEW: std::time::Duration = std::time::Duration::from_secs(300);
 const MAX_CACHED: usize = 64;
 /// A receiver refuses a session whose first datagram it opens was sealed more than this
 /// before the receiver started ([`Sealer::refuse_sessions_before`]): a recording of a session
-/// that ran before it, played back. The slack covers clocks out of step by up to as much.
+/// that ran before it, played back. The slack covers clocks out of step by up to as much, and
+/// receivers started a little after the source. The default of the receiver's setting
+/// (`ReceiverOptions::start_slack`, `pgmcc recv --start-slack`).
 pub const START_SLACK: std::time::Duration = std::time::Duration::from_secs(30);
 /// Sessions a receiving [`Sealer`] remembers having judged by their start.
 const MAX_JUDGED: usize = 1024;
@@ -382,9 +384,9 @@ pub struct Sealer {
     counter: u64,
     scratch: Vec<u8>,
     stats: KeyedStats,
-    /// A receiver's start (Unix ms): sessions first heard sealed before it, less the slack,
-    /// are refused. `None`: every session is taken.
-    since: Option<u64>,
+    /// A receiver's start and the slack (Unix ms, ms): sessions first heard sealed before
+    /// the start, less the slack, are refused. `None`: every session is taken.
+    since: Option<(u64, u64)>,
     /// Sessions judged by their start: whether each was taken.
     judged: HashMap<Tsi, bool>,
 }
@@ -430,7 +432,15 @@ impl Sealer {
     /// session played back within [`MAX_SKEW`] is not taken for the current one. A session
     /// joined late is sealed now, whenever it began, and is taken.
     pub fn refuse_sessions_before(&mut self, unix_ms: u64) {
-        self.since = Some(unix_ms);
+        self.refuse_sessions_before_with_slack(unix_ms, START_SLACK);
+    }
+
+    /// [`Sealer::refuse_sessions_before`] with a slack of `slack` instead of [`START_SLACK`]:
+    /// longer takes sessions that began longer before the receiver started, shorter narrows
+    /// the window in which a recording played back passes for the current session.
+    pub fn refuse_sessions_before_with_slack(&mut self, unix_ms: u64, slack: std::time::Duration) {
+        let slack_ms = u64::try_from(slack.as_millis()).unwrap_or(u64::MAX);
+        self.since = Some((unix_ms, slack_ms));
     }
 
     /// The group key's id.
@@ -578,8 +588,7 @@ impl Sealer {
         if inner_tsi(&self.scratch, expected) != Some(tsi) {
             return Err(OpenError::Mismatch);
         }
-        if let Some(since) = self.since {
-            let slack = START_SLACK.as_millis() as u64;
+        if let Some((since, slack)) = self.since {
             let taken = match self.judged.get(&tsi) {
                 Some(&taken) => taken,
                 None => {
@@ -628,8 +637,19 @@ pub(crate) struct Envelope {
 }
 
 impl Envelope {
-    /// Keyed with `key` for an endpoint sending in direction `sends`, or plain.
+    /// Keyed with `key` for an endpoint sending in direction `sends`, or plain. A receiver
+    /// refuses sessions that began more than [`START_SLACK`] before now.
     pub(crate) fn new(key: Option<Key>, sends: Direction) -> Result<Envelope, crate::Error> {
+        Envelope::with_start_slack(key, sends, START_SLACK)
+    }
+
+    /// [`Envelope::new`], a receiver refusing sessions that began more than `start_slack`
+    /// before now.
+    pub(crate) fn with_start_slack(
+        key: Option<Key>,
+        sends: Direction,
+        start_slack: std::time::Duration,
+    ) -> Result<Envelope, crate::Error> {
         let mut sealer = key
             .map(|k| Sealer::new(k, sends))
             .transpose()
@@ -639,7 +659,7 @@ impl Envelope {
             })?;
         if let (Some(s), Direction::Up) = (sealer.as_mut(), sends) {
             // A receiver: no session recorded before it started is taken for a current one.
-            s.refuse_sessions_before(unix_ms());
+            s.refuse_sessions_before_with_slack(unix_ms(), start_slack);
         }
         Ok(Envelope {
             sealer,
@@ -847,6 +867,24 @@ mod tests {
         src.seal(started - slack + 1, &odata(tsi(2), 500), &mut out)
             .unwrap();
         assert!(rcv.open(started + 3, &out).is_ok());
+    }
+
+    #[test]
+    fn the_start_slack_is_the_receivers_setting() {
+        let (mut src, mut rcv) = pair([7; 32]);
+        let started = NOW + 10_000;
+        rcv.refuse_sessions_before_with_slack(started, std::time::Duration::from_secs(2));
+        let mut out = Vec::new();
+        // Sealed 2.001 s before the receiver started: refused with a 2 s slack.
+        src.seal(started - 2_001, &odata(tsi(1), 1), &mut out)
+            .unwrap();
+        assert_eq!(
+            rcv.open(started + 1, &out).unwrap_err(),
+            OpenError::BeforeStart
+        );
+        src.seal(started - 2_000, &odata(tsi(2), 1), &mut out)
+            .unwrap();
+        assert!(rcv.open(started + 1, &out).is_ok());
     }
 
     #[test]

@@ -15,7 +15,7 @@ use crate::clock::{entropy, Clock};
 use crate::driver::{drive, Role};
 use crate::error::Error;
 use crate::faults::FaultInjector;
-use crate::keyed::{Direction, Envelope, Key, KeyedStats};
+use crate::keyed::{Direction, Envelope, Key, KeyedStats, START_SLACK};
 use crate::signing::TrustedKey;
 use crate::socket::{self, Encapsulation, Interface, SocketSetup};
 use crate::wire::{FaultOn, Wire};
@@ -58,6 +58,13 @@ pub struct ReceiverOptions {
     /// unverified is delivered, forged packets are NAKed again, and a session ends only at
     /// its signed end. Default none.
     pub trust: Option<TrustedKey>,
+    /// Keyed and signed modes: how long before this receiver started a session may have
+    /// begun (its first sealed datagram, or its first signed list) and still be taken.
+    /// Longer takes receivers started well after the source; shorter narrows the window in
+    /// which a recording of an earlier session, played back, passes for the current one.
+    /// Sessions joined late are not affected: their packets are sealed or signed now.
+    /// Default [`START_SLACK`] (30 s).
+    pub start_slack: Duration,
     /// PGM network elements (routers) this receiver may send NAKs to when an SPM names one
     /// as its path. Default none: NAKs and poll replies go to the source's address, whatever
     /// an SPM says, so a spoofed SPM cannot aim them at a third host.
@@ -76,6 +83,7 @@ setters!(ReceiverOptions {
     session: Option<pgm_wire::Tsi>,
     key: Option<Key>,
     trust: Option<TrustedKey>,
+    start_slack: Duration,
     network_elements: Vec<IpAddr>,
 });
 
@@ -96,6 +104,7 @@ impl ReceiverOptions {
             session: None,
             key: None,
             trust: None,
+            start_slack: START_SLACK,
             network_elements: Vec::new(),
         }
     }
@@ -199,8 +208,11 @@ impl Receiver {
         config.source = opts.source.map(IpAddr::V4);
         config.session = opts.session;
         config.network_elements = opts.network_elements.clone();
-        config.verifier = opts.trust.as_ref().map(TrustedKey::verifier);
-        let envelope = Envelope::new(opts.key, Direction::Up)?;
+        config.verifier = opts
+            .trust
+            .as_ref()
+            .map(|k| k.verifier_with_slack(opts.start_slack));
+        let envelope = Envelope::with_start_slack(opts.key, Direction::Up, opts.start_slack)?;
         let clock = Clock::new();
         let core = pgmcc::Receiver::new(config, clock.now());
         let (event_tx, event_rx) = mpsc::channel(1024);

@@ -33,13 +33,14 @@ const MAKE: &str = "`pgmcc keygen --sign FILE`";
 struct WallClock<K>(K);
 
 /// A receiver's key and clock: it follows only sessions whose first list it verifies is
-/// within [`MAX_SKEW`] of its own clock and signed no more than [`START_SLACK`] before it
-/// started (`since`, Unix milliseconds). A session joined late is signed now, whenever it
-/// began, and is followed.
+/// within [`MAX_SKEW`] of its own clock and signed no more than `slack` ([`START_SLACK`]
+/// unless set) before it started (`since`, Unix milliseconds). A session joined late is
+/// signed now, whenever it began, and is followed.
 #[derive(Debug)]
 struct Trusting {
     key: VerifyingKey,
     since: u64,
+    slack: std::time::Duration,
 }
 
 fn unix_ms_now() -> u64 {
@@ -69,7 +70,7 @@ impl Trusting {
         let ms = |d: std::time::Duration| u64::try_from(d.as_millis()).unwrap_or(u64::MAX);
         if unix_ms.abs_diff(now) > ms(MAX_SKEW) {
             Freshness::Skewed
-        } else if unix_ms.saturating_add(ms(START_SLACK)) < self.since {
+        } else if unix_ms.saturating_add(ms(self.slack)) < self.since {
             Freshness::BeforeStart
         } else {
             Freshness::Fresh
@@ -197,9 +198,18 @@ impl TrustedKey {
     /// refuse sessions whose first list was signed more than [`MAX_SKEW`] from now or more
     /// than [`START_SLACK`] before now (replays).
     pub fn verifier(&self) -> Arc<dyn Verifier> {
+        self.verifier_with_slack(START_SLACK)
+    }
+
+    /// [`TrustedKey::verifier`] refusing sessions whose first list was signed more than
+    /// `start_slack` (instead of [`START_SLACK`]) before now: longer follows sessions that
+    /// began longer before the receiver started, shorter narrows the window in which a
+    /// recording played back passes for the current session.
+    pub fn verifier_with_slack(&self, start_slack: std::time::Duration) -> Arc<dyn Verifier> {
         Arc::new(Trusting {
             key: *self.key,
             since: unix_ms_now(),
+            slack: start_slack,
         })
     }
 
@@ -297,6 +307,7 @@ mod tests {
         let t = Trusting {
             key: key.key.verifying_key(),
             since: started,
+            slack: START_SLACK,
         };
         let slack = START_SLACK.as_millis() as u64;
         let later = started + 3_600_000;
@@ -315,6 +326,25 @@ mod tests {
         assert_eq!(t.judge(later - 500, later), Freshness::Fresh);
         // Skew first: out of step by more than MAX_SKEW is never followed.
         assert_eq!(t.judge(later - 400_000, later), Freshness::Skewed);
+    }
+
+    #[test]
+    fn the_start_slack_is_the_receivers_setting() {
+        let key = SourceKey::from_bytes([3; 32]);
+        let started = 1_800_000_000_000;
+        let t = Trusting {
+            key: key.key.verifying_key(),
+            since: started,
+            slack: std::time::Duration::from_secs(2),
+        };
+        assert_eq!(t.judge(started - 2_001, started), Freshness::BeforeStart);
+        assert_eq!(t.judge(started - 2_000, started), Freshness::Fresh);
+        let long = Trusting {
+            slack: std::time::Duration::from_secs(600),
+            ..t
+        };
+        // Older than the default slack, taken with a longer one (the skew still applies).
+        assert_eq!(long.judge(started - 120_000, started), Freshness::Fresh);
     }
 
     #[test]
