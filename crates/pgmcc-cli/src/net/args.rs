@@ -166,9 +166,23 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     netsim::units::duration(s)
 }
 
+/// A duration for messages, in seconds: "30 s", "2.5 s".
+pub(crate) fn secs(d: Duration) -> String {
+    let s = d.as_secs_f64();
+    if s.fract() == 0.0 {
+        format!("{s:.0} s")
+    } else {
+        format!("{s} s")
+    }
+}
+
 /// What refused datagrams suggest, for the user: a key mismatch, clocks out of step, a peer
 /// keyed when we are not, or the reverse. Empty when nothing was refused.
-pub(super) fn key_hints(keyed: Option<&KeyedStats>, sealed_without_key: u64) -> Vec<String> {
+pub(super) fn key_hints(
+    keyed: Option<&KeyedStats>,
+    sealed_without_key: u64,
+    start_slack: Duration,
+) -> Vec<String> {
     let mut hints = Vec::new();
     if sealed_without_key > 0 {
         hints.push(format!(
@@ -196,9 +210,9 @@ pub(super) fn key_hints(keyed: Option<&KeyedStats>, sealed_without_key: u64) -> 
     }
     if k.before_start > 0 {
         hints.push(format!(
-            "{} authentic datagrams of sessions sealed more than {} s before this receiver started were dropped: a recording of an earlier session played back (or clocks that far out of step)",
+            "{} authentic datagrams of sessions sealed more than {} before this receiver started (--start-slack) were dropped: a recording of an earlier session played back (or clocks that far out of step)",
             k.before_start,
-            pgmcc_net::keyed::START_SLACK.as_secs()
+            secs(start_slack)
         ));
     }
     if k.not_sealed > 0 && k.opened == 0 {

@@ -408,7 +408,11 @@ async fn run_passes(
         report.status.heard = transfer.heard().to_vec();
     }
     let st = &report.status;
-    for hint in key_hints(st.keyed.as_ref(), st.sealed_without_key) {
+    for hint in key_hints(
+        st.keyed.as_ref(),
+        st.sealed_without_key,
+        pgmcc_net::keyed::START_SLACK,
+    ) {
         eprintln!("pgmcc send: warning: {hint}");
     }
     if let Some(path) = &args.net.stats {

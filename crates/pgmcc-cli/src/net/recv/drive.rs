@@ -425,7 +425,8 @@ fn finish(
 /// What the receiver's counters say went wrong around the transfer: keys, spoofed or
 /// forged packets.
 fn warnings(args: &RecvArgs, plan: &Plan, status: &pgmcc_net::ReceiverStatus) {
-    for hint in key_hints(status.keyed.as_ref(), status.sealed_without_key) {
+    let slack = plan.opts.start_slack;
+    for hint in key_hints(status.keyed.as_ref(), status.sealed_without_key, slack) {
         eprintln!("pgmcc recv: warning: {hint}");
     }
     let st = &status.stats;
@@ -452,7 +453,7 @@ fn warnings(args: &RecvArgs, plan: &Plan, status: &pgmcc_net::ReceiverStatus) {
         );
     }
     if plan.signer.is_some() {
-        for hint in signed_hints(&st.signed, st.odata_packets + st.rdata_packets) {
+        for hint in signed_hints(&st.signed, st.odata_packets + st.rdata_packets, slack) {
             eprintln!("pgmcc recv: warning: {hint}");
         }
     }

@@ -96,6 +96,13 @@ pub(crate) struct RecvArgs {
     /// every byte was verified, up to the source's signed end.
     #[arg(long, value_name = "FILE")]
     trust: Option<PathBuf>,
+    /// With --key or --trust: how long before this receiver started a session may have
+    /// begun and still be taken. Longer accepts receivers started well after the sender;
+    /// shorter narrows the window in which a recording of an earlier session, played back,
+    /// passes for the current one. Sessions joined late are not affected: their packets are
+    /// sealed or signed now.
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
+    start_slack: Duration,
     /// The SHA-256 the whole stream must have (64 hex digits, from a source you trust): a
     /// transfer whose bytes hash otherwise fails and leaves no file. Without it the hash the
     /// source announces with its end is checked, when it sends one.
@@ -157,6 +164,7 @@ impl RecvArgs {
             .map(|a| std::net::IpAddr::V4(*a))
             .collect();
         opts.key = self.net.key()?;
+        opts.start_slack = self.start_slack;
         if self.daemon && self.net.stats.is_some() {
             anyhow::bail!("--stats is not written with --daemon: it reports one transfer; the daemon logs one line per transfer to standard error");
         }

@@ -127,13 +127,17 @@ pub(super) fn written(
 
 /// What signed mode's counters say, for the user: forgeries refused, or a source that does
 /// not sign with the trusted key. Empty when nothing went wrong.
-pub(super) fn signed_hints(c: &pgmcc::signed::SignedCounts, data_packets: u64) -> Vec<String> {
+pub(super) fn signed_hints(
+    c: &pgmcc::signed::SignedCounts,
+    data_packets: u64,
+    start_slack: std::time::Duration,
+) -> Vec<String> {
     let mut hints = Vec::new();
     if c.stale > 0 {
         hints.push(format!("{} lists signed by the --trust key were refused because the session they start was signed more than {} s from this host's clock: a replay of an earlier session, or clocks out of step", c.stale, pgmcc_net::keyed::MAX_SKEW.as_secs()));
     }
     if c.before_start > 0 {
-        hints.push(format!("{} lists signed by the --trust key were refused because the session they start was signed more than {} s before this receiver started: a recording of an earlier session played back (start receivers before or with the sender)", c.before_start, pgmcc_net::keyed::START_SLACK.as_secs()));
+        hints.push(format!("{} lists signed by the --trust key were refused because the session they start was signed more than {} before this receiver started (--start-slack): a recording of an earlier session played back (start receivers before or with the sender, or give a longer --start-slack)", c.before_start, crate::net::args::secs(start_slack)));
     }
     if c.unchecked > 0 {
         hints.push(format!("{} list-shaped packets were dropped unchecked: more than {} signature checks a second failed in one session, so someone on the network is flooding it with forged lists", c.unchecked, pgmcc::signed::VERIFY_FAIL_RATE));
