@@ -107,13 +107,18 @@ fn recv(lab: &Lab, node: &str, dir: &Path, extra: &[&str]) -> Rx {
 
 /// [`recv`] giving up after `idle` without a word from the source.
 fn recv_idle(lab: &Lab, node: &str, dir: &Path, extra: &[&str], idle: &str) -> Rx {
+    recv_timeouts(lab, node, dir, extra, idle, "30s")
+}
+
+/// [`recv_idle`] giving up, too, when no session started `join` after it joined.
+fn recv_timeouts(lab: &Lab, node: &str, dir: &Path, extra: &[&str], idle: &str, join: &str) -> Rx {
     let out = dir.join(format!("{node}.bin"));
     let stats = dir.join(format!("{node}.json"));
     let child = lab
         .cmd(node)
         .arg(pgmcc())
         .args(["recv", "--group", GROUP, "-q", "--idle-timeout", idle])
-        .args(["--join-timeout", "30s", "--stats"])
+        .args(["--join-timeout", join, "--stats"])
         .arg(&stats)
         .arg("--out")
         .arg(&out)
@@ -1829,6 +1834,228 @@ fn lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bound
 /// (measured 4.5-4.7x): a guard against worse, since plain mode cannot bound it.
 const SNIFFER_BOUND: f64 = 6.5;
 
+/// How long before a replay's victims started the session they are played may have begun
+/// (`pgmcc recv --start-slack`) in
+/// [`lab_a_recorded_session_played_back_after_recv_started_is_refused`].
+const REPLAY_SLACK: &str = "2s";
+/// ...and how long after the recording began they start: a second past the slack.
+const REPLAY_VICTIMS_AFTER: f64 = 3.0;
+
+/// What [`replay_run`] measured in one mode.
+struct Replayed {
+    /// The victims' start less the first recorded datagram's arrival, seconds.
+    gap: f64,
+    a: Value,
+    /// The victims: without --source, and with it.
+    plain: RxEnd,
+    bound: RxEnd,
+}
+
+/// Issue 57 item 5: a keyed or signed session recorded off the wire and played back, within
+/// the clocks' 5 minutes, to receivers started after it. In each mode, in one lab: a real
+/// 1.5 MB transfer to two receivers (`--start-slack 2s`, one with `--source`: the positive
+/// control, started before the sender) while the attacker (r3) records every datagram the
+/// source sends to the group; then, 3 s after the recording began and once the sender has
+/// exited, two new receivers with the same flags in the same nodes, and the attacker plays
+/// the recording to the group byte for byte from the source's address and port (raw socket,
+/// IP_HDRINCL). Neither may take it for a current session.
+#[test]
+fn lab_a_recorded_session_played_back_after_recv_started_is_refused() {
+    let _serial = lock();
+    let Some(lab) = Lab::up("ai", 3) else { return };
+    let keyed = replay_run(&lab, false);
+    let signed = replay_run(&lab, true);
+    for (mode, m) in [("keyed", &keyed), ("signed", &signed)] {
+        let a = &m.a;
+        assert!(
+            m.gap > REPLAY_VICTIMS_AFTER - 0.1,
+            "{mode}: the victims started {:.2} s after the recording began",
+            m.gap
+        );
+        // The replay happened, all of it: the whole file's worth and more, from the source.
+        assert_eq!(n(a, "too_large"), 0, "{mode}: {a}");
+        assert_eq!(
+            n(a, "sent"),
+            n(a, "recorded"),
+            "{mode}: replay cut short: {a}"
+        );
+        assert!(
+            n(a, "sent_bytes") >= 1_500_000,
+            "{mode}: replay too small: {a}"
+        );
+        for (who, r) in [("recv", &m.plain), ("recv --source", &m.bound)] {
+            let what = format!("{mode}, {who}: {}", r.stderr);
+            assert_ne!(r.code, Some(0), "{what}");
+            assert_ne!(r.stats["outcome"], "complete", "{what}");
+            assert_eq!(r.sha, None, "{what}: wrote the replayed file");
+            let refused = if mode == "keyed" {
+                n(&r.stats["status"]["keyed"], "before_start")
+            } else {
+                n(&r.stats["status"]["stats"]["signed"], "before_start")
+            };
+            assert!(refused > 0, "{what}: {}", r.stats["status"]);
+            assert!(
+                r.stderr
+                    .contains("a recording of an earlier session played back")
+                    && r.stderr.contains("2 s before this receiver started"),
+                "{what}"
+            );
+        }
+    }
+    assert_eq!(n(&keyed.plain.stats["status"]["keyed"], "opened"), 0);
+    assert_eq!(n(&keyed.bound.stats["status"]["keyed"], "opened"), 0);
+    for r in [&signed.plain, &signed.bound] {
+        assert_eq!(
+            n(&r.stats["status"]["stats"]["signed"], "lists"),
+            0,
+            "{}",
+            r.stats
+        );
+    }
+}
+
+/// One mode of [`lab_a_recorded_session_played_back_after_recv_started_is_refused`]: the
+/// recorded transfer and its positive control, then the replay.
+fn replay_run(lab: &Lab, signed: bool) -> Replayed {
+    let mode = if signed { "signed" } else { "keyed" };
+    let dir = tempfile::tempdir().unwrap();
+    let (secret, public) = signing_key(dir.path());
+    let group_key = dir.path().join("group.key");
+    let made = Command::new(pgmcc())
+        .arg("keygen")
+        .arg(&group_key)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    let (secret, public, group_key) = (
+        secret.to_str().unwrap(),
+        public.to_str().unwrap(),
+        group_key.to_str().unwrap(),
+    );
+    let (rx_flags, tx_flags) = if signed {
+        (vec!["--trust", public], vec!["--sign", secret])
+    } else {
+        (vec!["--key", group_key], vec!["--key", group_key])
+    };
+    let source = SOURCE.to_string();
+    let mut bound_flags = rx_flags.clone();
+    bound_flags.extend(["--start-slack", REPLAY_SLACK]);
+    let plain_flags = bound_flags.clone();
+    bound_flags.extend(["--source", &source]);
+    let (input, want) = random_file(dir.path(), 1_500_000);
+    let (honest, victims) = (dir.path().join("honest"), dir.path().join("victims"));
+    std::fs::create_dir(&honest).unwrap();
+    std::fs::create_dir(&victims).unwrap();
+    let (go, heard) = (dir.path().join("go"), dir.path().join("heard"));
+    let evil = Evil::start(
+        lab,
+        "r3",
+        dir.path(),
+        json!({"mode": "replay", "spoof": true, "go": go, "heard": heard}),
+    );
+    // The positive control: the same flags, started before the sender.
+    let rx1 = recv(lab, "r1", &honest, &plain_flags);
+    let rx2 = recv(lab, "r2", &honest, &bound_flags);
+    std::thread::sleep(Duration::from_millis(300));
+    let stats = dir.path().join("send.json");
+    let (code, err, _s) = sender_done(send(lab, &input, &stats, &tx_flags), &stats);
+    assert_eq!(code, Some(0), "{mode} sender: {err}");
+    rx1.wait(Duration::from_secs(10))
+        .assert_complete(&want, &format!("{mode}, r1 started before the sender"));
+    rx2.wait(Duration::from_secs(10)).assert_complete(
+        &want,
+        &format!("{mode}, r2 (--source) started before the sender"),
+    );
+    // The victims start a second past the slack after the first datagram was recorded.
+    let began: f64 = std::fs::read_to_string(&heard)
+        .unwrap_or_else(|e| panic!("{mode}: the attacker recorded nothing: {e}"))
+        .trim()
+        .parse()
+        .unwrap();
+    let wait = began + REPLAY_VICTIMS_AFTER - unix_now();
+    if wait > 0.0 {
+        std::thread::sleep(Duration::from_secs_f64(wait));
+    }
+    let gap = unix_now() - began;
+    // Short timeouts: a keyed victim never opens a session (it gives up at the join
+    // timeout), a signed one hears data but no session it can verify (the idle timeout).
+    let v1 = recv_timeouts(lab, "r1", &victims, &plain_flags, "1s", "1500ms");
+    let v2 = recv_timeouts(lab, "r2", &victims, &bound_flags, "1s", "1500ms");
+    let joined = Instant::now();
+    while !(in_group(lab, "r1") && in_group(lab, "r2")) {
+        assert!(
+            joined.elapsed() < Duration::from_secs(5),
+            "{mode}: victims never joined"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::fs::write(&go, b"").unwrap();
+    let plain = v1.wait(Duration::from_secs(15));
+    let bound = v2.wait(Duration::from_secs(15));
+    let a = evil.finish();
+    eprintln!(
+        "{mode} replay: {}\n{mode} replay: recorded {} datagrams ({} B, {} sealed) from {}:{}, victims started {gap:.2} s after the first; replayed {} ({} B) in {:.2} s; recv: exit {:?}, {}, {}; recv --source: exit {:?}, {}, {}",
+        plain
+            .stderr
+            .lines()
+            .find(|l| l.contains("played back"))
+            .unwrap_or("(no hint)"),
+        n(&a, "recorded"),
+        n(&a, "recorded_bytes"),
+        n(&a, "recorded_sealed"),
+        SOURCE,
+        a["source_port"],
+        n(&a, "sent"),
+        n(&a, "sent_bytes"),
+        a["last_send_secs"].as_f64().unwrap_or(0.0) - a["first_send_secs"].as_f64().unwrap_or(0.0),
+        plain.code,
+        refusals(&plain, signed),
+        plain.stats["detail"],
+        bound.code,
+        refusals(&bound, signed),
+        bound.stats["detail"],
+    );
+    Replayed {
+        gap,
+        a,
+        plain,
+        bound,
+    }
+}
+
+/// Whether a socket in lab node `node` has joined the group ([`GROUP_ADDR`] in
+/// /proc/net/igmp, which is per network namespace): from then on what is sent to the group
+/// waits in its buffer.
+fn in_group(lab: &Lab, node: &str) -> bool {
+    let out = lab
+        .cmd(node)
+        .args(["cat", "/proc/net/igmp"])
+        .output()
+        .unwrap();
+    let group = format!("{:08X}", u32::from_le_bytes(GROUP_ADDR.octets()));
+    String::from_utf8_lossy(&out.stdout).contains(&group)
+}
+
+/// A replay victim's refusal counters, for the log.
+fn refusals(r: &RxEnd, signed: bool) -> String {
+    if signed {
+        let s = &r.stats["status"]["stats"]["signed"];
+        format!(
+            "signed lists {}, before_start {}, forged {}, data packets {}",
+            s["lists"],
+            s["before_start"],
+            s["forged"],
+            r.stat("odata_packets")
+        )
+    } else {
+        let k = &r.stats["status"]["keyed"];
+        format!(
+            "keyed opened {}, before_start {}",
+            k["opened"], k["before_start"]
+        )
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The attacker process.
 
@@ -1892,6 +2119,7 @@ fn run_attacker(spec: &Value) {
         "sniffer" => attack_liar(&mut a),
         "replay_reports" => attack_replay_reports(&mut a),
         "list_flood" => attack_list_flood(&mut a),
+        "replay" => attack_replay(&mut a),
         m => panic!("unknown attack {m}"),
     }
     a.write_report();
@@ -3070,4 +3298,59 @@ fn udp_of(p: &[u8]) -> Option<(SocketAddrV4, SocketAddrV4, &[u8])> {
         SocketAddrV4::new(addr(16), be(2)),
         &u[8..end],
     ))
+}
+
+/// A session recorded and played back ([`lab_a_recorded_session_played_back_after_recv_started_is_refused`]):
+/// records every datagram the source sends to the group, as any host on the segment hears
+/// them (its address and port, the UDP payload: sealed or signed, whole), writing the Unix
+/// time of the first to `heard`; once the file `go` exists, plays them all back to the group
+/// in order, byte for byte, from the address and port each came from (raw socket,
+/// IP_HDRINCL), about 10,000 a second. Bounded by [`MAX_PACKETS`] and [`MAX_SECS`], recording
+/// included.
+fn attack_replay(a: &mut Attacker) {
+    let go = PathBuf::from(a.spec["go"].as_str().unwrap());
+    let heard = PathBuf::from(a.spec["heard"].as_str().unwrap());
+    let mut recorded: Vec<(SocketAddrV4, Vec<u8>)> = Vec::new();
+    let mut buf = vec![0u8; 65536];
+    while !go.exists() && !a.done() {
+        loop {
+            match a.listen.recv_from(&mut buf) {
+                Ok((len, SocketAddr::V4(from))) if *from.ip() == SOURCE => {
+                    if recorded.is_empty() {
+                        std::fs::write(&heard, unix_now().to_string()).unwrap();
+                    }
+                    recorded.push((from, buf[..len].to_vec()));
+                }
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("recording: {e}"),
+            }
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    let sealed = recorded
+        .iter()
+        .filter(|(_, d)| d.starts_with(&pgmcc_net::keyed::MAGIC))
+        .count();
+    a.note("recorded", recorded.len());
+    a.note("recorded_sealed", sealed);
+    a.note(
+        "recorded_bytes",
+        recorded.iter().map(|(_, d)| d.len()).sum::<usize>(),
+    );
+    a.note("source_port", recorded.first().map_or(0, |(f, _)| f.port()));
+    let group = SocketAddrV4::new(GROUP_ADDR, MCAST_PORT);
+    let mut too_large = 0u64;
+    for (from, d) in &recorded {
+        // Unfragmented only (the raw packet says don't fragment): 1,500 bytes of IP.
+        if d.len() + 28 > 1500 {
+            too_large += 1;
+            continue;
+        }
+        if !a.send_as("replayed", d, group, Some(*from)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    a.note("too_large", too_large);
 }
