@@ -1743,8 +1743,10 @@ fn lab_a_sealed_report_replayed_from_another_receivers_address_is_refused() {
 /// on the wire; sniffed 4.48-4.96 Mbit/s, 5.01-5.15x the file, r1's link dropping ~5,500
 /// packets, r1's file intact every time. The test asserts what plain mode does guarantee: the
 /// name is discredited, r1 still gets every byte, and the bytes on the wire stay below
-/// [`SNIFFER_BOUND`] times the control's (a guard against this getting worse, not a claim
-/// that plain mode bounds it). Keyed mode prevents the attack: a keyless host cannot seal an
+/// [`SNIFFER_BOUND`] times the file (a guard against this getting worse, not a claim that
+/// plain mode bounds it). The control ran once per run while measuring; it is not rerun
+/// here (an honest lossy acker is never discredited:
+/// `honest_ackers_prove_receipt_through_a_lossy_transfer`). Keyed mode prevents the attack: a keyless host cannot seal an
 /// ACK ([`lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries`]).
 #[test]
 fn lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bounded() {
@@ -1761,9 +1763,9 @@ fn lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bound
     let (input, want) = random_file(dir.path(), 2_000_000);
     let honest = node_addr("r1").to_string();
     let sniffer = json!({"mode": "sniffer", "spoof": true, "as": honest, "claim": 0});
-    let control = hijack_run(&lab, &input, "pgmcc", "20s", "6s", None);
     let sniffed = hijack_run(&lab, &input, "pgmcc", "20s", "6s", Some(sniffer));
-    for (what, h) in [("control", &control), ("sniffed", &sniffed)] {
+    {
+        let (what, h) = ("sniffed", &sniffed);
         eprintln!(
             "sniffer in the acker's name, {what}: source {:.2} Mbit/s ({:.2} s), {} B sent in all ({:.2}x the file) over {:.1} s, {} RDATA ({} B), {} NAKs for {} sqns, budget waits {}, odata held {}, window at the end {}, send exit {:?}; acker at the end {}, ackers_discredited {}, acks unproven {}, ACK proofs failed {}, cc acks {} ignored {} loss events {} stalls {}; sniffer: named acker on {} ODATA, sent {} ACKs and {} election answers, {} unprovable, {} ODATA lost on its path; r1: exit {:?}, {}, {} repairs, {} NAKs; its link sent {} packets and dropped {}",
             h.mbit,
@@ -1807,7 +1809,6 @@ fn lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bound
         h.r.assert_complete(&want, what);
         assert_eq!(sstat(&h.s, "acks_proof_failed"), 0, "{what}: {}", h.s);
     }
-    assert_eq!(sstat(&control.s, "ackers_discredited"), 0, "{}", control.s);
     // The attack was staged as intended: the sniffer ACKed in r1's name, every ACK with a
     // valid proof, and lost nothing on its path.
     assert!(n(&sniffed.a["kinds"], "ack") >= 100, "{}", sniffed.a);
@@ -1819,20 +1820,18 @@ fn lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bound
         sniffed.s
     );
     // ...which plain mode cannot turn into a rate bound: the guard against worse.
-    let (bytes, bytes0) = (
-        sstat(&sniffed.s, "bytes_sent"),
-        sstat(&control.s, "bytes_sent"),
-    );
+    let bytes = sstat(&sniffed.s, "bytes_sent");
     assert!(
-        bytes as f64 <= SNIFFER_BOUND * bytes0 as f64,
-        "the source sent {bytes} B, the control {bytes0} B"
+        bytes as f64 <= SNIFFER_BOUND * 2e6,
+        "the source sent {bytes} B for a 2 MB file"
     );
 }
 
-/// How many times the control's bytes the source may put on the wire with the sniffer in
+/// How many times the file's bytes the source may put on the wire with the sniffer in
 /// [`lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bounded`]
-/// (measured 4.5-4.7x): a guard against worse, since plain mode cannot bound it.
-const SNIFFER_BOUND: f64 = 6.5;
+/// (measured 5.0-5.2x; 1.09-1.12x without the sniffer): a guard against worse, since plain
+/// mode cannot bound it.
+const SNIFFER_BOUND: f64 = 7.0;
 
 /// How long before a replay's victims started the session they are played may have begun
 /// (`pgmcc recv --start-slack`) in

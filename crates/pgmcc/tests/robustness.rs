@@ -1551,6 +1551,7 @@ fn honest_ackers_prove_receipt_through_a_lossy_transfer() {
         st.acks_received
     );
     assert_eq!((st.acks_proof_failed, st.acks_unproven), (0, 0), "{st:?}");
+    assert_eq!(st.ackers_discredited, 0, "{st:?}");
     let cc = lab.sender.cc_stats();
     assert_eq!(
         cc.acks + cc.acks_ignored,
