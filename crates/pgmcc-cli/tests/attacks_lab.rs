@@ -1531,10 +1531,10 @@ fn hijack_run(
 /// the check still discredits the liar, because what makes it the slowest receiver is the
 /// loss it claims: once that counts as what its ACKs show (none), its throughput reads
 /// unbounded whatever its round trip, and the honest receiver's next report wins.
-#[test]
-fn lab_a_receiver_lying_about_its_loss_cannot_clock_the_source() {
-    let _serial = lock();
-    let Some(lab) = Lab::up("ae", 2) else { return };
+/// A 2-receiver lab whose r1, the honest receiver, sits behind a slow link of its own
+/// ([`HONEST_TBF`] on its bridge port); `None` without root.
+fn honest_behind_a_slow_link(name: &str) -> Option<Lab> {
+    let lab = Lab::up(name, 2)?;
     let st = lab
         .cmd("sw")
         .args(["tc", "qdisc", "add", "dev", "r1", "root", "tbf"])
@@ -1542,6 +1542,15 @@ fn lab_a_receiver_lying_about_its_loss_cannot_clock_the_source() {
         .status()
         .unwrap();
     assert!(st.success(), "shaping the honest receiver's link");
+    Some(lab)
+}
+
+#[test]
+fn lab_a_receiver_lying_about_its_loss_cannot_clock_the_source() {
+    let _serial = lock();
+    let Some(lab) = honest_behind_a_slow_link("ae") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 2_000_000);
     let liar = node_addr("r2").to_string();
@@ -1746,19 +1755,15 @@ fn lab_a_sealed_report_replayed_from_another_receivers_address_is_refused() {
 /// [`SNIFFER_BOUND`] times the file (a guard against this getting worse, not a claim that
 /// plain mode bounds it). The control ran once per run while measuring; it is not rerun
 /// here (an honest lossy acker is never discredited:
-/// `honest_ackers_prove_receipt_through_a_lossy_transfer`). Keyed mode prevents the attack: a keyless host cannot seal an
-/// ACK ([`lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries`]).
+/// `honest_ackers_prove_receipt_through_a_lossy_transfer`). Keyed mode prevents the attack:
+/// a keyless host cannot seal an ACK
+/// ([`lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries`]).
 #[test]
 fn lab_a_sniffer_proving_receipt_in_the_ackers_name_is_discredited_but_not_bounded() {
     let _serial = lock();
-    let Some(lab) = Lab::up("ag", 2) else { return };
-    let st = lab
-        .cmd("sw")
-        .args(["tc", "qdisc", "add", "dev", "r1", "root", "tbf"])
-        .args(HONEST_TBF)
-        .status()
-        .unwrap();
-    assert!(st.success(), "shaping the honest receiver's link");
+    let Some(lab) = honest_behind_a_slow_link("ag") else {
+        return;
+    };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 2_000_000);
     let honest = node_addr("r1").to_string();
