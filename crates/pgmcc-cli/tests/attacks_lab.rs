@@ -1904,6 +1904,16 @@ fn lab_a_recorded_session_played_back_after_recv_started_is_refused() {
                     && r.stderr.contains("2 s before this receiver started"),
                 "{what}"
             );
+            // The error itself names the refusal, not only the warning before it.
+            let error = r
+                .stderr
+                .lines()
+                .find(|l| l.contains("error:"))
+                .unwrap_or("");
+            assert!(
+                error.contains("refused as recordings played back"),
+                "{what}"
+            );
         }
     }
     assert_eq!(n(&keyed.plain.stats["status"]["keyed"], "opened"), 0);

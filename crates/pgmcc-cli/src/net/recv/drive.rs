@@ -417,6 +417,26 @@ fn finish(
     } else {
         "no output file was written"
     };
+    // A session refused as a recording played back is the reason nothing was heard: say so
+    // in the error, not only in the warning above it.
+    let replayed = report
+        .status
+        .keyed
+        .as_ref()
+        .is_some_and(|k| k.before_start > 0)
+        || st.signed.before_start > 0;
+    let unheard = matches!(
+        t.failure(),
+        Some(Failure::NoSession { .. } | Failure::NoSignedSession { .. })
+    );
+    let why = if replayed && unheard {
+        format!(
+            "{why}; the sessions heard began more than {} s before this receiver started and were refused as recordings played back (--start-slack)",
+            plan.opts.start_slack.as_secs_f64()
+        )
+    } else {
+        why
+    };
     eprintln!("pgmcc recv: error: {why}; received {total} bytes (sha256 {sha}); {kept}");
     // 130: the shell's code for "ended by SIGINT"; 1: the transfer failed.
     Ok(ExitCode::from(if interrupted { 130 } else { 1 }))
