@@ -600,53 +600,16 @@ fn lab_a_spoofed_spm_cannot_aim_the_receivers_naks_at_another_host() {
     assert!(sstat(&s, "rdata_packets") >= 50, "{s}");
 }
 
-/// What [`data_edge_transfer`] measured.
-struct DataEdges {
-    send_code: Option<i32>,
-    send_err: String,
-    r: RxEnd,
-    a: Value,
-    want: String,
-}
-
 /// Issue 57 item 9: a 3 MB transfer, signed when `signed`, while the attacker, spoofing the
 /// source's address, sends every 10 of the source's packets, in turn: ODATA at the lead with
 /// the trail 100 beyond it, ODATA 100,000 past the lead, and RDATA at the lead with the trail
 /// 100 beyond it (the same edges an SPM may not carry).
-fn data_edge_transfer(name: &str, signed: bool) -> Option<DataEdges> {
-    let lab = Lab::up(name, 2)?;
-    let dir = tempfile::tempdir().unwrap();
-    let (key, public) = signing_key(dir.path());
-    let (key, public) = (key.to_str().unwrap(), public.to_str().unwrap());
-    let (input, want) = random_file(dir.path(), 3_000_000);
-    let trust: &[&str] = if signed { &["--trust", public] } else { &[] };
-    let rx = recv(&lab, "r1", dir.path(), trust);
-    let evil = Evil::start(
-        &lab,
-        "r2",
-        dir.path(),
-        json!({"mode": "data_jumps", "spoof": true}),
-    );
-    std::thread::sleep(Duration::from_millis(500));
-    let stats = dir.path().join("send.json");
-    let mut extra = vec!["--feedback-timeout", "3s"];
-    if signed {
-        extra.extend(["--sign", key]);
-    }
-    let (send_code, send_err, _s) = sender_done(send(&lab, &input, &stats, &extra), &stats);
-    let r = rx.wait(Duration::from_secs(30));
-    let a = evil.finish();
-    Some(DataEdges {
-        send_code,
-        send_err,
-        r,
-        a,
-        want,
-    })
+fn data_edge_transfer(name: &str, signed: bool) -> Option<Spoofed> {
+    attacked_by_the_sources_address(name, signed, json!({"mode": "data_jumps", "spoof": true}))
 }
 
 /// Checks and prints what [`data_edge_transfer`] measured.
-fn assert_data_edges_dropped(m: &DataEdges, mode: &str) {
+fn assert_data_edges_dropped(m: &Spoofed, mode: &str) {
     let (r, a, k) = (&m.r, &m.a, &m.a["kinds"]);
     eprintln!(
         "{mode}, data window edges from {}: attacker sent {} packets (ODATA trail +100 {}, ODATA sqn +100,000 {}, RDATA trail +100 {}); recv exit {:?}, {} dropped as implausible_data, {} as wrong_source, {} unrecoverable, output {}",
@@ -1044,7 +1007,7 @@ fn lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries() {
     assert!(s["status"]["keyed"].is_object());
 }
 
-/// What [`spoofed_transfer`] measured.
+/// What [`attacked_by_the_sources_address`] measured.
 struct Spoofed {
     send_code: Option<i32>,
     send_err: String,
@@ -1058,6 +1021,13 @@ struct Spoofed {
 /// 20 of the source's packets, data past the lead, RDATA for the last three sequence numbers
 /// and an SPM with OPT_FIN and another manifest.
 fn spoofed_transfer(name: &str, signed: bool) -> Option<Spoofed> {
+    attacked_by_the_sources_address(name, signed, json!({"mode": "spoof"}))
+}
+
+/// A 3 MB transfer to r1, signed when `signed`, while r2 runs `attack` (an attacker
+/// spoofing the source's address); the source gives up after 3 s without feedback, since a
+/// receiver fooled into leaving early leaves it without any.
+fn attacked_by_the_sources_address(name: &str, signed: bool, attack: Value) -> Option<Spoofed> {
     let lab = Lab::up(name, 2)?;
     let dir = tempfile::tempdir().unwrap();
     let (key, public) = signing_key(dir.path());
@@ -1065,10 +1035,9 @@ fn spoofed_transfer(name: &str, signed: bool) -> Option<Spoofed> {
     let (input, want) = random_file(dir.path(), 3_000_000);
     let trust: &[&str] = if signed { &["--trust", public] } else { &[] };
     let rx = recv(&lab, "r1", dir.path(), trust);
-    let evil = Evil::start(&lab, "r2", dir.path(), json!({"mode": "spoof"}));
+    let evil = Evil::start(&lab, "r2", dir.path(), attack);
     std::thread::sleep(Duration::from_millis(500));
     let stats = dir.path().join("send.json");
-    // A receiver fooled into leaving early leaves the source without feedback.
     let mut extra = vec!["--feedback-timeout", "3s"];
     if signed {
         extra.extend(["--sign", key]);
