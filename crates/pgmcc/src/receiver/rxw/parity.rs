@@ -523,11 +523,10 @@ mod tests {
         (0..100 + 10 * i).map(|b| (b * 3 + i * 7) as u8).collect()
     }
 
-    /// Group 0..4 with packets 1 and 2 lost, parity index 1 of it.
-    fn setup() -> (ReceiveWindow, Layout, Vec<u8>, Instant) {
-        let now = Instant::ZERO;
+    /// An empty window of groups of 4 with parity, and parity index 1 of group 0..4.
+    fn group_of_four() -> (ReceiveWindow, Layout, Vec<u8>) {
         let mut w = ReceiveWindow::new(0, 0, 64, 65535);
-        w.set_parity(Some(4), now);
+        w.set_parity(Some(4), Instant::ZERO);
         let data: Vec<Vec<u8>> = (0..4).map(payload).collect();
         let group: Vec<Original<'_>> = data
             .iter()
@@ -537,15 +536,19 @@ mod tests {
             })
             .collect();
         let (layout, mut parity) = fec::encode(&group, &[1]).unwrap();
+        (w, layout, parity.remove(0))
+    }
+
+    /// Group 0..4 with packets 1 and 2 lost, parity index 1 of it.
+    fn setup() -> (ReceiveWindow, Layout, Vec<u8>, Instant) {
+        let now = Instant::ZERO;
+        let (mut w, layout, parity) = group_of_four();
         let (t, mut rng) = (timers(), Rng::new(1));
         for s in [0u32, 3] {
             w.extend_to(s, now, &t, &mut rng);
-            assert_eq!(
-                w.insert(s, &data[s as usize], None),
-                super::super::Insert::New
-            );
+            assert_eq!(w.insert(s, &payload(s), None), super::super::Insert::New);
         }
-        (w, layout, parity.remove(0), now)
+        (w, layout, parity, now)
     }
 
     fn delivered(w: &mut ReceiveWindow) -> Vec<Vec<u8>> {
@@ -631,17 +634,7 @@ mod tests {
     #[test]
     fn a_group_parity_cannot_rebuild_asks_selectively_from_then_on() {
         let now = Instant::ZERO;
-        let mut w = ReceiveWindow::new(0, 0, 64, 65535);
-        w.set_parity(Some(4), now);
-        let data: Vec<Vec<u8>> = (0..4).map(payload).collect();
-        let group: Vec<Original<'_>> = data
-            .iter()
-            .map(|p| Original {
-                payload: p,
-                fragment: None,
-            })
-            .collect();
-        let (layout, mut parity) = fec::encode(&group, &[1]).unwrap();
+        let (mut w, layout, parity) = group_of_four();
         let (t, mut rng) = (timers(), Rng::new(1));
         // Packet 1 lost; in 2's place a packet the source did not send (forged from its
         // address, or in signed mode waiting unverified for its list), longer than any of
@@ -654,7 +647,7 @@ mod tests {
         assert_eq!((nak, parity_nak), (vec![], vec![0]));
         // The parity cannot rebuild the group with that packet in it...
         assert_eq!(
-            w.insert_parity(0, 1, layout, parity.remove(0)),
+            w.insert_parity(0, 1, layout, parity),
             ParityInsert::Malformed
         );
         // ...so more parity would fail the same way: packet 1 is asked for itself.
@@ -675,8 +668,7 @@ mod tests {
         let key = ed25519_dalek::SigningKey::from_bytes(&[3; 32]);
         for signed in [false, true] {
             let now = Instant::ZERO;
-            let mut w = ReceiveWindow::new(0, 0, 64, 65535);
-            w.set_parity(Some(4), now);
+            let (mut w, _, _) = group_of_four();
             if signed {
                 w.set_verifier(std::sync::Arc::new(key.verifying_key()), tsi);
             }
