@@ -49,6 +49,19 @@ enum Link {
     Commits(signed::ChainKey),
 }
 
+/// The packet in `slot` if it waits unverified for its list: payload, OPT_FRAGMENT and the
+/// times it was asked for again.
+fn unverified(slot: &Slot) -> Option<(&[u8], Option<Fragment>, u8)> {
+    match slot {
+        Slot::Have {
+            data,
+            fragment,
+            check: Check::Unverified(tries),
+        } => Some((data, *fragment, *tries)),
+        _ => None,
+    }
+}
+
 /// A signed session's state in its window.
 #[derive(Debug)]
 pub(crate) struct SignedWindow {
@@ -265,15 +278,8 @@ impl ReceiveWindow {
 
     /// Signed mode: whether `s` holds a packet waiting unverified for its list.
     pub(crate) fn is_unverified(&self, s: u32) -> bool {
-        self.index(s).is_some_and(|i| {
-            matches!(
-                self.slots[i],
-                Slot::Have {
-                    check: Check::Unverified(_),
-                    ..
-                }
-            )
-        })
+        self.index(s)
+            .is_some_and(|i| unverified(&self.slots[i]).is_some())
     }
 
     /// Signed mode: the packets that waited unverified and verified since the last call.
@@ -335,15 +341,9 @@ impl ReceiveWindow {
             let Some(idx) = self.index(t) else {
                 continue;
             };
-            let Slot::Have {
-                data,
-                fragment,
-                check: Check::Unverified(tries),
-            } = &self.slots[idx]
-            else {
+            let Some((data, fragment, tries)) = unverified(&self.slots[idx]) else {
                 continue;
             };
-            let (fragment, tries) = (*fragment, *tries);
             let Some(sw) = self.signed.as_mut() else {
                 return (None, None);
             };
@@ -407,15 +407,7 @@ impl ReceiveWindow {
     /// it verifies. A packet there that does not is asked for again.
     fn held_list(&mut self, p: u32, key: &signed::ChainKey) -> Option<Placed> {
         let idx = self.index(p)?;
-        let Slot::Have {
-            data,
-            fragment,
-            check: Check::Unverified(tries),
-        } = &self.slots[idx]
-        else {
-            return None;
-        };
-        let tries = *tries;
+        let (data, fragment, tries) = unverified(&self.slots[idx])?;
         let sw = self.signed.as_mut()?;
         let link = Link::Commits(signed::commitment(|d| sw.verifier.digest(d), key));
         match fragment
