@@ -124,30 +124,34 @@ impl RepairBudget {
         }
     }
 
-    /// True when `from`'s share lets it queue `bytes` more of repairs; charges them if so.
-    pub(super) fn source_allows(
+    /// How many of `wanted` repairs of `len` bytes each `from`'s share lets it queue now,
+    /// charged: all of them, or as many as the share holds. A request larger than what the
+    /// share holds is granted in part rather than refused, or a transmission group that
+    /// needs most of the share's burst in one parity request would wait forever behind the
+    /// same address's small ones.
+    pub(super) fn source_grants(
         &mut self,
         now: Instant,
         from: IpAddr,
         tsi: &Tsi,
-        bytes: usize,
-    ) -> bool {
+        wanted: usize,
+        len: usize,
+    ) -> usize {
         let Some((rate, burst)) = self.source_rate else {
-            return true;
+            return wanted;
         };
         if self.sources.is_empty() {
             self.sources = vec![None; NAK_SOURCE_BUCKETS];
         }
         let Some(slot) = self.sources.get_mut(nak_source_bucket(from, tsi)) else {
-            return true;
+            return wanted;
         };
         let b = slot.get_or_insert_with(|| RateLimiter::new(rate, burst, now));
         b.set_rate(now, rate, burst);
-        if !b.allows(now, bytes) {
-            return false;
-        }
-        b.charge(now, bytes);
-        true
+        let fits = usize::try_from(b.available(now) / len.max(1) as u64).unwrap_or(usize::MAX);
+        let granted = wanted.min(fits);
+        b.charge(now, granted.saturating_mul(len));
+        granted
     }
 
     /// Whether the budget lets `len` bytes of NCF or repair go now, and whether this is a
@@ -176,5 +180,60 @@ impl RepairBudget {
     /// An ODATA of `len` bytes left (the measured data rate).
     pub(super) fn odata_sent(&mut self, len: usize) {
         self.odata_meter.1 += len as u64;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::CcStats;
+
+    fn tsi() -> Tsi {
+        Tsi {
+            gsi: pgm_wire::Gsi([1, 2, 3, 4, 5, 6]),
+            sport: 7,
+        }
+    }
+
+    /// A budget whose per-source share is 10 packets of 1,000 bytes a second, with a burst
+    /// of [`NAK_SOURCE_MIN_BURST`] packets.
+    fn budget(now: Instant) -> RepairBudget {
+        let mut b = RepairBudget::new(now);
+        let metrics = Metrics {
+            acker: None,
+            acker_report: None,
+            window: Some(10.0),
+            rate: None,
+            tokens: 0,
+            stats: CcStats::default(),
+        };
+        b.refresh(
+            now,
+            &Inputs {
+                repair_share: Some(2.0),
+                source_share: Some(1.0),
+                metrics: Some(metrics),
+                grtt: Some(Duration::from_secs(1)),
+                max_tpdu: 1000,
+            },
+        );
+        b
+    }
+
+    #[test]
+    fn a_request_larger_than_the_share_holds_is_granted_in_part() {
+        let t0 = Instant::ZERO;
+        let mut b = budget(t0);
+        let a: IpAddr = "10.0.0.1".parse().unwrap();
+        // A full share: 40 of a group's parity, then the 24 left of a second request of 40.
+        assert_eq!(b.source_grants(t0, a, &tsi(), 40, 1000), 40);
+        assert_eq!(b.source_grants(t0, a, &tsi(), 40, 1000), 24);
+        assert_eq!(b.source_grants(t0, a, &tsi(), 1, 1000), 0);
+        // Refilled at the share's rate: half a second later, 5 more.
+        let later = t0 + Duration::from_millis(500);
+        assert_eq!(b.source_grants(later, a, &tsi(), 60, 1000), 5);
+        // Another address has its own share.
+        let other: IpAddr = "10.0.0.2".parse().unwrap();
+        assert_eq!(b.source_grants(later, other, &tsi(), 60, 1000), 60);
     }
 }

@@ -122,8 +122,9 @@ pub struct SenderConfig {
     /// independent loss (`docs/core.md`, "Repair budget").
     pub repair_budget: Option<f64>,
     /// Per-source NAK limit (ours): the new repairs one source address's NAKs may queue are at
-    /// most this fraction of the rate the repair budget uses; beyond it a request gets no NCF,
-    /// so that receiver NAKs again later
+    /// most this fraction of the rate the repair budget uses; beyond it a selective request
+    /// gets no NCF, so that receiver NAKs again later, and a parity request is granted the
+    /// count the share holds
     /// ([`SenderStats::nak_sqns_source_limited`](super::SenderStats::nak_sqns_source_limited)).
     /// Default `Some(1.0)`: half the default budget, which an honest receiver, asking for what
     /// it lost, does not come near (`docs/core.md`, "Repair budget").

@@ -539,17 +539,15 @@ impl Sender {
         self.budget.refresh(now, &inputs);
     }
 
-    /// True when `from`'s share ([`SenderConfig::nak_source_share`]) lets it queue `packets`
-    /// more repairs; charges them if so.
-    fn source_allows(&mut self, now: Instant, from: IpAddr, packets: usize) -> bool {
-        let bytes = packets.saturating_mul(self.config.max_tpdu);
-        let ok = self
-            .budget
-            .source_allows(now, from, &self.config.tsi, bytes);
-        if !ok {
-            self.stats.nak_sqns_source_limited += packets as u64;
-        }
-        ok
+    /// How many of `packets` more repairs `from`'s share
+    /// ([`SenderConfig::nak_source_share`]) lets it queue now, charged; the rest are counted
+    /// as limited.
+    fn source_grants(&mut self, now: Instant, from: IpAddr, packets: usize) -> usize {
+        let granted =
+            self.budget
+                .source_grants(now, from, &self.config.tsi, packets, self.config.max_tpdu);
+        self.stats.nak_sqns_source_limited += (packets - granted) as u64;
+        granted
     }
 
     /// True when the repair budget lets `len` bytes of NCF or RDATA go now.

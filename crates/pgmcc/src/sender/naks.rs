@@ -67,7 +67,7 @@ impl Sender {
             }
             // A new repair is charged to the NAK's source; beyond its share, no NCF either:
             // it NAKs again.
-            if !self.repair_set.contains(&sqn) && !self.source_allows(now, from, 1) {
+            if !self.repair_set.contains(&sqn) && self.source_grants(now, from, 1) == 0 {
                 continue;
             }
             let fresh = self.repair_set.insert(sqn);
@@ -110,11 +110,15 @@ impl Sender {
                 continue;
             };
             // Charged to the source by the count it asks for (`TG_SQN | (count - 1)`),
-            // repeats included: an honest receiver asks for about its losses per group.
+            // repeats included: an honest receiver asks for about its losses per group. A
+            // count beyond what the share holds is granted in part: the receiver keeps the
+            // parity it gets and asks for the rest.
             let asked = (s & k.saturating_sub(1)) as usize + 1;
-            if !self.source_allows(now, from, asked) {
+            let granted = self.source_grants(now, from, asked);
+            if granted == 0 {
                 continue;
             }
+            let s = crate::fec::tg_sqn(s, k).wrapping_add(granted as u32 - 1);
             let Some(parity) = self.parity.as_mut() else {
                 continue;
             };

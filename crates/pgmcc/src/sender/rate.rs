@@ -50,6 +50,12 @@ impl RateLimiter {
         self.tokens >= bytes as i128 * NANOS_PER_SEC as i128
     }
 
+    /// Whole bytes that may be sent now (0 while the bucket is empty or negative).
+    pub(crate) fn available(&mut self, now: Instant) -> u64 {
+        self.refill(now);
+        u64::try_from(self.tokens / NANOS_PER_SEC as i128).unwrap_or(0)
+    }
+
     /// Spends `bytes` (control packets may drive the bucket negative).
     pub(crate) fn charge(&mut self, now: Instant, bytes: usize) {
         self.refill(now);

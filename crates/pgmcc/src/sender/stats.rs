@@ -55,7 +55,8 @@ pub struct SenderStats {
     /// Times a repair or NCF waited for the repair budget ([`super::SenderConfig::repair_budget`]).
     pub repairs_budget_limited: u64,
     /// Sequence numbers (or parity packets) whose repair a NAK asked for beyond its source's
-    /// share ([`super::SenderConfig::nak_source_share`]): dropped, no NCF.
+    /// share ([`super::SenderConfig::nak_source_share`]): not queued and not confirmed (a
+    /// parity request granted in part counts the parity packets left out).
     pub nak_sqns_source_limited: u64,
     /// NAKed sequence numbers within the repair hold-off of their latest RDATA
     /// ([`super::SenderConfig::repair_holdoff`]): no NCF, no second repair.
