@@ -266,6 +266,23 @@ impl ReceiveWindow {
             .wrapping_sub(1)
     }
 
+    /// A packet found missing at `since` was filled, or came nearer to being rebuilt: the
+    /// source is still working through the losses that old (see `on_timeout`'s patience).
+    fn progress(&mut self, since: Instant) {
+        self.filled_since = Some(self.filled_since.map_or(since, |f| f.min(since)));
+    }
+
+    /// The earliest time found missing among the `n` slots from `first`.
+    fn oldest_missing(&self, first: u32, n: u32) -> Option<Instant> {
+        (0..n)
+            .filter_map(|i| self.index(first.wrapping_add(i)))
+            .filter_map(|i| match self.slots.get(i) {
+                Some(Slot::Missing(st)) => Some(st.since),
+                _ => None,
+            })
+            .min()
+    }
+
     fn index(&self, s: u32) -> Option<usize> {
         if sqn::lt(s, self.base) {
             return None;
@@ -449,7 +466,7 @@ impl ReceiveWindow {
         self.keep_copy(s, data, fragment);
         self.received = true;
         if let Some(since) = missing_since {
-            self.filled_since = Some(self.filled_since.map_or(since, |f| f.min(since)));
+            self.progress(since);
         }
         if let Some(l) = list {
             self.apply_list(s, l);

@@ -420,6 +420,13 @@ impl ReceiveWindow {
         }
         held.shards.push((j, shard));
         if self.needed(tg) > 0 {
+            // A group that lost many packets fills all at once, when its last parity packet
+            // arrives; each one held before is progress on its oldest gap, or a receiver
+            // working through a large backlog group by group would give up on the groups
+            // still collecting parity while smaller, newer ones are rebuilt.
+            if let Some(since) = self.oldest_missing(tg, k) {
+                self.progress(since);
+            }
             return ParityInsert::Held;
         }
         self.rebuild(tg)
@@ -574,6 +581,45 @@ mod tests {
             })
         );
         assert_eq!(delivered(w), (0..4).map(payload).collect::<Vec<_>>());
+    }
+
+    /// Runs the window's NAK rounds every 100 ms from `from` to `to` seconds.
+    fn rounds(w: &mut ReceiveWindow, from: f64, to: f64, rng: &mut Rng) {
+        let t = timers();
+        let mut at = from;
+        while at <= to {
+            let (mut nak, mut parity) = (Vec::new(), Vec::new());
+            let now = Instant::ZERO + Duration::from_secs_f64(at);
+            w.on_timeout(now, &t, rng, true, &mut nak, Some(&mut parity));
+            at += 0.1;
+        }
+    }
+
+    #[test]
+    fn parity_held_for_a_group_is_progress_on_its_oldest_gap() {
+        // Packets 1 and 2 of group 0..4 missing since 0 s; a group further on (4..8) lost
+        // packet 5 at 20 s and gets it repaired at 24 s, which is no progress on the older
+        // gaps.
+        let (mut w, layout, parity, _) = setup();
+        let mut rng = Rng::new(3);
+        let t = timers();
+        let at = |s: f64| Instant::ZERO + Duration::from_secs_f64(s);
+        rounds(&mut w, 0.1, 19.9, &mut rng);
+        for s in [4u32, 6, 7] {
+            w.extend_to(s, at(20.0), &t, &mut rng);
+            assert_eq!(w.insert(s, &payload(s), None), super::super::Insert::New);
+        }
+        rounds(&mut w, 20.0, 23.9, &mut rng);
+        assert_eq!(w.insert(5, &payload(5), None), super::super::Insert::New);
+        // One of the two parity packets group 0 needs arrives at 25 s.
+        rounds(&mut w, 24.0, 24.9, &mut rng);
+        assert_eq!(w.insert_parity(0, 1, layout, parity), ParityInsert::Held);
+        // Past its 30 s of patience, the group still collects parity: not given up.
+        rounds(&mut w, 25.0, 32.0, &mut rng);
+        assert_eq!(w.take_give_ups().patience, 0);
+        // No more parity: given up once a quarter of the give-up time passes without any.
+        rounds(&mut w, 32.1, 33.0, &mut rng);
+        assert_eq!(w.take_give_ups().patience, 2);
     }
 
     #[test]
