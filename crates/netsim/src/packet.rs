@@ -3,6 +3,8 @@
 use std::net::IpAddr;
 use std::sync::Arc;
 
+use pgmcc::Instant;
+
 /// Where a packet goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Dest {
@@ -26,6 +28,13 @@ pub struct TcpSegment {
     pub sack: Vec<(u64, u64)>,
     /// True for ACK segments.
     pub is_ack: bool,
+    /// Timestamp value TSval (RFC 7323 §3.2): when a data segment left its sender. Set only
+    /// by senders with timestamps on; `None` otherwise and on ACKs.
+    pub tsval: Option<Instant>,
+    /// Timestamp echo reply TSecr (RFC 7323 §3.2): on an ACK, the TSval the sink echoes
+    /// (its `TS.Recent`, RFC 7323 §4.3); `None` on data and on ACKs of a flow whose
+    /// segments carry no TSval.
+    pub tsecr: Option<Instant>,
 }
 
 /// The payload of a simulated packet.

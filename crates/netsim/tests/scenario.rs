@@ -420,6 +420,35 @@ fn the_tcp_model_keys_of_ns2_are_checked_and_only_for_tcp() {
     assert_refused(&pgm, &["flow.rwnd", "only for TCP flows"]);
 }
 
+#[test]
+fn timestamps_is_a_key_of_tcp_flows_only() {
+    let base = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../scenarios/fairness-set1-sack.toml"),
+    )
+    .unwrap();
+    let with = |after: &str| base.replacen(after, &format!("{after}timestamps = true\n"), 1);
+    let tcp = with("kind = \"tcp-sack\"\n");
+    assert_ne!(tcp, base);
+    let sc = parse("ok.toml", &tcp, "x", None).unwrap();
+    let on = |sc: &netsim::scenario::Scenario| {
+        sc.flows
+            .iter()
+            .filter_map(|f| {
+                let a = sc.sim.agent(f.sender).as_any();
+                a.downcast_ref::<netsim::agents::tcp::TcpSender>()
+            })
+            .map(|tx| tx.config().timestamps)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(on(&sc), [true]);
+    let plain = parse("ok.toml", &base, "x", None).unwrap();
+    assert_eq!(on(&plain), [false], "off by default");
+    let pgm = with("cc = \"pgmcc-paper\"\n");
+    assert_ne!(pgm, base);
+    assert_refused(&pgm, &["flow.timestamps", "only for TCP flows"]);
+}
+
 /// docs/pgmcc.md, "Several TCP flows at one queue": beside two TCP SACK flows at a
 /// packet-counted drop-tail queue, pgmcc's share follows its wire size, and a TCP flow given
 /// pgmcc's 1532-byte packets takes the same excess share (f = mean TCP / subject, 300-600 s,

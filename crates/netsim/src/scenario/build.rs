@@ -643,6 +643,9 @@ fn build_tcp(
     if let Some(lt) = fl.limited_transmit {
         cfg.limited_transmit = lt;
     }
+    if let Some(ts) = fl.timestamps {
+        cfg.timestamps = ts;
+    }
     if let Some(w) = validate::rwnd(fl, cx)? {
         cfg.max_window = u64::from(w) * u64::from(cfg.mss);
     }

@@ -16,7 +16,10 @@
 //!
 //! All three share the RFC 6298 retransmission timer (SRTT/RTTVAR, minimum RTO, Karn's
 //! rule, exponential backoff; one segment is timed per round trip, as in BSD and ns-2, and
-//! never one sent during recovery or followed by a retransmission). After a timeout the
+//! never one sent during recovery or followed by a retransmission). With
+//! [`TcpConfig::timestamps`] the sender instead takes an RTT sample from every ACK of new
+//! data through the echoed timestamp (RFC 7323 §4, as Linux does), retransmitted data
+//! included, so the first ACK after a timeout ends the backoff. After a timeout the
 //! window restarts from one segment and sending goes back to the first unacknowledged byte
 //! (go-back-N, as ns-2's one-way TCPs do); ssthresh is not reduced again when the same
 //! segment times out again or when the timeout ends a fast recovery that already reduced
@@ -28,7 +31,8 @@
 //!
 //! [`TcpSink`] acknowledges cumulatively with up to three SACK blocks, most recent first
 //! (RFC 2018), optionally delaying ACKs (every second segment or a timer; out-of-order
-//! segments and segments filling a hole are acknowledged at once, RFC 5681 §4.2).
+//! segments and segments filling a hole are acknowledged at once, RFC 5681 §4.2), and
+//! echoes the sender's timestamps by the rules of RFC 7323 §4.3.
 //!
 //! Segments are `mss` bytes (the last one of a finite transfer may be shorter) and take
 //! `mss + header_bytes` on the wire; ACKs take `ack_bytes`.

@@ -1,7 +1,9 @@
 //! The RFC 6298 retransmission timer: SRTT and RTTVAR from RTT samples, the RTO with its
 //! bounds, and exponential backoff. One segment is timed per round trip, as in BSD and
 //! ns-2; a retransmission abandons the measurement (Karn's rule, RFC 6298 §3), so a hole
-//! never inflates a sample.
+//! never inflates a sample. With TCP timestamps (RFC 7323 §4) the sender instead takes a
+//! sample from the echoed send time on every ACK of new data ([`RtoEstimator::on_echo`]),
+//! retransmitted data included, and does not time segments.
 
 use pgmcc::cc::rtt::SmoothedRtt;
 use pgmcc::{Duration, Instant};
@@ -82,6 +84,13 @@ impl RtoEstimator {
             self.timed = None;
             self.sample(now - sent);
         }
+    }
+
+    /// An ACK of new data at `now` echoing the send time `tsecr` (RFC 7323 §4.1): a sample
+    /// `now - tsecr`, valid even when the data acknowledged was retransmitted, since the
+    /// echo names the transmission that reached the sink.
+    pub(super) fn on_echo(&mut self, now: Instant, tsecr: Instant) {
+        self.sample(now.saturating_duration_since(tsecr));
     }
 
     /// A retransmission timeout: the RTO doubles (up to 2^16 times).

@@ -74,6 +74,14 @@ pub struct TcpConfig {
     /// (`reset_rtx_timer` in `dupack_action`); RFC 6298 restarts it only on an ACK of new
     /// data. Default false.
     pub fast_retransmit_restarts_timer: bool,
+    /// TCP timestamps for RTT measurement (RFC 7323 §3-4): every data segment carries its
+    /// send time (TSval), the sink echoes it (TSecr), and every ACK of new data gives an RTT
+    /// sample, retransmitted data included; no segment is timed one per round trip
+    /// and Karn's rule is not needed. Since a valid sample ends the RTO backoff (RFC 6298
+    /// §5.7), the first ACK of new data after a timeout ends it; without timestamps a sender
+    /// at sustained loss may get no valid sample for many timeouts in a row. Linux does it
+    /// (`net.ipv4.tcp_timestamps`). Default false.
+    pub timestamps: bool,
 }
 
 impl Default for TcpConfig {
@@ -93,6 +101,7 @@ impl Default for TcpConfig {
             limited_transmit: false,
             partial_ack_restarts_timer: false,
             fast_retransmit_restarts_timer: false,
+            timestamps: false,
         }
     }
 }
@@ -299,9 +308,12 @@ impl TcpSender {
         }
         let recovering = self.in_recovery && self.variant == TcpVariant::Sack;
         self.scoreboard.sent(seq, len, again && recovering);
-        // Karn's rule: a retransmission may stand behind the timed segment's ACK.
-        self.rtt
-            .on_transmit(seq + u64::from(len), now, again, self.in_recovery);
+        // Karn's rule: a retransmission may stand behind the timed segment's ACK. With
+        // timestamps every ACK of new data is a sample and nothing is timed.
+        if !self.config.timestamps {
+            self.rtt
+                .on_transmit(seq + u64::from(len), now, again, self.in_recovery);
+        }
         self.snd_max = self.snd_max.max(seq + u64::from(len));
         self.segments_sent += 1;
         self.bytes_sent += u64::from(len);
@@ -316,6 +328,8 @@ impl TcpSender {
                 ack: 0,
                 sack: Vec::new(),
                 is_ack: false,
+                tsval: self.config.timestamps.then_some(now),
+                tsecr: None,
             }),
         });
         if self.rto_deadline.is_none() {
@@ -435,7 +449,15 @@ impl TcpSender {
         }
     }
 
-    fn on_ack(&mut self, now: Instant, ack: u64, sack: &[(u64, u64)], ctx: &mut Ctx<'_>) {
+    /// An ACK up to `ack` with SACK blocks `sack` and timestamp echo `tsecr`.
+    fn on_ack(
+        &mut self,
+        now: Instant,
+        ack: u64,
+        sack: &[(u64, u64)],
+        tsecr: Option<Instant>,
+        ctx: &mut Ctx<'_>,
+    ) {
         self.acks_received += 1;
         if ack > self.snd_max {
             return; // Acknowledges data never sent: ignore.
@@ -444,7 +466,12 @@ impl TcpSender {
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
             self.limited_bytes = 0;
-            self.rtt.on_ack(ack, now);
+            if !self.config.timestamps {
+                self.rtt.on_ack(ack, now);
+            } else if let Some(sent) = tsecr {
+                // RFC 7323 §4.1: only an ACK that advances the left edge gives a sample.
+                self.rtt.on_echo(now, sent);
+            }
             self.scoreboard.acked(ack);
             self.snd_una = ack;
             self.snd_nxt = self.snd_nxt.max(ack);
@@ -574,7 +601,7 @@ impl Agent for TcpSender {
         }
         if let Payload::Tcp(seg) = &p.payload {
             if seg.is_ack {
-                self.on_ack(now, seg.ack, &seg.sack, ctx);
+                self.on_ack(now, seg.ack, &seg.sack, seg.tsecr, ctx);
             }
         }
     }
@@ -615,5 +642,167 @@ impl Agent for TcpSender {
             acks_received: self.acks_received,
             dst: self.dst,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::Ipv4Addr;
+
+    const SENDER: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1));
+    const SINK: IpAddr = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+
+    fn at(ms: u64) -> Instant {
+        Instant::ZERO + Duration::from_millis(ms)
+    }
+
+    /// The segments sent into `out`, which is emptied.
+    fn sent(out: &mut Vec<Packet>) -> Vec<TcpSegment> {
+        out.drain(..)
+            .filter_map(|p| match p.payload {
+                Payload::Tcp(s) => Some(s),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Delivers to `tx` at `now` an ACK up to `ack` echoing `tsecr`.
+    fn ack(tx: &mut TcpSender, now: Instant, ack: u64, tsecr: Option<Instant>) -> Vec<TcpSegment> {
+        let p = Packet {
+            src: SINK,
+            dst: Dest::Unicast(SENDER),
+            size: 40,
+            flow: 1,
+            payload: Payload::Tcp(TcpSegment {
+                seq: 0,
+                len: 0,
+                ack,
+                sack: Vec::new(),
+                is_ack: true,
+                tsval: None,
+                tsecr,
+            }),
+        };
+        let mut out = Vec::new();
+        tx.on_packet(
+            now,
+            &p,
+            &mut Ctx {
+                addr: SENDER,
+                out: &mut out,
+            },
+        );
+        sent(&mut out)
+    }
+
+    /// Fires the retransmission timer, which must be set, at its deadline: that time and
+    /// what the sender sent.
+    fn time_out(tx: &mut TcpSender) -> (Instant, Vec<TcpSegment>) {
+        let now = tx.next_timer().expect("the retransmission timer runs");
+        let mut out = Vec::new();
+        tx.on_timer(
+            now,
+            &mut Ctx {
+                addr: SENDER,
+                out: &mut out,
+            },
+        );
+        (now, sent(&mut out))
+    }
+
+    /// The first segment is acknowledged after 100 ms; of the next two, the first times out
+    /// twice (RTO 1 s, then 2 s) and its second retransmission is acknowledged 100 ms after
+    /// it left, the ACK echoing what that retransmission carried, as the sink does. Returns
+    /// the RTO after the two timeouts, the RTO after the ACK and the RTT samples taken.
+    fn ack_of_a_retransmission(timestamps: bool) -> (Duration, Duration, u64) {
+        let cfg = TcpConfig {
+            timestamps,
+            ..TcpConfig::default()
+        };
+        let mss = u64::from(cfg.mss);
+        let mut tx = TcpSender::new(1, SINK, TcpVariant::Sack, cfg);
+        let mut out = Vec::new();
+        tx.start(
+            at(0),
+            &mut Ctx {
+                addr: SENDER,
+                out: &mut out,
+            },
+        );
+        let first = sent(&mut out);
+        assert_eq!(first.len(), 1);
+        assert_eq!(first[0].tsval, timestamps.then_some(at(0)));
+        let next = ack(&mut tx, at(100), mss, first[0].tsval);
+        assert_eq!(next.len(), 2, "cwnd 2 after one ACK in slow start");
+        assert_eq!(
+            tx.rto(),
+            Duration::from_secs(1),
+            "100 ms sample, 1 s minimum"
+        );
+        let (t, again) = time_out(&mut tx);
+        assert_eq!(t, at(1100));
+        assert_eq!(
+            (again.len(), again[0].seq),
+            (1, mss),
+            "go-back-N from snd_una"
+        );
+        assert_eq!(tx.rto(), Duration::from_secs(2));
+        let (sent_at, again) = time_out(&mut tx);
+        assert_eq!(sent_at, at(3100));
+        assert_eq!((again.len(), again[0].seq), (1, mss));
+        let backed_off = tx.rto();
+        assert_eq!(again[0].tsval, timestamps.then_some(sent_at));
+        ack(
+            &mut tx,
+            sent_at + Duration::from_millis(100),
+            2 * mss,
+            again[0].tsval,
+        );
+        (backed_off, tx.rto(), tx.rtt.samples())
+    }
+
+    /// With timestamps, the ACK of a segment retransmitted after two timeouts is an RTT
+    /// sample and ends the backoff (RFC 6298 §5.7): the RTO is back to its 1 s base. Without,
+    /// Karn's rule discards it and the RTO stays backed off at 4 s.
+    #[test]
+    fn with_timestamps_the_ack_of_a_retransmission_ends_the_backoff() {
+        let (backed_off, after, samples) = ack_of_a_retransmission(true);
+        assert_eq!(backed_off, Duration::from_secs(4));
+        assert_eq!(after, Duration::from_secs(1));
+        assert_eq!(samples, 2);
+        let (backed_off, after, samples) = ack_of_a_retransmission(false);
+        assert_eq!(backed_off, Duration::from_secs(4));
+        assert_eq!(after, Duration::from_secs(4));
+        assert_eq!(samples, 1);
+    }
+
+    /// With timestamps every ACK of new data is a sample (no one-per-round-trip timing), and
+    /// an ACK that acknowledges nothing new is not.
+    #[test]
+    fn with_timestamps_every_ack_of_new_data_is_a_sample() {
+        let cfg = TcpConfig {
+            timestamps: true,
+            initial_cwnd: 4,
+            ..TcpConfig::default()
+        };
+        let mss = u64::from(cfg.mss);
+        let mut tx = TcpSender::new(1, SINK, TcpVariant::Reno, cfg);
+        let mut out = Vec::new();
+        tx.start(
+            at(0),
+            &mut Ctx {
+                addr: SENDER,
+                out: &mut out,
+            },
+        );
+        let segs = sent(&mut out);
+        assert_eq!(segs.len(), 4);
+        for (k, s) in segs.iter().enumerate() {
+            ack(&mut tx, at(50 + k as u64), s.seq + mss, s.tsval);
+        }
+        assert_eq!(tx.rtt.samples(), 4);
+        ack(&mut tx, at(60), 4 * mss, segs[3].tsval);
+        assert_eq!(tx.rtt.samples(), 4, "a duplicate ACK is no sample");
     }
 }

@@ -1,5 +1,6 @@
 //! [`TcpSink`]: the receiving end of a TCP flow, cumulative ACKs with up to three SACK
-//! blocks (RFC 2018), optionally delayed (RFC 5681 §4.2), and its knobs [`TcpSinkConfig`].
+//! blocks (RFC 2018), optionally delayed (RFC 5681 §4.2), echoing the sender's timestamps
+//! (RFC 7323 §4.3) when its segments carry them, and its knobs [`TcpSinkConfig`].
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
@@ -56,6 +57,10 @@ pub struct TcpSink {
     recent: VecDeque<u64>,
     /// Where ACKs go (the source of the data).
     peer: Option<IpAddr>,
+    /// RFC 7323 `TS.Recent`: the TSval the next ACK echoes, once a segment carried one.
+    ts_recent: Option<Instant>,
+    /// RFC 7323 `Last.ACK.sent`: the cumulative ACK last sent (the left edge).
+    last_ack_sent: u64,
     /// An in-order segment is waiting for its delayed ACK.
     pending: bool,
     delack_deadline: Option<Instant>,
@@ -80,6 +85,8 @@ impl TcpSink {
             ooo: BTreeMap::new(),
             recent: VecDeque::new(),
             peer: None,
+            ts_recent: None,
+            last_ack_sent: 0,
             pending: false,
             delack_deadline: None,
             segments_received: 0,
@@ -157,30 +164,42 @@ impl TcpSink {
     }
 
     fn send_ack(&mut self, ctx: &mut Ctx<'_>) {
-        self.pending = false;
-        self.delack_deadline = None;
         let Some(peer) = self.peer else {
+            self.pending = false;
+            self.delack_deadline = None;
             return;
         };
-        let sack = if self.config.sack {
-            self.sack_blocks()
-        } else {
-            Vec::new()
-        };
+        let ack = self.ack_segment();
         self.acks_sent += 1;
         ctx.send(Packet {
             src: ctx.addr,
             dst: Dest::Unicast(peer),
             size: self.config.ack_bytes,
             flow: self.flow,
-            payload: Payload::Tcp(TcpSegment {
-                seq: 0,
-                len: 0,
-                ack: self.rcv_nxt,
-                sack,
-                is_ack: true,
-            }),
+            payload: Payload::Tcp(ack),
         });
+    }
+
+    /// The ACK to send now: cumulative ACK, SACK blocks and TSecr = `TS.Recent`; records the
+    /// ACK as `Last.ACK.sent` and ends any delayed-ACK wait.
+    fn ack_segment(&mut self) -> TcpSegment {
+        self.pending = false;
+        self.delack_deadline = None;
+        let sack = if self.config.sack {
+            self.sack_blocks()
+        } else {
+            Vec::new()
+        };
+        self.last_ack_sent = self.rcv_nxt;
+        TcpSegment {
+            seq: 0,
+            len: 0,
+            ack: self.rcv_nxt,
+            sack,
+            is_ack: true,
+            tsval: None,
+            tsecr: self.ts_recent,
+        }
     }
 
     /// Adds `[s, e)` above `rcv_nxt` to the out-of-order blocks, merging neighbours.
@@ -202,15 +221,34 @@ impl TcpSink {
         self.ooo.insert(s, e);
     }
 
-    fn on_data(&mut self, now: Instant, seq: u64, len: u32, ctx: &mut Ctx<'_>) {
-        if self.receive(now, seq, len) {
+    fn on_data(
+        &mut self,
+        now: Instant,
+        seq: u64,
+        len: u32,
+        tsval: Option<Instant>,
+        ctx: &mut Ctx<'_>,
+    ) {
+        if self.receive(now, seq, len, tsval) {
             self.send_ack(ctx);
         }
     }
 
-    /// Takes in the segment `[seq, seq + len)`; true when it is to be acknowledged now.
-    fn receive(&mut self, now: Instant, seq: u64, len: u32) -> bool {
+    /// Takes in the segment `[seq, seq + len)` sent at `tsval`; true when it is to be
+    /// acknowledged now.
+    fn receive(&mut self, now: Instant, seq: u64, len: u32, tsval: Option<Instant>) -> bool {
         self.segments_received += 1;
+        // RFC 7323 §4.3: a segment at or below the left edge last acknowledged (in
+        // order, filling the hole, or a duplicate) sets TS.Recent, if its TSval is not older;
+        // an out-of-order segment does not. With delayed ACKs the echo is thus the send time
+        // of the earliest segment the ACK covers; the ACKs of out-of-order segments echo the
+        // last segment that advanced the left edge (§4.3 case C: better to overestimate), and
+        // the ACK of the segment that fills the hole echoes that segment's own TSval.
+        if let Some(ts) = tsval {
+            if seq <= self.last_ack_sent && self.ts_recent.is_none_or(|r| ts >= r) {
+                self.ts_recent = Some(ts);
+            }
+        }
         let end = seq.saturating_add(u64::from(len));
         if end <= self.rcv_nxt {
             // Duplicate: acknowledge at once so the sender learns where we are.
@@ -259,7 +297,7 @@ impl Agent for TcpSink {
         if let Payload::Tcp(seg) = &p.payload {
             if !seg.is_ack {
                 self.peer = Some(p.src);
-                self.on_data(now, seg.seq, seg.len, ctx);
+                self.on_data(now, seg.seq, seg.len, seg.tsval, ctx);
             }
         }
     }
@@ -356,7 +394,7 @@ mod tests {
                     rng.below(i + 1) * MSS
                 };
                 let before = sink.rcv_nxt;
-                sink.receive(Instant::from_nanos(i), seq, MSS as u32);
+                sink.receive(Instant::from_nanos(i), seq, MSS as u32, None);
                 reference.receive(seq, before);
                 assert_eq!(
                     sink.sack_blocks(),
@@ -371,5 +409,58 @@ mod tests {
             }
             assert!(longest > 3, "the test exercised pruning: {longest}");
         }
+    }
+
+    /// Takes in the 100-byte segment at `seq` sent at `tsval_ms` (if any) and returns the
+    /// (cumulative ACK, TSecr in ms) of the ACK it triggers, if it triggers one.
+    fn deliver(sink: &mut TcpSink, seq: u64, tsval_ms: Option<u64>) -> Option<(u64, Option<u64>)> {
+        let ms = |t: u64| Instant::from_nanos(t * 1_000_000);
+        let tsval = tsval_ms.map(ms);
+        let now = ms(1000 + seq);
+        sink.receive(now, seq, 100, tsval).then(|| {
+            let a = sink.ack_segment();
+            assert!(a.is_ack && a.tsval.is_none());
+            (a.ack, a.tsecr.map(|t| t.as_nanos() / 1_000_000))
+        })
+    }
+
+    /// RFC 7323 §4.3: a segment at the left edge last acknowledged sets TS.Recent; an
+    /// out-of-order one does not; the retransmission that fills the hole does; every ACK
+    /// echoes TS.Recent.
+    #[test]
+    fn timestamps_echo_the_segment_at_the_left_edge() {
+        let mut sink = TcpSink::new(1);
+        assert_eq!(deliver(&mut sink, 0, Some(1)), Some((100, Some(1))));
+        assert_eq!(deliver(&mut sink, 100, Some(2)), Some((200, Some(2))));
+        // 200 is lost: 300 and 400 arrive out of order and echo the last in-order segment.
+        assert_eq!(deliver(&mut sink, 300, Some(4)), Some((200, Some(2))));
+        assert_eq!(deliver(&mut sink, 400, Some(5)), Some((200, Some(2))));
+        // The retransmission of 200, sent at 9, fills the hole: its TSval is echoed.
+        assert_eq!(deliver(&mut sink, 200, Some(9)), Some((500, Some(9))));
+        // In order again.
+        assert_eq!(deliver(&mut sink, 500, Some(10)), Some((600, Some(10))));
+        // A duplicate (at or below the left edge) sets TS.Recent too, an older TSval does not.
+        assert_eq!(deliver(&mut sink, 400, Some(11)), Some((600, Some(11))));
+        assert_eq!(deliver(&mut sink, 600, Some(3)), Some((700, Some(11))));
+    }
+
+    /// With delayed ACKs the echo is the earliest unacknowledged segment's TSval; segments
+    /// without TSval get ACKs without TSecr.
+    #[test]
+    fn a_delayed_ack_echoes_the_earliest_segment_it_covers() {
+        let mut sink = TcpSink::with_config(
+            1,
+            TcpSinkConfig {
+                delayed_ack: true,
+                ..TcpSinkConfig::default()
+            },
+        );
+        assert_eq!(deliver(&mut sink, 0, Some(1)), None);
+        assert_eq!(deliver(&mut sink, 100, Some(2)), Some((200, Some(1))));
+        assert_eq!(deliver(&mut sink, 200, Some(3)), None);
+        assert_eq!(deliver(&mut sink, 300, Some(4)), Some((400, Some(3))));
+        let mut plain = TcpSink::new(1);
+        assert_eq!(deliver(&mut plain, 0, None), Some((100, None)));
+        assert_eq!(deliver(&mut plain, 200, None), Some((100, None)));
     }
 }
