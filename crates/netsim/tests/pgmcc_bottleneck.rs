@@ -391,12 +391,11 @@ fn mixed_run(knob: &str, seed: u64) -> (f64, f64, f64, u64) {
 fn a_receiver_without_reports_bounds_the_window_at_tcps() {
     // One seed's 50 s is one trajectory of a chaotic system (PR2's path is shared with TCP
     // and the window bound follows PR2's NAKs), so the means over seeds 1-8 are checked, and
-    // every seed's losses. Measured: pgmcc 334-910 kbit/s, mean 714; TCP 1,014-1,605, mean
-    // 1,215; 5.8-9.2% dropped on PR2's link; nothing unrecoverable (before the bound kept
-    // its fraction: pgmcc 295-1,061, mean 766; TCP mean 1,162; at 394070e, before the
-    // parity fallback and the group polls: pgmcc 438-956, mean 767; TCP mean 1,159). With
-    // the default per-source NAK limit, which refuses some of PR2's repair requests here.
-    // (Before that limit, seeds 1-3: pgmcc 322-721, TCP 1,208-1,618.)
+    // every seed's losses. Measured: pgmcc 280-831 kbit/s, mean 628; TCP 1,098-1,659, mean
+    // 1,289; 5.7-7.8% dropped on PR2's link; nothing unrecoverable. With the default
+    // per-source NAK limit, which refuses some of PR2's selective repair requests here and
+    // grants its parity requests in part (refused whole, pgmcc's mean was 714 and TCP's
+    // 1,215: PR2's parity repairs, granted, take some of the shared link from the data).
     let seeds = 1..=8u64;
     let (mut pgm_sum, mut tcp_sum) = (0.0, 0.0);
     for seed in seeds.clone() {
@@ -409,7 +408,7 @@ fn a_receiver_without_reports_bounds_the_window_at_tcps() {
     }
     let n = seeds.count() as f64;
     let (pgm, tcp) = (pgm_sum / n, tcp_sum / n);
-    assert!((650.0..900.0).contains(&pgm), "mean pgmcc {pgm}");
+    assert!((560.0..760.0).contains(&pgm), "mean pgmcc {pgm}");
     assert!((1000.0..1350.0).contains(&tcp), "mean TCP {tcp}");
     // The paper's election alone: PR1 clocks the session, TCP starves, PR2 gives up.
     let (pgm, tcp, dropped, lost) = mixed_run("ignore", 1);

@@ -19,6 +19,12 @@ struct Group {
     next: u32,
     /// Encoded parity waiting to go: index and shard.
     ready: VecDeque<(u32, Vec<u8>)>,
+    /// Parity shards `0..encoded.len()` of the group, kept while it is in the window: the
+    /// encoder computes every shard up to the highest index asked for, so a group repaired
+    /// a few packets at a time (a request granted in part) would otherwise encode the same
+    /// shards again for each part. Grown by doubling; at most `k` shards, as the window's
+    /// own copy of the group.
+    encoded: Vec<Vec<u8>>,
     layout: Option<Layout>,
     /// When the latest parity packet of the group went out, and how many went in that burst
     /// (the repair hold-off's clock).
@@ -143,21 +149,35 @@ impl ParityRepairs {
         }
         if g.ready.is_empty() {
             let indices: Vec<u32> = (0..g.pending.min(k)).map(|i| (g.next + i) % k).collect();
-            let packets: Option<Vec<Original<'_>>> = (0..k)
-                .map(|i| {
-                    txw.get_sent(tg.wrapping_add(i)).map(|p| Original {
-                        payload: &p.data,
-                        fragment: p.fragment,
+            let top = indices.iter().map(|&j| j as usize + 1).max().unwrap_or(0);
+            if g.encoded.len() < top {
+                let upto = top.max(2 * g.encoded.len()).min(k as usize) as u32;
+                let packets: Option<Vec<Original<'_>>> = (0..k)
+                    .map(|i| {
+                        txw.get_sent(tg.wrapping_add(i)).map(|p| Original {
+                            payload: &p.data,
+                            fragment: p.fragment,
+                        })
                     })
-                })
+                    .collect();
+                let all: Vec<u32> = (0..upto).collect();
+                let encoded = packets.and_then(|p| fec::encode(&p, &all));
+                let Some((layout, shards)) = encoded else {
+                    self.groups.remove(&tg);
+                    return None;
+                };
+                g.layout = Some(layout);
+                g.encoded = shards;
+            }
+            let shards: Option<Vec<(u32, Vec<u8>)>> = indices
+                .into_iter()
+                .map(|j| g.encoded.get(j as usize).map(|sh| (j, sh.clone())))
                 .collect();
-            let encoded = packets.and_then(|p| fec::encode(&p, &indices));
-            let Some((layout, shards)) = encoded else {
+            let Some(shards) = shards else {
                 self.groups.remove(&tg);
                 return None;
             };
-            g.layout = Some(layout);
-            g.ready = indices.into_iter().zip(shards).collect();
+            g.ready = shards.into();
         }
         let (index, shard) = g.ready.pop_front()?;
         let layout = g.layout?;
