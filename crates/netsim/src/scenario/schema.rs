@@ -106,6 +106,7 @@ pub(super) struct FlowSpec {
     pub(super) model: Option<Spanned<String>>,
     pub(super) rtt_unit: Option<Spanned<String>>,
     pub(super) adaptive_timeout: Option<Spanned<BoolOrName>>,
+    pub(super) stall_min: Option<Spanned<String>>,
     pub(super) rate_limit: Option<Spanned<String>>,
     pub(super) delayed_ack: Option<bool>,
     pub(super) min_rto: Option<Spanned<String>>,

@@ -472,6 +472,7 @@ pub(super) fn refuse_pgm_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("model", fl.model.is_some()),
         ("rtt_unit", fl.rtt_unit.is_some()),
         ("adaptive_timeout", fl.adaptive_timeout.is_some()),
+        ("stall_min", fl.stall_min.is_some()),
         ("repairs", fl.repairs.is_some()),
         ("repair_budget", fl.repair_budget.is_some()),
         ("nak_source_share", fl.nak_source_share.is_some()),

@@ -16,11 +16,12 @@ use toml::Spanned;
 /// controller, and what `pgmcc compare` drops from a flow it reruns under one. The first two
 /// mean the same under both presets; the rest are where the presets differ
 /// ([`PRESET_KNOBS`]).
-pub(crate) const PGMCC_KNOBS: [&str; 13] = [
+pub(crate) const PGMCC_KNOBS: [&str; 14] = [
     "c",
     "model",
     "rtt_unit",
     "adaptive_timeout",
+    "stall_min",
     "accounting",
     "recovery",
     "report_bar",
@@ -45,6 +46,7 @@ fn is_set(fl: &FlowSpec, k: &str) -> bool {
         "model" => fl.model.is_some(),
         "rtt_unit" => fl.rtt_unit.is_some(),
         "adaptive_timeout" => fl.adaptive_timeout.is_some(),
+        "stall_min" => fl.stall_min.is_some(),
         "accounting" => fl.accounting.is_some(),
         "recovery" => fl.recovery.is_some(),
         "report_bar" => fl.report_bar.is_some(),
@@ -185,7 +187,7 @@ pub(super) fn apply(
     repair_accounting(fl, pc, cx)
 }
 
-/// `adaptive_timeout`: the stall timeout's rule.
+/// `adaptive_timeout`: the stall timeout's rule; `stall_min`: its lower bound.
 fn adaptive_timeout(
     fl: &FlowSpec,
     pc: &mut PgmccConfig,
@@ -209,6 +211,20 @@ fn adaptive_timeout(
                     cx,
                 )?;
                 *pc = with(*pc);
+            }
+        }
+    }
+    if let Some(m) = &fl.stall_min {
+        let min = cx.dur(m, "flow.stall_min")?;
+        match pc.with_stall_min(min) {
+            Some(c) => *pc = c,
+            None => {
+                return cx.err(
+                    m.span(),
+                    "flow.stall_min",
+                    "bounds the adaptive stall timeout: this flow's is fixed (adaptive_timeout \
+                     = false, or cc = \"pgmcc-paper\" without adaptive_timeout)",
+                )
             }
         }
     }
@@ -285,6 +301,7 @@ pub(super) fn refuse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use pgmcc::cc::pgmcc::TimeoutPolicy;
 
     /// Every key of the list is one `is_set` knows: a flow that sets them all sets each, and
     /// one that sets none sets none. (A key added to the list but not to `is_set` would
@@ -293,7 +310,8 @@ mod tests {
     fn every_pgmcc_key_is_recognised() {
         let all: FlowSpec = toml::from_str(
             "name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\nc = 0.75\nmodel = \"pftk\"\n\
-             rtt_unit = \"ms\"\nadaptive_timeout = true\naccounting = \"pipe\"\n\
+             rtt_unit = \"ms\"\nadaptive_timeout = true\nstall_min = \"200ms\"\n\
+             accounting = \"pipe\"\n\
              recovery = \"hold\"\nreport_bar = true\nslow_start = \"fixed\"\n\
              loss_report = \"filter\"\nelection = \"paper\"\nsilent_receivers = \"cap\"\n\
              acker_reports = \"check\"\nrepair_accounting = \"outside\"\nrealign_tokens = true",
@@ -306,6 +324,29 @@ mod tests {
             assert!(!is_set(&none, k), "{k}");
         }
         assert_eq!(PRESET_KNOBS.first(), Some(&"rtt_unit"));
+    }
+
+    #[test]
+    fn stall_min_bounds_an_adaptive_stall_timeout_only() {
+        let apply_to = |base: PgmccConfig, value: &str| {
+            let src = format!("name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\n{value}");
+            let fl: FlowSpec = toml::from_str(&src).unwrap();
+            let cx = Ctx {
+                file: "t.toml",
+                src: &src,
+                emulation: false,
+            };
+            let mut pc = base;
+            apply(&fl, &mut pc, &cx).map(|()| pc.timeout)
+        };
+        let rec = PgmccConfig::recommended();
+        let Ok(TimeoutPolicy::Adaptive { min, .. }) = apply_to(rec, "stall_min = \"200ms\"") else {
+            panic!("the recommended stall timeout is adaptive");
+        };
+        assert_eq!(min, pgmcc::Duration::from_millis(200));
+        let fixed = apply_to(rec, "adaptive_timeout = false\nstall_min = \"200ms\"");
+        assert!(fixed.is_err_and(|e| e.to_string().contains("stall_min")));
+        assert!(apply_to(PgmccConfig::default(), "stall_min = \"200ms\"").is_err());
     }
 
     /// The stall timeout's values on each preset: the key names a rule whatever the

@@ -272,6 +272,18 @@ impl PgmccConfig {
         self
     }
 
+    /// The adaptive stall timeout's lower bound set to `min` (RFC 6298: 1 s; Linux's TCP
+    /// uses 200 ms). `None` when the stall timeout is fixed.
+    pub fn with_stall_min(mut self, min: Duration) -> Option<PgmccConfig> {
+        match &mut self.timeout {
+            TimeoutPolicy::Adaptive { min: m, .. } => {
+                *m = min;
+                Some(self)
+            }
+            TimeoutPolicy::Fixed(_) => None,
+        }
+    }
+
     /// The draft's stall timeout (§2.7): TCP's RTO, RFC 6298's bounds, 3 s before the
     /// acker's first sample, restarted by every ACK of new data.
     pub fn with_draft_timeout(mut self) -> PgmccConfig {
