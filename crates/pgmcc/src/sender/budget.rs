@@ -188,12 +188,7 @@ mod tests {
     use super::*;
     use crate::cc::CcStats;
 
-    fn tsi() -> Tsi {
-        Tsi {
-            gsi: pgm_wire::Gsi([1, 2, 3, 4, 5, 6]),
-            sport: 7,
-        }
-    }
+    use super::super::test_tsi as tsi;
 
     /// A budget whose per-source share is 10 packets of 1,000 bytes a second, with a burst
     /// of [`NAK_SOURCE_MIN_BURST`] packets.

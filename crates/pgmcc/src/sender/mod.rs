@@ -929,3 +929,12 @@ fn ncf_len(list: &SqnList) -> usize {
 fn report_rtt(now: Instant, opts: &Options<'_>) -> Option<RttSample> {
     opts.pgmcc_feedback.map(|f| RttSample::new(now, f.tstamp))
 }
+
+/// The TSI the sender's unit tests use.
+#[cfg(test)]
+pub(crate) fn test_tsi() -> pgm_wire::Tsi {
+    pgm_wire::Tsi {
+        gsi: pgm_wire::Gsi([1, 2, 3, 4, 5, 6]),
+        sport: 7,
+    }
+}

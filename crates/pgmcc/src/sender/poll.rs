@@ -246,12 +246,7 @@ mod tests {
     use super::*;
     use std::net::Ipv4Addr;
 
-    fn tsi() -> Tsi {
-        Tsi {
-            gsi: pgm_wire::Gsi([1, 2, 3, 4, 5, 6]),
-            sport: 7,
-        }
-    }
+    use super::super::test_tsi as tsi;
 
     fn addr(i: u32) -> IpAddr {
         IpAddr::V4(Ipv4Addr::from(0x0a00_0000 + i))

@@ -711,6 +711,21 @@ mod tests {
         (now, sent(&mut out))
     }
 
+    /// A sender of `variant` started at 0 and the segments it sent.
+    fn started(variant: TcpVariant, cfg: TcpConfig) -> (TcpSender, Vec<TcpSegment>) {
+        let mut tx = TcpSender::new(1, SINK, variant, cfg);
+        let mut out = Vec::new();
+        tx.start(
+            at(0),
+            &mut Ctx {
+                addr: SENDER,
+                out: &mut out,
+            },
+        );
+        let segs = sent(&mut out);
+        (tx, segs)
+    }
+
     /// The first segment is acknowledged after 100 ms; of the next two, the first times out
     /// twice (RTO 1 s, then 2 s) and its second retransmission is acknowledged 100 ms after
     /// it left, the ACK echoing what that retransmission carried, as the sink does. Returns
@@ -721,16 +736,7 @@ mod tests {
             ..TcpConfig::default()
         };
         let mss = u64::from(cfg.mss);
-        let mut tx = TcpSender::new(1, SINK, TcpVariant::Sack, cfg);
-        let mut out = Vec::new();
-        tx.start(
-            at(0),
-            &mut Ctx {
-                addr: SENDER,
-                out: &mut out,
-            },
-        );
-        let first = sent(&mut out);
+        let (mut tx, first) = started(TcpVariant::Sack, cfg);
         assert_eq!(first.len(), 1);
         assert_eq!(first[0].tsval, timestamps.then_some(at(0)));
         let next = ack(&mut tx, at(100), mss, first[0].tsval);
@@ -787,16 +793,7 @@ mod tests {
             ..TcpConfig::default()
         };
         let mss = u64::from(cfg.mss);
-        let mut tx = TcpSender::new(1, SINK, TcpVariant::Reno, cfg);
-        let mut out = Vec::new();
-        tx.start(
-            at(0),
-            &mut Ctx {
-                addr: SENDER,
-                out: &mut out,
-            },
-        );
-        let segs = sent(&mut out);
+        let (mut tx, segs) = started(TcpVariant::Reno, cfg);
         assert_eq!(segs.len(), 4);
         for (k, s) in segs.iter().enumerate() {
             ack(&mut tx, at(50 + k as u64), s.seq + mss, s.tsval);

@@ -326,19 +326,22 @@ mod tests {
         assert_eq!(PRESET_KNOBS.first(), Some(&"rtt_unit"));
     }
 
+    /// The stall timeout of `base` with the pgmcc flow keys `value` applied.
+    fn timeout_with(base: PgmccConfig, value: &str) -> Result<TimeoutPolicy, ScenarioError> {
+        let src = format!("name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\n{value}");
+        let fl: FlowSpec = toml::from_str(&src).unwrap();
+        let cx = Ctx {
+            file: "t.toml",
+            src: &src,
+            emulation: false,
+        };
+        let mut pc = base;
+        apply(&fl, &mut pc, &cx).map(|()| pc.timeout)
+    }
+
     #[test]
     fn stall_min_bounds_an_adaptive_stall_timeout_only() {
-        let apply_to = |base: PgmccConfig, value: &str| {
-            let src = format!("name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\n{value}");
-            let fl: FlowSpec = toml::from_str(&src).unwrap();
-            let cx = Ctx {
-                file: "t.toml",
-                src: &src,
-                emulation: false,
-            };
-            let mut pc = base;
-            apply(&fl, &mut pc, &cx).map(|()| pc.timeout)
-        };
+        let apply_to = timeout_with;
         let rec = PgmccConfig::recommended();
         let Ok(TimeoutPolicy::Adaptive { min, .. }) = apply_to(rec, "stall_min = \"200ms\"") else {
             panic!("the recommended stall timeout is adaptive");
@@ -353,18 +356,7 @@ mod tests {
     /// preset's own (`pgmcc`: the draft's; `pgmcc-paper`: the fixed 3 s).
     #[test]
     fn adaptive_timeout_names_the_same_rule_under_both_presets() {
-        let timeout = |base: PgmccConfig, value: &str| {
-            let src = format!("name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\n{value}");
-            let fl: FlowSpec = toml::from_str(&src).unwrap();
-            let cx = Ctx {
-                file: "t.toml",
-                src: &src,
-                emulation: false,
-            };
-            let mut pc = base;
-            apply(&fl, &mut pc, &cx).unwrap();
-            pc.timeout
-        };
+        let timeout = |base: PgmccConfig, value: &str| timeout_with(base, value).unwrap();
         let (rec, paper) = (PgmccConfig::recommended(), PgmccConfig::default());
         let fixed = PgmccConfig::default().with_fixed_timeout().timeout;
         let draft = PgmccConfig::default().with_draft_timeout().timeout;
