@@ -423,8 +423,15 @@ impl Spec {
         format!("g{}", self.id)
     }
 
-    /// The scenario file with `slot` in the subject slot; `cc` is the subject's controller.
+    /// The scenario file with `slot` in the subject slot; `cc` is the subject's controller;
+    /// TCP flows as RFC 6298 describes them ([`TcpModel::Rfc6298`]).
     pub fn scenario(&self, slot: Slot, cc: Controller) -> String {
+        self.scenario_for(slot, cc, TcpModel::Rfc6298)
+    }
+
+    /// [`Spec::scenario`] with every TCP flow (the control, the competitors and the reverse
+    /// flows) modelled as `tcp` says.
+    pub fn scenario_for(&self, slot: Slot, cc: Controller, tcp: TcpModel) -> String {
         let kbit = |bps: f64| format!("{}kbit", (bps / 1e3).round().max(1.0));
         let rate = self.rate_bps as f64;
         let ms = |v: f64| format!("{}ms", sig(v, 4).max(0.01));
@@ -444,7 +451,7 @@ impl Spec {
         let _ = writeln!(
             s,
             "# Generated fairness scenario {id} (`pgmcc fairness`, crates/netsim/src/fairness.rs): \
-             {label}.\n# Subject slot: {slot}. Measure over {from}-{to} s: `pgmcc sim FILE \
+             {label}.\n# Subject slot: {slot}; TCP flows: {tcp}. Measure over {from}-{to} s: `pgmcc sim FILE \
              --seed N --phases {from}-{to}`.\n\
              name = \"{stem}-{slot}\"\n\
              description = \"generated fairness scenario {id} ({slot}): {label}\"\n\
@@ -454,6 +461,7 @@ impl Spec {
             id = self.id,
             label = self.label(),
             slot = slot.name(),
+            tcp = tcp.describe(),
             stem = self.stem(),
             from = self.warmup_s,
             to = dur,
@@ -536,13 +544,14 @@ impl Spec {
                 }
             }
         }
-        self.write_flows(&mut s, slot, cc, dur);
+        self.write_flows(&mut s, slot, cc, dur, tcp);
         s
     }
 
     /// The scenario's flows: the subject in `slot` (with controller `cc`), the competing
     /// TCP flows and the reverse ones, for a run of `dur` seconds.
-    fn write_flows(&self, s: &mut String, slot: Slot, cc: Controller, dur: f64) {
+    fn write_flows(&self, s: &mut String, slot: Slot, cc: Controller, dur: f64, tcp: TcpModel) {
+        let keys = tcp.keys();
         match slot {
             Slot::Pgmcc => {
                 let _ = writeln!(
@@ -559,7 +568,7 @@ impl Spec {
                 let _ = writeln!(
                     s,
                     "[[flow]]\nname = \"{SUBJECT}\"\nkind = \"{}\"\nfrom = \"S\"\nto = \"MR\"\n\
-                     payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"\n{TCP_KEYS}",
+                     payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"\n{TCP_KEYS}{keys}",
                     self.tcp.kind().name()
                 );
             }
@@ -568,7 +577,7 @@ impl Spec {
             let _ = writeln!(
                 s,
                 "[[flow]]\nname = \"tcp{i}\"\nkind = \"{}\"\nfrom = \"T{i}\"\nto = \"TR{i}\"\n\
-                 payload = {TCP_PAYLOAD}\nstart = \"{}s\"\nstart_jitter = \"1s\"\n{TCP_KEYS}",
+                 payload = {TCP_PAYLOAD}\nstart = \"{}s\"\nstart_jitter = \"1s\"\n{TCP_KEYS}{keys}",
                 self.tcp.kind().name(),
                 sig(c.start_frac * dur, 3),
             );
@@ -580,9 +589,41 @@ impl Spec {
             let _ = writeln!(
                 s,
                 "[[flow]]\nname = \"reverse{i}\"\nkind = \"{}\"\nfrom = \"V{i}\"\nto = \"VR{i}\"\n\
-                 payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"\n{TCP_KEYS}",
+                 payload = {TCP_PAYLOAD}\nstart_jitter = \"1s\"\n{TCP_KEYS}{keys}",
                 self.tcp.kind().name()
             );
+        }
+    }
+}
+
+/// How a generated scenario's TCP flows time their retransmissions
+/// (docs/pgmcc.md, "Windows of a few packets").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TcpModel {
+    /// RFC 6298 as the simulator's TCP implements it by default: a 1 s floor, one segment
+    /// timed per round trip, none across a retransmission (Karn's rule).
+    #[default]
+    Rfc6298,
+    /// As Linux runs TCP: an RTT sample from every ACK of new data (timestamps, RFC 7323)
+    /// and a 200 ms floor (`timestamps = true`, `min_rto = "200ms"`).
+    Linux,
+}
+
+impl TcpModel {
+    /// The flow keys the model adds to every TCP flow (each on its own line, after
+    /// [`TCP_KEYS`]).
+    fn keys(self) -> &'static str {
+        match self {
+            TcpModel::Rfc6298 => "",
+            TcpModel::Linux => "\ntimestamps = true\nmin_rto = \"200ms\"",
+        }
+    }
+
+    /// The model's name in a scenario file's header.
+    fn describe(self) -> &'static str {
+        match self {
+            TcpModel::Rfc6298 => "RFC 6298 timer",
+            TcpModel::Linux => "Linux timer (timestamps, 200 ms floor)",
         }
     }
 }
@@ -698,6 +739,18 @@ mod tests {
                     let text = spec.scenario(slot, Controller::Pgmcc);
                     if let Err(e) = scenario::parse("g.toml", &text, "g", Some(1)) {
                         panic!("{}: {e}\n{text}", spec.label());
+                    }
+                    // The Linux model: both keys on every TCP flow, nothing else changed.
+                    let linux = spec.scenario_for(slot, Controller::Pgmcc, TcpModel::Linux);
+                    let tcp_flows = text.matches("kind = \"tcp-").count();
+                    assert_eq!(linux.matches("timestamps = true").count(), tcp_flows);
+                    assert_eq!(linux.matches("min_rto = \"200ms\"").count(), tcp_flows);
+                    let stripped = linux
+                        .replace("\ntimestamps = true\nmin_rto = \"200ms\"", "")
+                        .replace(TcpModel::Linux.describe(), TcpModel::Rfc6298.describe());
+                    assert_eq!(stripped, text);
+                    if let Err(e) = scenario::parse("g.toml", &linux, "g", Some(1)) {
+                        panic!("{}: {e}\n{linux}", spec.label());
                     }
                 }
             }

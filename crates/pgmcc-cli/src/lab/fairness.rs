@@ -82,12 +82,36 @@ struct PlanArgs {
     /// The controller in the subject slot.
     #[arg(long, default_value = "pgmcc")]
     cc: Controller,
+    /// How every TCP flow (control, competitors, reverse) times retransmissions: `rfc6298`
+    /// (a 1 s floor, one segment timed per round trip, none across a retransmission) or
+    /// `linux` (an RTT sample from every ACK, timestamps, and a 200 ms floor). The
+    /// scenarios are the same otherwise (docs/fairness.md).
+    #[arg(long, value_enum, default_value = "rfc6298")]
+    tcp_model: TcpModelArg,
     /// The program the job lines call [default: this executable's path].
     #[arg(long, value_name = "PATH")]
     bin: Option<PathBuf>,
     /// Output directory.
     #[arg(long, value_name = "DIR", default_value = "out/fairness")]
     out: PathBuf,
+}
+
+/// `--tcp-model`: [`fairness::TcpModel`] by name.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum TcpModelArg {
+    /// RFC 6298 as the simulated TCP implements it (the default).
+    Rfc6298,
+    /// As Linux: timestamps and a 200 ms floor.
+    Linux,
+}
+
+impl From<TcpModelArg> for fairness::TcpModel {
+    fn from(m: TcpModelArg) -> fairness::TcpModel {
+        match m {
+            TcpModelArg::Rfc6298 => fairness::TcpModel::Rfc6298,
+            TcpModelArg::Linux => fairness::TcpModel::Linux,
+        }
+    }
 }
 
 /// `pgmcc fairness run`.
@@ -235,7 +259,7 @@ fn plan(a: &PlanArgs) -> Result<ExitCode> {
     for spec in &specs {
         for slot in [Slot::Pgmcc, Slot::Control] {
             let file = scen.join(format!("{}-{}.toml", spec.stem(), slot.name()));
-            let text = spec.scenario(slot, a.cc);
+            let text = spec.scenario_for(slot, a.cc, a.tcp_model.into());
             // Never hand out a file the simulator would refuse.
             scenario::parse(&file.display().to_string(), &text, "g", Some(1))
                 .map_err(|e| anyhow::anyhow!("generated scenario {}: {e}", spec.id))?;
