@@ -221,14 +221,7 @@ fn a_spoofed_end_of_session_does_not_make_recv_commit_a_prefix() {
 #[test]
 fn a_keyed_transfer_is_untouched_by_forged_packets() {
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("group.key");
-    assert!(pgmcc()
-        .arg("keygen")
-        .arg(&key)
-        .output()
-        .unwrap()
-        .status
-        .success());
+    let key = common::group_key(dir.path());
     let with_key = [std::ffi::OsStr::new("--key"), key.as_os_str()];
     let r = attacked_transfer(
         dir.path(),

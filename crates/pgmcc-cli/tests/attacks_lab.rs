@@ -964,13 +964,7 @@ fn lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries() {
     let _serial = lock();
     let Some(lab) = Lab::up("a9", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("group.key");
-    let made = Command::new(pgmcc())
-        .arg("keygen")
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    let key = group_key(dir.path());
     let key = key.to_str().unwrap();
     let (input, want) = random_file(dir.path(), 3_000_000);
     let rx = recv(&lab, "r1", dir.path(), &["--key", key]);
@@ -1633,13 +1627,7 @@ fn lab_a_sealed_report_replayed_from_another_receivers_address_is_refused() {
         .unwrap();
     assert!(hub.success(), "making the receivers' bridge a hub");
     let dir = tempfile::tempdir().unwrap();
-    let key = dir.path().join("group.key");
-    let made = Command::new(pgmcc())
-        .arg("keygen")
-        .arg(&key)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    let key = group_key(dir.path());
     let key = key.to_str().unwrap();
     let (input, want) = random_file(dir.path(), 10_000_000);
     let (r1, r2) = (node_addr("r1").to_string(), node_addr("r2").to_string());
@@ -1903,13 +1891,7 @@ fn replay_run(lab: &Lab, signed: bool) -> Replayed {
     let mode = if signed { "signed" } else { "keyed" };
     let dir = tempfile::tempdir().unwrap();
     let (secret, public) = signing_key(dir.path());
-    let group_key = dir.path().join("group.key");
-    let made = Command::new(pgmcc())
-        .arg("keygen")
-        .arg(&group_key)
-        .output()
-        .unwrap();
-    assert!(made.status.success());
+    let group_key = group_key(dir.path());
     let (secret, public, group_key) = (
         secret.to_str().unwrap(),
         public.to_str().unwrap(),

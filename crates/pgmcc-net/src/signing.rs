@@ -300,15 +300,19 @@ mod tests {
         assert!(verifier.verify(b"m", &sig) && !verifier.verify(b"n", &sig));
     }
 
+    /// A verifier for a fixed key, its receiver started at `since` (ms) with `slack`.
+    fn trusting(since: u64, slack: std::time::Duration) -> Trusting {
+        Trusting {
+            key: SourceKey::from_bytes([3; 32]).key.verifying_key(),
+            since,
+            slack,
+        }
+    }
+
     #[test]
     fn a_session_signed_well_before_the_receiver_started_is_a_replay() {
-        let key = SourceKey::from_bytes([3; 32]);
         let started = 1_800_000_000_000;
-        let t = Trusting {
-            key: key.key.verifying_key(),
-            since: started,
-            slack: START_SLACK,
-        };
+        let t = trusting(started, START_SLACK);
         let slack = START_SLACK.as_millis() as u64;
         let later = started + 3_600_000;
         // Recorded a minute before the receiver started, played back within the skew.
@@ -330,13 +334,8 @@ mod tests {
 
     #[test]
     fn the_start_slack_is_the_receivers_setting() {
-        let key = SourceKey::from_bytes([3; 32]);
         let started = 1_800_000_000_000;
-        let t = Trusting {
-            key: key.key.verifying_key(),
-            since: started,
-            slack: std::time::Duration::from_secs(2),
-        };
+        let t = trusting(started, std::time::Duration::from_secs(2));
         assert_eq!(t.judge(started - 2_001, started), Freshness::BeforeStart);
         assert_eq!(t.judge(started - 2_000, started), Freshness::Fresh);
         let long = Trusting {

@@ -23,13 +23,12 @@ pub(crate) fn pgmcc() -> &'static str {
     env!("CARGO_BIN_EXE_pgmcc")
 }
 
-/// A signed mode key pair made by `pgmcc keygen --sign` in `dir`: the secret key file and
-/// its public half (`.pub`).
-pub(crate) fn signing_key(dir: &Path) -> (PathBuf, PathBuf) {
-    let key = dir.join("source.key");
+/// Runs `pgmcc keygen ARGS KEY`; panics with its error if it fails.
+fn keygen(args: &[&str], key: &Path) {
     let made = Command::new(pgmcc())
-        .args(["keygen", "--sign"])
-        .arg(&key)
+        .arg("keygen")
+        .args(args)
+        .arg(key)
         .output()
         .unwrap();
     assert!(
@@ -37,6 +36,21 @@ pub(crate) fn signing_key(dir: &Path) -> (PathBuf, PathBuf) {
         "{}",
         String::from_utf8_lossy(&made.stderr)
     );
+}
+
+/// A group key (keyed mode) made by `pgmcc keygen` in `dir`: `group.key`.
+#[allow(dead_code)] // not every test binary runs keyed mode
+pub(crate) fn group_key(dir: &Path) -> PathBuf {
+    let key = dir.join("group.key");
+    keygen(&[], &key);
+    key
+}
+
+/// A signed mode key pair made by `pgmcc keygen --sign` in `dir`: the secret key file and
+/// its public half (`.pub`).
+pub(crate) fn signing_key(dir: &Path) -> (PathBuf, PathBuf) {
+    let key = dir.join("source.key");
+    keygen(&["--sign"], &key);
     (key, dir.join("source.key.pub"))
 }
 
