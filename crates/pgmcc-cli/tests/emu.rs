@@ -715,6 +715,98 @@ fn a_scenario_key_the_real_programs_lack_is_refused_by_name() {
     );
 }
 
+#[test]
+fn a_tcp_key_linux_does_not_run_as_written_is_refused_by_name() {
+    // Linux's RTO floor is 200 ms and it always uses limited transmit: those values run,
+    // others cannot. Checked before anything is created, so this needs no root.
+    let dir = tempfile::tempdir().unwrap();
+    for (key, value) in [("min_rto", "\"1s\""), ("limited_transmit", "false")] {
+        let file = dir.path().join(format!("{key}.toml"));
+        std::fs::write(
+            &file,
+            TWO_FLOWS.replace(
+                "stop = \"11s\"",
+                &format!("stop = \"11s\"\n{key} = {value}"),
+            ),
+        )
+        .unwrap();
+        let o = Command::new(pgmcc())
+            .arg("emu")
+            .arg(&file)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains(&format!("flow `tcp`: `{key}`: Linux")),
+            "{err}"
+        );
+    }
+}
+
+/// A generated-scenario job in emulation (`pgmcc fairness run --emulate`): the subject
+/// (pgmcc) and one competing Linux TCP flow, as `pgmcc fairness plan --emulate` writes
+/// them, measured into the result file `pgmcc fairness report` merges.
+#[test]
+fn a_fairness_job_runs_in_emulation_and_measures_its_flows() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !is_root() {
+        skip(
+            "a_fairness_job_runs_in_emulation_and_measures_its_flows",
+            "needs root",
+        );
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("g7-pgmcc.toml");
+    let scenario = TWO_FLOWS
+        .replace("duration = \"14s\"", "duration = \"10s\"")
+        .replace("name = \"multicast\"", "name = \"subject\"")
+        .replace("bytes = 1000000\n", "txw_sqns = 16384\n")
+        .replace("name = \"tcp\"", "name = \"tcp0\"")
+        .replace(
+            "stop = \"11s\"",
+            "timestamps = true\nmin_rto = \"200ms\"\nlimited_transmit = true",
+        );
+    std::fs::write(&file, scenario).unwrap();
+    let result = dir.path().join("results/g7-pgmcc-s1.json");
+    finish_ok(
+        Command::new(pgmcc())
+            .arg("fairness")
+            .arg("run")
+            .arg(&file)
+            .args(["--seed", "1", "--id", "7", "--slot", "pgmcc"])
+            .args(["--window", "3-10", "--emulate", "reno", "--result"])
+            .arg(&result)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        Duration::from_secs(60),
+        "pgmcc fairness run --emulate",
+    );
+    let r = stats(&result);
+    let subject = r["subject"]["kbps"].as_f64().unwrap();
+    let tcp = r["competitors"][0]["kbps"].as_f64().unwrap();
+    eprintln!("{r}");
+    // Both ran over the 10 Mbit/s bottleneck they share (pgmcc's receiver and the TCP
+    // sink sit behind links of their own, so neither can starve the other).
+    assert!(
+        (1000.0..10_500.0).contains(&subject),
+        "pgmcc {subject} kbit/s"
+    );
+    assert!((1000.0..10_500.0).contains(&tcp), "TCP {tcp} kbit/s");
+    assert!(dir
+        .path()
+        .join("results/g7-pgmcc-s1.emu/summary.json")
+        .exists());
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&list.stdout).contains("pgf7p1"),
+        "namespaces removed"
+    );
+}
+
 /// The other implementations as flows (issue 23 item 2): OpenPGM at a fixed rate, uftp with
 /// TFMCC and NORM with NORM-CC, each sending a 300 kB file to two receivers at once over
 /// the two-flow network.

@@ -17,7 +17,7 @@ use netsim::{run, scenario};
 use pgmcc::cc::Controller;
 use serde::{Deserialize, Serialize};
 
-use super::shared::{stats, Markers};
+use super::shared::{splice, stats, Markers};
 
 /// The generated section of docs/fairness.md.
 const SECTION: Markers = Markers {
@@ -55,6 +55,17 @@ enum Command {
     Report(ReportArgs),
 }
 
+/// The generated section of docs/fairness.md for emulated runs.
+const EMU_SECTION: Markers = Markers {
+    begin: "<!-- fairness-emu:begin (written by `pgmcc fairness report` on an emulated plan) -->",
+    end: "<!-- fairness-emu:end -->",
+};
+
+/// `--max-rate` when emulating: the emulator's comfortable range (docs/emulation.md).
+const EMU_MAX_RATE_MBIT: f64 = 20.0;
+/// `--max-receivers` when emulating: each receiver is a namespace and a `pgmcc recv`.
+const EMU_MAX_RECEIVERS: usize = 10;
+
 /// `pgmcc fairness plan`.
 #[derive(Debug, ClapArgs)]
 struct PlanArgs {
@@ -69,12 +80,20 @@ struct PlanArgs {
     /// Seeds per scenario and variant (1..=N).
     #[arg(long, default_value_t = 3)]
     seeds: u64,
-    /// Keep only scenarios whose bottleneck is at most this many Mbit/s.
+    /// Keep only scenarios whose bottleneck is at most this many Mbit/s [default with
+    /// --emulate: 20].
     #[arg(long, value_name = "MBIT")]
     max_rate: Option<f64>,
-    /// Keep only scenarios with at most this many multicast receivers.
+    /// Keep only scenarios with at most this many multicast receivers [default with
+    /// --emulate: 10].
     #[arg(long, value_name = "N")]
     max_receivers: Option<usize>,
+    /// Run the jobs in `pgmcc emu` instead of the simulator: real `pgmcc send`/`recv` and
+    /// Linux TCP under congestion control CC (reno, cubic, bbr; `--emulate` alone: reno)
+    /// in network namespaces, on the wall clock. Needs root; run the job file with
+    /// `parallel -j 1` (each run takes its scenario's duration).
+    #[arg(long, value_name = "CC", num_args = 0..=1, default_missing_value = "reno")]
+    emulate: Option<String>,
     /// Millions of bottleneck packets a run may cost; runs are never shorter than 50 RTTs
     /// of warm-up and 200 RTTs of measurement.
     #[arg(long, value_name = "MPACKETS", default_value_t = fairness::DEFAULT_BUDGET / 1e6)]
@@ -135,6 +154,10 @@ struct RunArgs {
     /// Result file (JSON), written whole or not at all.
     #[arg(long, value_name = "FILE")]
     result: PathBuf,
+    /// Emulate instead of simulating (`pgmcc emu`), with Linux TCP under congestion control
+    /// CC; its output goes beside the result file (RESULT without `.json`, `.emu/`).
+    #[arg(long, value_name = "CC")]
+    emulate: Option<String>,
 }
 
 /// `pgmcc fairness report`.
@@ -149,6 +172,10 @@ struct ReportArgs {
     /// Only print the summary; leave the doc alone.
     #[arg(long)]
     no_doc: bool,
+    /// A simulated plan of the same scenarios: adds how far the emulated share ratios are
+    /// from the simulated ones (for an emulated DIR).
+    #[arg(long, value_name = "SIMDIR")]
+    sim: Option<PathBuf>,
 }
 
 fn parse_slot(s: &str) -> Result<Slot, String> {
@@ -186,6 +213,9 @@ struct Plan {
     seeds: u64,
     /// The subject's controller.
     cc: String,
+    /// Emulated with Linux TCP under this congestion control (`None`: simulated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    emulate: Option<String>,
     /// The scenarios.
     specs: Vec<Spec>,
 }
@@ -223,6 +253,14 @@ fn plan(a: &PlanArgs) -> Result<ExitCode> {
             a.budget
         );
     }
+    if let Some(cc) = &a.emulate {
+        if !["reno", "cubic", "bbr"].contains(&cc.as_str()) {
+            bail!("--emulate {cc}: this kernel offers reno, cubic and bbr");
+        }
+    }
+    let emulating = a.emulate.is_some();
+    let max_rate = a.max_rate.or(emulating.then_some(EMU_MAX_RATE_MBIT));
+    let max_receivers = a.max_receivers.or(emulating.then_some(EMU_MAX_RECEIVERS));
     let bin = match &a.bin {
         Some(b) => b.clone(),
         None => std::env::current_exe().context("locating this executable for --bin")?,
@@ -242,8 +280,8 @@ fn plan(a: &PlanArgs) -> Result<ExitCode> {
         }
         let spec = Spec::generate(id, a.budget * 1e6);
         id += 1;
-        if a.max_rate.is_some_and(|m| spec.rate_bps as f64 > m * 1e6)
-            || a.max_receivers.is_some_and(|m| spec.receivers() > m)
+        if max_rate.is_some_and(|m| spec.rate_bps as f64 > m * 1e6)
+            || max_receivers.is_some_and(|m| spec.receivers() > m)
         {
             continue;
         }
@@ -265,10 +303,14 @@ fn plan(a: &PlanArgs) -> Result<ExitCode> {
                 .map_err(|e| anyhow::anyhow!("generated scenario {}: {e}", spec.id))?;
             std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
             let (from, to) = spec.window();
+            let emu = a
+                .emulate
+                .as_ref()
+                .map_or(String::new(), |cc| format!(" --emulate {cc}"));
             for seed in 1..=a.seeds {
                 let _ = writeln!(
                     jobs,
-                    "{} fairness run {} --seed {seed} --id {} --slot {} --window {from}-{to} --result {}",
+                    "{} fairness run {} --seed {seed} --id {} --slot {} --window {from}-{to} --result {}{emu}",
                     bin.display(),
                     file.display(),
                     spec.id,
@@ -286,20 +328,35 @@ fn plan(a: &PlanArgs) -> Result<ExitCode> {
         command: command_line(),
         seeds: a.seeds,
         cc: a.cc.to_string(),
+        emulate: a.emulate.clone(),
         specs,
     };
     let plan_file = a.out.join("plan.json");
     std::fs::write(&plan_file, serde_json::to_string_pretty(&p)?)
         .with_context(|| format!("writing {}", plan_file.display()))?;
+    let (work, j) = if emulating {
+        let secs: f64 = p.specs.iter().map(Spec::duration_s).sum::<f64>() * 2.0 * a.seeds as f64;
+        (
+            format!("about {:.1} hours of emulation, as root", secs / 3600.0),
+            "1",
+        )
+    } else {
+        (
+            format!(
+                "about {:.0} million packets and receptions to simulate",
+                cost / 1e6
+            ),
+            "N",
+        )
+    };
     println!(
-        "{} scenarios (ids {}..{}), {} runs in {} (about {:.0} million packets and receptions \
-         to simulate); next: parallel -j N < {} && pgmcc fairness report {}",
+        "{} scenarios (ids {}..{}), {} runs in {} ({work}); next: parallel -j {j} < {} && \
+         pgmcc fairness report {}",
         p.specs.len(),
         a.first,
         id - 1,
         jobs.lines().count(),
         jobs_file.display(),
-        cost / 1e6,
         jobs_file.display(),
         a.out.display()
     );
@@ -322,7 +379,21 @@ fn run_one(a: &RunArgs) -> Result<ExitCode> {
             sc.duration.as_secs_f64()
         );
     }
-    let summary = run::run(&mut sc, |_| {});
+    let summary = match &a.emulate {
+        None => run::run(&mut sc, |_| {}),
+        Some(cc) => {
+            // Namespaces named after the job, so that jobs on one machine never collide.
+            let prefix = format!("pgf{}{}{}", a.id, &a.slot.name()[..1], a.seed);
+            let emu = super::emu::Args::flows_once(
+                a.scenario.clone(),
+                a.seed,
+                Some(cc.clone()),
+                a.result.with_extension("emu"),
+                prefix,
+            );
+            super::emu::emulate(&emu)?.context("the emulation measured no flows")?
+        }
+    };
     let r = fairness::measure(a.id, a.slot, a.seed, a.window, &summary);
     if let Some(dir) = a.result.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
@@ -429,23 +500,28 @@ fn row<'a>(spec: &'a Spec, runs: &[(RunResult, RunResult)]) -> Row<'a> {
     }
 }
 
-fn report(a: &ReportArgs) -> Result<ExitCode> {
-    let plan_file = a.dir.join("plan.json");
-    let plan: Plan =
-        serde_json::from_str(&std::fs::read_to_string(&plan_file).with_context(|| {
-            format!(
-                "reading {} (run `pgmcc fairness plan` first)",
-                plan_file.display()
-            )
-        })?)
-        .with_context(|| format!("reading {}", plan_file.display()))?;
+/// Reads the plan `pgmcc fairness plan` wrote into `dir`.
+fn read_plan(dir: &Path) -> Result<Plan> {
+    let plan_file = dir.join("plan.json");
+    serde_json::from_str(&std::fs::read_to_string(&plan_file).with_context(|| {
+        format!(
+            "reading {} (run `pgmcc fairness plan` first)",
+            plan_file.display()
+        )
+    })?)
+    .with_context(|| format!("reading {}", plan_file.display()))
+}
+
+/// The rows of the scenarios in `plan` (written into `dir`) that have results, and the
+/// result files still missing.
+fn rows_of<'a>(dir: &Path, plan: &'a Plan) -> Result<(Vec<Row<'a>>, Vec<PathBuf>)> {
     let mut missing = Vec::new();
     let mut rows = Vec::new();
     for spec in &plan.specs {
         let mut runs = Vec::new();
         for seed in 1..=plan.seeds {
-            let pp = result_path(&a.dir, spec.id, Slot::Pgmcc, seed);
-            let cp = result_path(&a.dir, spec.id, Slot::Control, seed);
+            let pp = result_path(dir, spec.id, Slot::Pgmcc, seed);
+            let cp = result_path(dir, spec.id, Slot::Control, seed);
             match (read_result(&pp)?, read_result(&cp)?) {
                 (Some(p), Some(c)) => runs.push((p, c)),
                 (p, c) => {
@@ -462,13 +538,42 @@ fn report(a: &ReportArgs) -> Result<ExitCode> {
             rows.push(row(spec, &runs));
         }
     }
-    let text = render(&plan, &rows, missing.len());
-    print!("{}", summary_lines(&rows));
+    Ok((rows, missing))
+}
+
+fn report(a: &ReportArgs) -> Result<ExitCode> {
+    let plan = read_plan(&a.dir)?;
+    let (rows, missing) = rows_of(&a.dir, &plan)?;
+    let sim_plan = a.sim.as_deref().map(read_plan).transpose()?;
+    if let (Some(_), None) = (&sim_plan, &plan.emulate) {
+        bail!(
+            "--sim: {} is a simulated plan; --sim compares an emulated plan with a simulated one",
+            a.dir.display()
+        );
+    }
+    let sim_rows = match (&a.sim, &sim_plan) {
+        (Some(dir), Some(p)) => Some(rows_of(dir, p)?.0),
+        _ => None,
+    };
+    let mut text = render(&plan, &rows, missing.len());
+    let mut summary = summary_lines(&rows, plan.emulate.is_some());
+    if let Some(sim) = &sim_rows {
+        let (lines, table) = agreement(&rows, sim);
+        summary.push_str(&lines);
+        let end = text.rfind(EMU_SECTION.end).unwrap_or(text.len());
+        text.insert_str(end, &format!("\n{lines}\n{table}"));
+    }
+    print!("{summary}");
     for m in &missing {
         eprintln!("pgmcc: missing result {}", m.display());
     }
     if !a.no_doc {
-        write_section(&a.doc, &text)?;
+        let markers = if plan.emulate.is_some() {
+            EMU_SECTION
+        } else {
+            SECTION
+        };
+        write_section(&a.doc, markers, &text)?;
         println!("wrote {}", a.doc.display());
     }
     std::fs::write(a.dir.join("fairness.csv"), csv(&rows))
@@ -481,8 +586,51 @@ fn report(a: &ReportArgs) -> Result<ExitCode> {
     })
 }
 
+/// How far apart the emulated share ratios (`emu`) and the simulated ones (`sim`) of the
+/// same scenarios are: summary lines and a table.
+fn agreement(emu: &[Row], sim: &[Row]) -> (String, String) {
+    let mut table = String::from(
+        "Simulated and emulated share ratios of the same scenarios (the simulated plan's \
+         seeds pooled as above), emulated over simulated, and each control over its mean \
+         competing TCP flow:\n\n\
+         | id | scenario | simulated | emulated | emulated / simulated | control/TCP sim, emu |\n\
+         |---|---|---|---|---|---|\n",
+    );
+    let mut ratios = Vec::new();
+    for e in emu {
+        let Some(s) = sim.iter().find(|s| s.spec.id == e.spec.id) else {
+            continue;
+        };
+        let q = e.share / s.share;
+        ratios.push(q);
+        let flag = if (q - 1.0).abs() <= AGREE { "" } else { " *" };
+        let _ = writeln!(
+            table,
+            "| {} | {} | {:.2} | {:.2} | {q:.2}{flag} | {:.2}, {:.2} |",
+            e.spec.id,
+            e.spec.label(),
+            s.share,
+            e.share,
+            s.vs_tcp.1,
+            e.vs_tcp.1
+        );
+    }
+    let within = ratios.iter().filter(|q| (*q - 1.0).abs() <= AGREE).count();
+    let lines = format!(
+        "- simulated and emulated share ratios within {:.0}% of each other: {within} of {} \
+         scenarios (target all); emulated / simulated median {:.2}\n",
+        AGREE * 100.0,
+        ratios.len(),
+        median(&ratios)
+    );
+    (lines, table)
+}
+
+/// How far an emulated share ratio may be from the simulated one (issue 51: 15%).
+const AGREE: f64 = 0.15;
+
 /// The summary against issue 51's targets.
-fn summary_lines(rows: &[Row]) -> String {
+fn summary_lines(rows: &[Row], emulated: bool) -> String {
     let shares: Vec<f64> = rows.iter().map(|r| r.share).collect();
     let n = shares.len().max(1) as f64;
     let inside = in_band(&shares);
@@ -508,10 +656,14 @@ fn summary_lines(rows: &[Row]) -> String {
         hi,
         wild
     );
-    let _ = writeln!(
-        s,
-        "- sequence numbers given up by pgmcc receivers: {lost} in {lost_in} scenarios (target none)"
-    );
+    if emulated {
+        s.push_str("- sequence numbers given up: not measured in emulation\n");
+    } else {
+        let _ = writeln!(
+            s,
+            "- sequence numbers given up by pgmcc receivers: {lost} in {lost_in} scenarios (target none)"
+        );
+    }
     s
 }
 
@@ -566,21 +718,31 @@ fn breakdown_line(label: &str, rows: &[Row], keep: impl Fn(&Spec) -> bool) -> Op
 
 fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "{}", SECTION.begin);
+    let markers = if plan.emulate.is_some() {
+        &EMU_SECTION
+    } else {
+        &SECTION
+    };
+    let _ = writeln!(s, "{}", markers.begin);
     let _ = writeln!(
         s,
         "Generated by `pgmcc fairness report` from the runs of `{}` ({} seeds each, subject \
-         `{}`){}.\n",
+         `{}`{}){}.\n",
         plan.command,
         plan.seeds,
         plan.cc,
+        match &plan.emulate {
+            Some(cc) =>
+                format!("; emulated: real `pgmcc send`/`recv` and Linux TCP ({cc}) in `pgmcc emu`"),
+            None => String::new(),
+        },
         if missing > 0 {
             format!("; **{missing} runs had no result and are left out**")
         } else {
             String::new()
         }
     );
-    s.push_str(&summary_lines(rows));
+    s.push_str(&summary_lines(rows, plan.emulate.is_some()));
     s.push('\n');
     s.push_str(&histogram(rows));
     s.push_str(
@@ -661,22 +823,33 @@ fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
         };
         let (lo, hi) = r.seed_range;
         let (from, to) = r.spec.window();
+        // The emulator counts drops per flow for the whole run only, and real receivers
+        // do not report what they gave up: those columns are the simulator's.
+        let (drops, lost) = if plan.emulate.is_some() {
+            ("-, - | -, -".to_string(), "-".to_string())
+        } else {
+            (
+                format!(
+                    "{:.2}%, {:.2}% | {:.2}%, {:.2}%",
+                    100.0 * r.drops[0],
+                    100.0 * r.drops[1],
+                    100.0 * r.drops[2],
+                    100.0 * r.drops[3]
+                ),
+                r.unrecoverable.to_string(),
+            )
+        };
         let _ = writeln!(
             s,
-            "| {} | {} | {from}-{to} | {:.2}{flag} | {lo:.2}-{hi:.2} | {:.2} | {:.2} | {:.2}%, {:.2}% | {:.2}%, {:.2}% | {} |",
+            "| {} | {} | {from}-{to} | {:.2}{flag} | {lo:.2}-{hi:.2} | {:.2} | {:.2} | {drops} | {lost} |",
             r.spec.id,
             r.spec.label(),
             r.share,
             r.vs_tcp.0,
             r.vs_tcp.1,
-            100.0 * r.drops[0],
-            100.0 * r.drops[1],
-            100.0 * r.drops[2],
-            100.0 * r.drops[3],
-            r.unrecoverable
         );
     }
-    let _ = writeln!(s, "{}", SECTION.end);
+    let _ = writeln!(s, "{}", markers.end);
     s
 }
 
@@ -720,21 +893,10 @@ fn csv(rows: &[Row]) -> String {
     s
 }
 
-/// Replaces the generated section of `doc` (or appends it when the markers are absent).
-fn write_section(doc: &Path, section: &str) -> Result<()> {
+/// Replaces the section of `doc` between `markers` (or appends it when they are absent).
+fn write_section(doc: &Path, markers: Markers, section: &str) -> Result<()> {
     let old = std::fs::read_to_string(doc).unwrap_or_default();
-    let new = match (old.find(SECTION.begin), old.find(SECTION.end)) {
-        (Some(b), Some(e)) if e > b => {
-            let rest = &old[e + SECTION.end.len()..];
-            format!(
-                "{}{}{}",
-                &old[..b],
-                section,
-                rest.strip_prefix('\n').unwrap_or(rest)
-            )
-        }
-        _ => format!("{old}\n{section}"),
-    };
+    let new = splice(&old, section.trim_end(), markers);
     std::fs::write(doc, new).with_context(|| format!("writing {}", doc.display()))
 }
 
@@ -749,6 +911,31 @@ mod tests {
         assert!(parse_window("x-60").unwrap_err().contains("`x`"));
         assert_eq!(parse_slot("control"), Ok(Slot::Control));
         assert!(parse_slot("tcp").is_err());
+    }
+
+    #[test]
+    fn emulated_shares_are_compared_with_the_simulated_ones_of_the_same_ids() {
+        let specs = [
+            Spec::generate(1, fairness::DEFAULT_BUDGET),
+            Spec::generate(2, fairness::DEFAULT_BUDGET),
+        ];
+        let row = |spec, share| Row {
+            spec,
+            share,
+            seed_range: (share, share),
+            vs_tcp: (1.0, 1.0),
+            drops: [0.0; 4],
+            unrecoverable: 0,
+        };
+        let sim = [row(&specs[0], 1.0), row(&specs[1], 0.8)];
+        let emu = [row(&specs[1], 1.2), row(&specs[0], 1.1)];
+        let (lines, table) = agreement(&emu, &sim);
+        assert!(
+            lines.contains("within 15% of each other: 1 of 2"),
+            "{lines}"
+        );
+        assert!(table.contains("| 0.80 | 1.20 | 1.50 * |"), "{table}");
+        assert!(table.contains("| 1.00 | 1.10 | 1.10 |"), "{table}");
     }
 
     #[test]

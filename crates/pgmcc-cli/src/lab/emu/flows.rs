@@ -54,13 +54,14 @@ const COMMON_KEYS: &[&str] = &[
 const PGM_KEYS: &[&str] = &[
     "group",
     "bytes",
+    "txw_sqns",
     "cc",
     "fec",
     "rate_limit",
     "rate_floor",
     "rate_ceiling",
 ];
-const TCP_KEYS: &[&str] = &["to"];
+const TCP_KEYS: &[&str] = &["to", "limited_transmit", "timestamps", "min_rto"];
 const OPENPGM_KEYS: &[&str] = &["group", "bytes", "rate_limit"];
 const UFTP_KEYS: &[&str] = &["group", "bytes", "rate_floor", "rate_ceiling"];
 const NORM_KEYS: &[&str] = &["group", "bytes", "rate_floor", "rate_ceiling"];
@@ -83,6 +84,8 @@ enum How {
         to: Ipv4Addr,
         linux_cc: String,
         sack: bool,
+        /// RFC 7323 timestamps (`net.ipv4.tcp_timestamps` in the sender's namespace).
+        timestamps: bool,
     },
     /// OpenPGM at a fixed rate: `pgm-send`, `pgm-recv`.
     OpenPgm {
@@ -285,6 +288,7 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
                 to: addr(sink),
                 linux_cc: tcp.unwrap_or("reno").to_string(),
                 sack: info.kind == FlowKind::TcpSack,
+                timestamps: linux_tcp_keys(path, &info.name, raw)?,
             }
         } else {
             pgm_how(info, raw, group, bytes)?
@@ -301,6 +305,43 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
         });
     }
     Ok(out)
+}
+
+/// The TCP keys Linux has a counterpart for: `limited_transmit = true` (Linux always
+/// sends on the first duplicate ACKs, RFC 3042), `min_rto = "200ms"` (Linux's floor), and
+/// `timestamps` (a per-namespace sysctl; Linux's default is on, so a file without the key
+/// runs with them, as Linux does). Returns whether timestamps are on; refuses other values.
+fn linux_tcp_keys(path: &Path, flow: &str, raw: &toml::Table) -> Result<bool> {
+    let refuse = |key: &str, why: &str| {
+        anyhow::anyhow!(
+            "{}: flow `{flow}`: `{key}`: {why}, so pgmcc emu cannot honour it (run the \
+             scenario with pgmcc sim)",
+            path.display()
+        )
+    };
+    if let Some(v) = raw.get("limited_transmit") {
+        if v.as_bool() != Some(true) {
+            return Err(refuse(
+                "limited_transmit",
+                "Linux TCP always uses limited transmit",
+            ));
+        }
+    }
+    if let Some(v) = raw.get("min_rto") {
+        let floor = v.as_str().map(netsim::units::duration);
+        if !matches!(floor, Some(Ok(d)) if d == Duration::from_millis(200)) {
+            return Err(refuse(
+                "min_rto",
+                "Linux TCP's retransmission timer floor is 200ms",
+            ));
+        }
+    }
+    match raw.get("timestamps") {
+        None => Ok(true),
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| refuse("timestamps", "it is true or false")),
+    }
 }
 
 /// How a `pgmcc` or `pgm` flow runs: `pgmcc send` with the flags the file's keys ask for.
@@ -343,6 +384,10 @@ fn pgm_how(
             flags.push(flag.into());
             flags.push(bps(r)?);
         }
+    }
+    if let Some(n) = raw.get("txw_sqns").and_then(|v| v.as_integer()) {
+        flags.push("--txw".into());
+        flags.push(n.to_string());
     }
     if let Some(n) = raw.get("fec").and_then(|v| v.as_integer()) {
         flags.push("--fec".into());
@@ -635,7 +680,13 @@ impl Launcher {
     /// A TCP flow: the sink at its receiver, the sender (Linux TCP, its congestion control and
     /// SACK as asked) at the source.
     fn tcp(&mut self, f: &Planned) -> Result<()> {
-        let How::Tcp { to, linux_cc, sack } = &f.how else {
+        let How::Tcp {
+            to,
+            linux_cc,
+            sack,
+            timestamps,
+        } = &f.how
+        else {
             return Ok(());
         };
         let ports = f.ports();
@@ -654,8 +705,9 @@ impl Launcher {
         let seconds = f.stop.unwrap_or(self.end) - f.start;
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.ns(&f.from.1), "sh", "-c"]).arg(format!(
-            "sysctl -q -w net.ipv4.tcp_sack={} && exec python3 {} send {to} {port} {seconds:.3} {linux_cc}",
+            "sysctl -q -w net.ipv4.tcp_sack={} net.ipv4.tcp_timestamps={} && exec python3 {} send {to} {port} {seconds:.3} {linux_cc}",
             u8::from(*sack),
+            u8::from(*timestamps),
             self.script.display()
         ));
         let log = self.dir.join(format!("flow{}-tcp.log", f.id));

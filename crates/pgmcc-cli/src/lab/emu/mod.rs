@@ -57,8 +57,40 @@ pub(crate) struct Args {
     stats: Option<PathBuf>,
 }
 
+impl Args {
+    /// The arguments that emulate `scenario`'s flows once, quietly, for another command
+    /// (`pgmcc fairness run --emu`): loss seed `seed`, Linux congestion control `tcp` for
+    /// every TCP flow, output in `out`, namespaces named from `prefix`.
+    pub(crate) fn flows_once(
+        scenario: PathBuf,
+        seed: u64,
+        tcp: Option<String>,
+        out: PathBuf,
+        prefix: String,
+    ) -> Args {
+        Args {
+            scenario,
+            net_only: false,
+            tcp,
+            out: Some(out),
+            prefix,
+            run_for: None,
+            seed: Some(seed),
+            quiet: true,
+            stats: None,
+        }
+    }
+}
+
 /// Runs `pgmcc emu`.
 pub(crate) fn run(args: &Args) -> Result<ExitCode> {
+    emulate(args)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the emulation `args` ask for; returns what it measured (`None` with `--net-only` or
+/// a scenario without flows), also written to the output directory.
+pub(crate) fn emulate(args: &Args) -> Result<Option<netsim::summary::Summary>> {
     let sc = scenario::load_for_emulation(&args.scenario, args.seed)?;
     if let Some(cc) = &args.tcp {
         if !["reno", "cubic", "bbr"].contains(&cc.as_str()) {
@@ -139,7 +171,7 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
         .unwrap_or_default();
     let report = emu.report();
     print_report(&report);
-    if !net_only {
+    let measured = if !net_only {
         let summary = summary::build(&sc, &planned, emu.samples(), &report);
         let per_flow = summary::outcomes(&planned, &outcomes, emu.samples(), &report);
         emu.tear_down();
@@ -189,14 +221,16 @@ pub(crate) fn run(args: &Args) -> Result<ExitCode> {
             );
         }
         outln!("report: {}", out.join("report.html").display());
+        Some(summary)
     } else {
         emu.tear_down();
-    }
+        None
+    };
     if let Some(path) = &args.stats {
         let json = serde_json::to_string_pretty(&report)?;
         std::fs::write(path, json).with_context(|| format!("writing {}", path.display()))?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(measured)
 }
 
 /// Shows how far the emulation is until `stop`: a bar on a terminal, otherwise a line on
