@@ -352,8 +352,9 @@ mod tests {
         assert!(apply_to(PgmccConfig::default(), "stall_min = \"200ms\"").is_err());
     }
 
-    /// The stall timeout's values on each preset: the key names a rule whatever the
-    /// preset's own (`pgmcc`: the draft's; `pgmcc-paper`: the fixed 3 s).
+    /// The stall timeout's values on each preset: the key names a rule, with RFC 6298's
+    /// bounds, whatever the preset's own (`pgmcc`: the draft's with Linux's 200 ms floor;
+    /// `pgmcc-paper`: the fixed 3 s).
     #[test]
     fn adaptive_timeout_names_the_same_rule_under_both_presets() {
         let timeout = |base: PgmccConfig, value: &str| timeout_with(base, value).unwrap();
@@ -361,7 +362,11 @@ mod tests {
         let fixed = PgmccConfig::default().with_fixed_timeout().timeout;
         let draft = PgmccConfig::default().with_draft_timeout().timeout;
         let bench = PgmccConfig::default().with_adaptive_timeout().timeout;
-        assert_eq!(rec.timeout, draft);
+        let linux_floor = PgmccConfig::default()
+            .with_draft_timeout()
+            .with_stall_min(pgmcc::Duration::from_millis(200))
+            .map(|c| c.timeout);
+        assert_eq!(Some(rec.timeout), linux_floor);
         assert_eq!(paper.timeout, fixed);
         for base in [rec, paper] {
             assert_eq!(timeout(base, "adaptive_timeout = false"), fixed);

@@ -22,6 +22,10 @@ pub enum RttUnit {
 /// OpenPGM's stall timeout, and the draft's before the acker's first RTT sample.
 const STALL_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// Linux TCP's lower bound on its retransmission timeout (`TCP_RTO_MIN`): the recommended
+/// stall timeout's.
+const LINUX_RTO_MIN: Duration = Duration::from_millis(200);
+
 /// When the sender gives up waiting for ACKs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum TimeoutPolicy {
@@ -243,9 +247,11 @@ impl PgmccConfig {
     /// [`Recovery::Hold`], the report bar, [`SlowStart::Adaptive`],
     /// [`Election::LikeWithLike`], the window bound for silent receivers, the check of the
     /// acker's reports, RTTs compared in milliseconds ([`RttUnit::Millis`]) and the draft's
-    /// stall timeout ([`PgmccConfig::with_draft_timeout`]).
+    /// stall timeout ([`PgmccConfig::with_draft_timeout`]) bounded below as Linux bounds
+    /// TCP's retransmission timeout (200 ms, not RFC 6298's 1 s: the TCP it shares links
+    /// with; docs/pgmcc.md, "Windows of a few packets").
     pub fn recommended() -> PgmccConfig {
-        PgmccConfig {
+        let mut c = PgmccConfig {
             accounting: Accounting::Pipe,
             recovery: Recovery::Hold,
             advertise_report_bar: true,
@@ -256,7 +262,11 @@ impl PgmccConfig {
             rtt_unit: RttUnit::Millis,
             ..PgmccConfig::default()
         }
-        .with_draft_timeout()
+        .with_draft_timeout();
+        if let TimeoutPolicy::Adaptive { min, .. } = &mut c.timeout {
+            *min = LINUX_RTO_MIN;
+        }
+        c
     }
 
     /// OpenPGM's fixed 3 s stall timeout (the paper gives no value; `pgmcc-paper`'s).
@@ -273,7 +283,7 @@ impl PgmccConfig {
     }
 
     /// The adaptive stall timeout's lower bound set to `min` (RFC 6298: 1 s; Linux's TCP
-    /// uses 200 ms). `None` when the stall timeout is fixed.
+    /// and the recommended preset: 200 ms). `None` when the stall timeout is fixed.
     pub fn with_stall_min(mut self, min: Duration) -> Option<PgmccConfig> {
         match &mut self.timeout {
             TimeoutPolicy::Adaptive { min: m, .. } => {
