@@ -101,11 +101,12 @@ struct PlanArgs {
     /// The controller in the subject slot.
     #[arg(long, default_value = "pgmcc")]
     cc: Controller,
-    /// How every TCP flow (control, competitors, reverse) times retransmissions: `rfc6298`
-    /// (a 1 s floor, one segment timed per round trip, none across a retransmission) or
-    /// `linux` (an RTT sample from every ACK, timestamps, and a 200 ms floor). The
-    /// scenarios are the same otherwise (docs/fairness.md).
-    #[arg(long, value_enum, default_value = "rfc6298")]
+    /// How every TCP flow (control, competitors, reverse) times retransmissions: `linux`
+    /// (an RTT sample from every ACK, timestamps, and a 200 ms floor: the TCP pgmcc shares
+    /// real links with, and the one `--emulate` runs) or `rfc6298` (the simulator's TCP
+    /// default: a 1 s floor, one segment timed per round trip, none across a
+    /// retransmission). The scenarios are the same otherwise (docs/fairness.md).
+    #[arg(long, value_enum, default_value = "linux")]
     tcp_model: TcpModelArg,
     /// The program the job lines call [default: this executable's path].
     #[arg(long, value_name = "PATH")]
@@ -118,9 +119,9 @@ struct PlanArgs {
 /// `--tcp-model`: [`fairness::TcpModel`] by name.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 enum TcpModelArg {
-    /// RFC 6298 as the simulated TCP implements it (the default).
+    /// RFC 6298 as the simulated TCP implements it.
     Rfc6298,
-    /// As Linux: timestamps and a 200 ms floor.
+    /// As Linux: timestamps and a 200 ms floor (the default).
     Linux,
 }
 
@@ -259,6 +260,12 @@ fn plan(a: &PlanArgs) -> Result<ExitCode> {
         }
     }
     let emulating = a.emulate.is_some();
+    if emulating && matches!(a.tcp_model, TcpModelArg::Rfc6298) {
+        bail!(
+            "--emulate runs Linux's TCP, which times retransmissions as --tcp-model linux \
+             describes, not as rfc6298 does"
+        );
+    }
     let max_rate = a.max_rate.or(emulating.then_some(EMU_MAX_RATE_MBIT));
     let max_receivers = a.max_receivers.or(emulating.then_some(EMU_MAX_RECEIVERS));
     let bin = match &a.bin {
