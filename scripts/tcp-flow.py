@@ -5,11 +5,49 @@ bottleneck with a pgmcc session.
   tcp-flow.py sink ADDR PORT COUNT_FILE   accept one connection, read until EOF, and append
                                           "<monotonic s> <bytes so far>" to COUNT_FILE
                                           every 50 ms
-  tcp-flow.py send ADDR PORT SECONDS [CC] send as fast as TCP allows for SECONDS
+  tcp-flow.py send ADDR PORT SECONDS [CC] send as fast as TCP allows for SECONDS, then
+                                          print the namespace's TCP counters as one JSON
+                                          line on standard error
+                                          ({"linux_tcp": {"TCPTimeouts": N, ...}}):
+                                          the flow's own where it is alone in its namespace,
+                                          as in `pgmcc emu`
 """
+import json
 import socket
 import sys
 import time
+
+# Counters of /proc/net/snmp (Tcp) and /proc/net/netstat (TcpExt) worth comparing with the
+# simulator's TCP: segments, retransmissions and how each loss was recovered.
+COUNTERS = (
+    "OutSegs",
+    "RetransSegs",
+    "TCPTimeouts",
+    "TCPLossProbes",
+    "TCPSackRecovery",
+    "TCPRenoRecovery",
+    "TCPFastRetrans",
+    "TCPSpuriousRTOs",
+    "TCPLostRetransmit",
+)
+
+
+def tcp_counters():
+    """The namespace's TCP counters named in COUNTERS (absent ones left out)."""
+    found = {}
+    for path in ("/proc/net/snmp", "/proc/net/netstat"):
+        try:
+            lines = open(path).read().splitlines()
+        except OSError:
+            continue
+        for names, values in zip(lines[::2], lines[1::2]):
+            proto, names = names.split(":", 1)
+            _, values = values.split(":", 1)
+            if proto in ("Tcp", "TcpExt"):
+                for n, v in zip(names.split(), values.split()):
+                    if n in COUNTERS:
+                        found[n] = int(v)
+    return found
 
 
 def sink(addr, port, count_file):
@@ -54,6 +92,7 @@ def send(addr, port, seconds, cc=None):
     while time.monotonic() < end:
         s.send(buf)
     s.close()
+    print(json.dumps({"linux_tcp": tcp_counters()}), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
