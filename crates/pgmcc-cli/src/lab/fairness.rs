@@ -345,7 +345,8 @@ fn plan(a: &PlanArgs) -> Result<ExitCode> {
         let secs: f64 = p.specs.iter().map(Spec::duration_s).sum::<f64>() * 2.0 * a.seeds as f64;
         (
             format!("about {:.1} hours of emulation, as root", secs / 3600.0),
-            "1",
+            // Time for an interrupted emulation to remove its namespaces.
+            "1 --termseq TERM,20000,KILL,25",
         )
     } else {
         (
