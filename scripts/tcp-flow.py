@@ -7,12 +7,14 @@ bottleneck with a pgmcc session.
                                           every 50 ms
   tcp-flow.py send ADDR PORT SECONDS [CC] send as fast as TCP allows for SECONDS, then
                                           print the namespace's TCP counters as one JSON
-                                          line on standard error
+                                          line on standard error (also when stopped by
+                                          SIGTERM)
                                           ({"linux_tcp": {"TCPTimeouts": N, ...}}):
                                           the flow's own where it is alone in its namespace,
                                           as in `pgmcc emu`
 """
 import json
+import signal
 import socket
 import sys
 import time
@@ -78,21 +80,28 @@ def sink(addr, port, count_file):
 
 
 def send(addr, port, seconds, cc=None):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    if cc:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
-    for _ in range(50):
-        try:
-            s.connect((addr, int(port)))
-            break
-        except ConnectionRefusedError:
-            time.sleep(0.1)
-    buf = b"\0" * (1 << 16)
-    end = time.monotonic() + float(seconds)
-    while time.monotonic() < end:
-        s.send(buf)
-    s.close()
-    print(json.dumps({"linux_tcp": tcp_counters()}), file=sys.stderr, flush=True)
+    def stop(_signum, _frame):
+        raise SystemExit(0)
+
+    # Stopped early (the emulation's end): the counters are still printed.
+    signal.signal(signal.SIGTERM, stop)
+    try:
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if cc:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+        for _ in range(50):
+            try:
+                s.connect((addr, int(port)))
+                break
+            except ConnectionRefusedError:
+                time.sleep(0.1)
+        buf = b"\0" * (1 << 16)
+        end = time.monotonic() + float(seconds)
+        while time.monotonic() < end:
+            s.send(buf)
+        s.close()
+    finally:
+        print(json.dumps({"linux_tcp": tcp_counters()}), file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":
