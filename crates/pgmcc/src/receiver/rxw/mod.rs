@@ -19,6 +19,7 @@ use pgm_wire::Fragment;
 use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
+use tracing::debug;
 
 pub(crate) use parity::ParityInsert;
 use parity::ParityWindow;
@@ -574,6 +575,14 @@ impl ReceiveWindow {
                 Phase::WaitNcf | Phase::WaitData => {
                     let progressing = oldest_filled.is_some_and(|f| f <= st.since);
                     if now.saturating_duration_since(st.since) >= st.patience && !progressing {
+                        debug!(
+                            target: "pgmcc::give_up",
+                            sqn = s,
+                            at_ms = now.as_nanos() / 1_000_000,
+                            missing_since_ms = st.since.as_nanos() / 1_000_000,
+                            patience_ms = st.patience.as_millis() as u64,
+                            "gave up a missing packet: NAKed for its whole patience"
+                        );
                         *slot = Slot::Lost;
                         give_ups.patience += 1;
                     } else {
