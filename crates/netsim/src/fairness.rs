@@ -605,7 +605,8 @@ pub enum TcpModel {
     /// timed per round trip, none across a retransmission (Karn's rule).
     Rfc6298,
     /// As Linux runs TCP: an RTT sample from every ACK of new data (timestamps, RFC 7323)
-    /// and a 200 ms floor (`timestamps = true`, `min_rto = "200ms"`).
+    /// and Linux's RTO, SRTT plus a variance term of at least 200 ms (`timestamps = true`,
+    /// `min_rto = "200ms"`, `rto = "linux"`).
     #[default]
     Linux,
 }
@@ -616,7 +617,7 @@ impl TcpModel {
     fn keys(self) -> &'static str {
         match self {
             TcpModel::Rfc6298 => "",
-            TcpModel::Linux => "\ntimestamps = true\nmin_rto = \"200ms\"",
+            TcpModel::Linux => "\ntimestamps = true\nmin_rto = \"200ms\"\nrto = \"linux\"",
         }
     }
 
@@ -624,7 +625,7 @@ impl TcpModel {
     fn describe(self) -> &'static str {
         match self {
             TcpModel::Rfc6298 => "RFC 6298 timer",
-            TcpModel::Linux => "Linux timer (timestamps, 200 ms floor)",
+            TcpModel::Linux => "Linux timer (timestamps, SRTT + at least 200 ms)",
         }
     }
 }
@@ -747,8 +748,9 @@ mod tests {
                     let tcp_flows = text.matches("kind = \"tcp-").count();
                     assert_eq!(linux.matches("timestamps = true").count(), tcp_flows);
                     assert_eq!(linux.matches("min_rto = \"200ms\"").count(), tcp_flows);
+                    assert_eq!(linux.matches("rto = \"linux\"").count(), tcp_flows);
                     let stripped = linux
-                        .replace("\ntimestamps = true\nmin_rto = \"200ms\"", "")
+                        .replace(TcpModel::Linux.keys(), "")
                         .replace(TcpModel::Linux.describe(), TcpModel::Rfc6298.describe());
                     assert_eq!(stripped, text);
                     if let Err(e) = scenario::parse("g.toml", &linux, "g", Some(1)) {

@@ -721,6 +721,11 @@ fn a_scenario_key_the_real_programs_lack_is_refused_by_name() {
         ),
         (
             "stop = \"11s\"",
+            "rto = \"rfc6298\"",
+            "flow `tcp`: `rto`: Linux",
+        ),
+        (
+            "stop = \"11s\"",
             "limited_transmit = false",
             "flow `tcp`: `limited_transmit`: Linux",
         ),
@@ -751,7 +756,7 @@ fn a_fairness_job_runs_in_emulation_and_measures_its_flows() {
         .replace("name = \"tcp\"", "name = \"tcp0\"")
         .replace(
             "stop = \"11s\"",
-            "timestamps = true\nmin_rto = \"200ms\"\nlimited_transmit = true",
+            "timestamps = true\nmin_rto = \"200ms\"\nrto = \"linux\"\nlimited_transmit = true",
         );
     let Some((dir, file)) = scenario_as_root(
         "a_fairness_job_runs_in_emulation_and_measures_its_flows",

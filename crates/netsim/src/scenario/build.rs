@@ -16,7 +16,7 @@ use toml::Spanned;
 use super::schema::{File, FlowKind, FlowSpec, ReproduceSpec};
 use super::validate::{self, Ctx, ScenarioError};
 use crate::agents::pgm::{PgmReceiverAgent, PgmSenderAgent};
-use crate::agents::tcp::{TcpConfig, TcpSender, TcpSink, TcpSinkConfig, TcpVariant};
+use crate::agents::tcp::{RtoRule, TcpConfig, TcpSender, TcpSink, TcpSinkConfig, TcpVariant};
 use crate::link::{LinkConfig, LossModel, NodeId, QueueLimit};
 use crate::reproduce::Reproduce;
 use crate::sim::{AgentId, Sim};
@@ -639,6 +639,22 @@ fn build_tcp(
     };
     if let Some(r) = &fl.min_rto {
         cfg.min_rto = cx.dur(r, "flow.min_rto")?;
+    }
+    if let Some(r) = &fl.rto {
+        cfg.rto_rule = match r.get_ref().as_str() {
+            "rfc6298" => RtoRule::Rfc6298,
+            "linux" => RtoRule::Linux,
+            other => {
+                return cx.err(
+                    r.span(),
+                    "flow.rto",
+                    format!(
+                        "`{other}`: use \"rfc6298\" (SRTT + 4 RTTVAR, at least min_rto) or \
+                         \"linux\" (SRTT + a variance term of at least min_rto, as Linux)"
+                    ),
+                )
+            }
+        };
     }
     if let Some(lt) = fl.limited_transmit {
         cfg.limited_transmit = lt;

@@ -110,6 +110,7 @@ pub(super) struct FlowSpec {
     pub(super) rate_limit: Option<Spanned<String>>,
     pub(super) delayed_ack: Option<bool>,
     pub(super) min_rto: Option<Spanned<String>>,
+    pub(super) rto: Option<Spanned<String>>,
     pub(super) limited_transmit: Option<bool>,
     pub(super) rwnd: Option<Spanned<u32>>,
     pub(super) initial_window: Option<Spanned<u32>>,

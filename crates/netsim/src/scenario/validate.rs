@@ -421,6 +421,7 @@ pub(super) fn refuse_tcp_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
     for (k, present) in [
         ("delayed_ack", fl.delayed_ack.is_some()),
         ("min_rto", fl.min_rto.is_some()),
+        ("rto", fl.rto.is_some()),
         ("limited_transmit", fl.limited_transmit.is_some()),
         ("timestamps", fl.timestamps.is_some()),
         ("rwnd", fl.rwnd.is_some()),

@@ -46,5 +46,6 @@ mod scoreboard;
 mod sender;
 mod sink;
 
+pub use rto::RtoRule;
 pub use sender::{TcpConfig, TcpSender, TcpVariant};
 pub use sink::{TcpSink, TcpSinkConfig};

@@ -5,7 +5,7 @@ use std::net::IpAddr;
 
 use pgmcc::{Duration, Instant};
 
-use super::rto::RtoEstimator;
+use super::rto::{RtoEstimator, RtoRule};
 use super::scoreboard::Scoreboard;
 use crate::agent::{Agent, Ctx};
 use crate::agents::report::{AgentReport, TcpSenderReport};
@@ -53,8 +53,11 @@ pub struct TcpConfig {
     pub dupack_threshold: u32,
     /// Retransmission timeout before the first RTT sample (RFC 6298 §2.1). Default 1 s.
     pub initial_rto: Duration,
-    /// Lower bound on the RTO (RFC 6298 §2.4). Default 1 s; 200 ms models Linux.
+    /// Lower bound on the RTO (RFC 6298 §2.4); with [`RtoRule::Linux`], on the variance
+    /// term added to SRTT. Default 1 s; 200 ms models Linux.
     pub min_rto: Duration,
+    /// How the RTO follows the RTT samples. Default [`RtoRule::Rfc6298`].
+    pub rto_rule: RtoRule,
     /// Upper bound on the RTO, backoff included. Default 60 s.
     pub max_rto: Duration,
     /// Clock granularity `G` in `RTO = SRTT + max(G, 4·RTTVAR)`. Default 1 ms.
@@ -95,6 +98,7 @@ impl Default for TcpConfig {
             dupack_threshold: 3,
             initial_rto: Duration::from_secs(1),
             min_rto: Duration::from_secs(1),
+            rto_rule: RtoRule::Rfc6298,
             max_rto: Duration::from_secs(60),
             clock_granularity: Duration::from_millis(1),
             bytes: None,
@@ -179,6 +183,7 @@ impl TcpSender {
                 config.min_rto,
                 config.max_rto,
                 config.clock_granularity,
+                config.rto_rule,
             ),
             rto_deadline: None,
             last_rto_una: None,
@@ -466,11 +471,12 @@ impl TcpSender {
         if ack > self.snd_una {
             let acked = ack - self.snd_una;
             self.limited_bytes = 0;
+            let snd_nxt = self.snd_nxt.max(ack);
             if !self.config.timestamps {
-                self.rtt.on_ack(ack, now);
+                self.rtt.on_ack(ack, snd_nxt, now);
             } else if let Some(sent) = tsecr {
                 // RFC 7323 §4.1: only an ACK that advances the left edge gives a sample.
-                self.rtt.on_echo(now, sent);
+                self.rtt.on_echo(now, sent, ack, snd_nxt);
             }
             self.scoreboard.acked(ack);
             self.snd_una = ack;

@@ -61,7 +61,7 @@ const PGM_KEYS: &[&str] = &[
     "rate_floor",
     "rate_ceiling",
 ];
-const TCP_KEYS: &[&str] = &["to", "limited_transmit", "timestamps", "min_rto"];
+const TCP_KEYS: &[&str] = &["to", "limited_transmit", "timestamps", "min_rto", "rto"];
 const OPENPGM_KEYS: &[&str] = &["group", "bytes", "rate_limit"];
 const UFTP_KEYS: &[&str] = &["group", "bytes", "rate_floor", "rate_ceiling"];
 const NORM_KEYS: &[&str] = &["group", "bytes", "rate_floor", "rate_ceiling"];
@@ -308,7 +308,8 @@ pub(super) fn plan(path: &Path, sc: &Scenario, tcp: Option<&str>) -> Result<Vec<
 }
 
 /// The TCP keys Linux has a counterpart for: `limited_transmit = true` (Linux always
-/// sends on the first duplicate ACKs, RFC 3042), `min_rto = "200ms"` (Linux's floor), and
+/// sends on the first duplicate ACKs, RFC 3042), `min_rto = "200ms"` (Linux's floor),
+/// `rto = "linux"` (Linux's own estimator), and
 /// `timestamps` (a per-namespace sysctl; Linux's default is on, so a file without the key
 /// runs with them, as Linux does). Returns whether timestamps are on; refuses other values.
 fn linux_tcp_keys(path: &Path, flow: &str, raw: &toml::Table) -> Result<bool> {
@@ -324,6 +325,14 @@ fn linux_tcp_keys(path: &Path, flow: &str, raw: &toml::Table) -> Result<bool> {
             return Err(refuse(
                 "limited_transmit",
                 "Linux TCP always uses limited transmit",
+            ));
+        }
+    }
+    if let Some(v) = raw.get("rto") {
+        if v.as_str() != Some("linux") {
+            return Err(refuse(
+                "rto",
+                "Linux TCP computes its RTO as `rto = \"linux\"` says",
             ));
         }
     }
