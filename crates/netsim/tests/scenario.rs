@@ -187,7 +187,7 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
         "pgmcc is the default"
     );
     let paper_piped =
-        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true\nslow_start = \"adaptive\"\nelection = \"like-with-like\"\nadaptive_timeout = \"draft\"\nstall_min = \"200ms\"\nrtt_unit = \"ms\"");
+        with("cc = \"pgmcc-paper\"\naccounting = \"pipe\"\nrecovery = \"hold\"\nreport_bar = true\nslow_start = \"adaptive\"\nelection = \"like-with-like\"\nadaptive_timeout = \"linux\"\nrtt_unit = \"ms\"");
     assert_eq!(summary(&recommended), summary(&paper_piped));
     // ... and not the paper's token rule (an acker switch at 30 s).
     let paper = with("cc = \"pgmcc-paper\"");
@@ -314,8 +314,8 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
         summary(&with("cc = \"pgmcc\"\nrepair_budget = inf"))
     );
     // The stall timeout: `true` names the benchmark's rule, `false` the fixed 3 s, and
-    // "draft" (every ACK of new data restarts the timer; `pgmcc`'s own, there with a 200 ms
-    // floor) is a third, refused misspelt. (Which rule each value selects on each preset: the unit test
+    // "draft" (every ACK of new data restarts the timer) a third, "linux" (the draft's,
+    // bounded as Linux bounds TCP's RTO; `pgmcc`'s own) a fourth, refused misspelt. (Which rule each value selects on each preset: the unit test
     // `adaptive_timeout_names_the_same_rule_under_both_presets`.)
     assert_eq!(
         summary(&with("adaptive_timeout = true")),
@@ -323,9 +323,7 @@ fn pgmcc_is_pgmcc_paper_with_its_knobs_and_none_is_kind_pgm() {
     );
     assert_eq!(
         summary(&recommended),
-        summary(&with(
-            "cc = \"pgmcc\"\nadaptive_timeout = \"draft\"\nstall_min = \"200ms\""
-        ))
+        summary(&with("cc = \"pgmcc\"\nadaptive_timeout = \"linux\""))
     );
     assert_refused(
         &with("adaptive_timeout = \"rfc\""),

@@ -205,9 +205,11 @@ fn adaptive_timeout(
                     &[
                         ("benchmark", PgmccConfig::with_adaptive_timeout as With),
                         ("draft", PgmccConfig::with_draft_timeout),
+                        ("linux", PgmccConfig::with_linux_timeout),
                     ],
                     "use true or \"benchmark\" (restarted only by an ACK without holes), \
-                     \"draft\" (restarted by every ACK of new data), or false",
+                     \"draft\" (restarted by every ACK of new data), \"linux\" (the \
+                     draft's, at least SRTT + 200 ms as Linux bounds TCP's RTO), or false",
                     cx,
                 )?;
                 *pc = with(*pc);
@@ -352,8 +354,8 @@ mod tests {
         assert!(apply_to(PgmccConfig::default(), "stall_min = \"200ms\"").is_err());
     }
 
-    /// The stall timeout's values on each preset: the key names a rule, with RFC 6298's
-    /// bounds, whatever the preset's own (`pgmcc`: the draft's with Linux's 200 ms floor;
+    /// The stall timeout's values on each preset: the key names a rule whatever the
+    /// preset's own (`pgmcc`: "linux", the draft's bounded as Linux bounds TCP's RTO;
     /// `pgmcc-paper`: the fixed 3 s).
     #[test]
     fn adaptive_timeout_names_the_same_rule_under_both_presets() {
@@ -362,17 +364,15 @@ mod tests {
         let fixed = PgmccConfig::default().with_fixed_timeout().timeout;
         let draft = PgmccConfig::default().with_draft_timeout().timeout;
         let bench = PgmccConfig::default().with_adaptive_timeout().timeout;
-        let linux_floor = PgmccConfig::default()
-            .with_draft_timeout()
-            .with_stall_min(pgmcc::Duration::from_millis(200))
-            .map(|c| c.timeout);
-        assert_eq!(Some(rec.timeout), linux_floor);
+        let linux = PgmccConfig::default().with_linux_timeout().timeout;
+        assert_eq!(rec.timeout, linux);
         assert_eq!(paper.timeout, fixed);
         for base in [rec, paper] {
             assert_eq!(timeout(base, "adaptive_timeout = false"), fixed);
             assert_eq!(timeout(base, "adaptive_timeout = true"), bench);
             assert_eq!(timeout(base, "adaptive_timeout = \"benchmark\""), bench);
             assert_eq!(timeout(base, "adaptive_timeout = \"draft\""), draft);
+            assert_eq!(timeout(base, "adaptive_timeout = \"linux\""), linux);
             assert_eq!(timeout(base, ""), base.timeout);
         }
     }

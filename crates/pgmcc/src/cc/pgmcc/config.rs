@@ -35,8 +35,11 @@ pub enum TimeoutPolicy {
     /// stalls in a row); after an acker switch `fixed` applies until the new acker's first
     /// RTT sample (the draft, §2.7: "restarted from the beginning" on ACKER changes).
     Adaptive {
-        /// Lower bound of the RTO (RFC 6298: 1 s).
+        /// Lower bound of the RTO (RFC 6298: 1 s), or of its variance term
+        /// ([`RtoFloor::Variance`]).
         min: Duration,
+        /// What `min` bounds.
+        floor: RtoFloor,
         /// Upper bound of the RTO.
         max: Duration,
         /// Timeout used before any sample of the current acker exists.
@@ -44,6 +47,18 @@ pub enum TimeoutPolicy {
         /// Which ACKs restart the timer.
         restart: RtoRestart,
     },
+}
+
+/// What the lower bound of an adaptive stall timeout bounds ([`TimeoutPolicy::Adaptive`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum RtoFloor {
+    /// The timeout: `max(min, SRTT + 4 RTTVAR)` (RFC 6298 §2.4).
+    Total,
+    /// The variance term: `SRTT + max(min, 4 RTTVAR)`, as Linux bounds TCP's RTO
+    /// (`tcp_rtt_estimator`). With an RTT sample from every ACK, RTTVAR decays to almost
+    /// nothing on a steady path and a floor on the total leaves the timeout a millisecond
+    /// above SRTT on paths longer than the floor; Linux keeps it at least `min` above.
+    Variance,
 }
 
 /// Which ACKs restart an adaptive stall timer ([`TimeoutPolicy::Adaptive`]).
@@ -248,10 +263,11 @@ impl PgmccConfig {
     /// [`Election::LikeWithLike`], the window bound for silent receivers, the check of the
     /// acker's reports, RTTs compared in milliseconds ([`RttUnit::Millis`]) and the draft's
     /// stall timeout ([`PgmccConfig::with_draft_timeout`]) bounded below as Linux bounds
-    /// TCP's retransmission timeout (200 ms, not RFC 6298's 1 s: the TCP it shares links
-    /// with; docs/pgmcc.md, "Windows of a few packets").
+    /// TCP's retransmission timeout (SRTT plus at least 200 ms, [`RtoFloor::Variance`], not
+    /// RFC 6298's 1 s on the total: the TCP it shares links with; docs/pgmcc.md, "Windows
+    /// of a few packets").
     pub fn recommended() -> PgmccConfig {
-        let mut c = PgmccConfig {
+        PgmccConfig {
             accounting: Accounting::Pipe,
             recovery: Recovery::Hold,
             advertise_report_bar: true,
@@ -262,11 +278,7 @@ impl PgmccConfig {
             rtt_unit: RttUnit::Millis,
             ..PgmccConfig::default()
         }
-        .with_draft_timeout();
-        if let TimeoutPolicy::Adaptive { min, .. } = &mut c.timeout {
-            *min = LINUX_RTO_MIN;
-        }
-        c
+        .with_linux_timeout()
     }
 
     /// OpenPGM's fixed 3 s stall timeout (the paper gives no value; `pgmcc-paper`'s).
@@ -301,9 +313,21 @@ impl PgmccConfig {
         self
     }
 
+    /// The draft's stall timeout bounded as Linux bounds TCP's RTO: SRTT plus at least
+    /// 200 ms ([`RtoFloor::Variance`]); the recommended preset's.
+    pub fn with_linux_timeout(mut self) -> PgmccConfig {
+        self.timeout = Self::rfc6298(RtoRestart::NewData);
+        if let TimeoutPolicy::Adaptive { min, floor, .. } = &mut self.timeout {
+            *min = LINUX_RTO_MIN;
+            *floor = RtoFloor::Variance;
+        }
+        self
+    }
+
     fn rfc6298(restart: RtoRestart) -> TimeoutPolicy {
         TimeoutPolicy::Adaptive {
             min: Duration::from_secs(1),
+            floor: RtoFloor::Total,
             max: Duration::from_secs(60),
             fixed: STALL_TIMEOUT,
             restart,

@@ -36,8 +36,8 @@ mod former;
 use former::{Discredited, Former, ACKER_LOSSES, FORMER_ACKERS, INFLATED_ACKS, INFLATION_MS};
 
 pub use config::{
-    Accounting, Election, LossReport, PgmccConfig, Recovery, RtoRestart, RttUnit, SlowStart,
-    TimeoutPolicy,
+    Accounting, Election, LossReport, PgmccConfig, Recovery, RtoFloor, RtoRestart, RttUnit,
+    SlowStart, TimeoutPolicy,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -82,10 +82,14 @@ impl Rto {
         self.est.rto(RTO_GRANULARITY).unwrap_or(fixed)
     }
 
-    fn rto(&self, min: Duration, max: Duration, fixed: Duration) -> Duration {
-        let base = match self.est.rto(RTO_GRANULARITY) {
-            None => fixed,
-            Some(b) => b.max(min),
+    fn rto(&self, min: Duration, floor: RtoFloor, max: Duration, fixed: Duration) -> Duration {
+        let base = match (self.est.rto(RTO_GRANULARITY), floor) {
+            (None, _) => fixed,
+            (Some(b), RtoFloor::Total) => b.max(min),
+            (Some(b), RtoFloor::Variance) => {
+                let srtt = self.est.srtt().unwrap_or_default();
+                srtt + min.max(b.saturating_sub(srtt))
+            }
         };
         (base * (1u32 << self.backoff.min(6))).min(max)
     }
@@ -239,8 +243,12 @@ impl Pgmcc {
         match self.cfg.timeout {
             TimeoutPolicy::Fixed(d) => d,
             TimeoutPolicy::Adaptive {
-                min, max, fixed, ..
-            } => self.rto.rto(min, max, fixed),
+                min,
+                floor,
+                max,
+                fixed,
+                ..
+            } => self.rto.rto(min, floor, max, fixed),
         }
     }
 }
@@ -656,5 +664,31 @@ impl CongestionControl for Pgmcc {
             tokens: self.metrics_tokens(),
             stats: self.stats.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod rto_tests {
+    use super::*;
+
+    #[test]
+    fn a_variance_floor_keeps_the_stall_timeout_that_far_above_srtt() {
+        let ms = Duration::from_millis;
+        let mut r = Rto::new();
+        // A steady 300 ms path sampled at every ACK: RTTVAR decays to almost nothing.
+        for _ in 0..500 {
+            r.sample(ms(300));
+        }
+        let (min, max, fixed) = (ms(200), ms(60_000), ms(3000));
+        assert_eq!(r.rto(min, RtoFloor::Total, max, fixed), ms(301));
+        assert_eq!(r.rto(min, RtoFloor::Variance, max, fixed), ms(500));
+        // A short path: both at the floor's reach, the variance floor SRTT above it.
+        let mut r = Rto::new();
+        for _ in 0..500 {
+            r.sample(ms(10));
+        }
+        assert_eq!(r.rto(min, RtoFloor::Total, max, fixed), ms(200));
+        assert_eq!(r.rto(min, RtoFloor::Variance, max, fixed), ms(210));
+        assert_eq!(Rto::new().rto(min, RtoFloor::Variance, max, fixed), fixed);
     }
 }
