@@ -765,19 +765,38 @@ fn a_fairness_job_runs_in_emulation_and_measures_its_flows() {
     ) else {
         return;
     };
-    let result = dir.path().join("results/g7-pgmcc-s1.json");
-    finish_ok(
+    let job = |result: &std::path::Path| {
         Command::new(pgmcc())
             .arg("fairness")
             .arg("run")
             .arg(&file)
             .args(["--seed", "1", "--id", "7", "--slot", "pgmcc"])
             .args(["--window", "3-10", "--emulate", "reno", "--result"])
-            .arg(&result)
+            .arg(result)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .unwrap(),
+            .unwrap()
+    };
+    // Stopped half-way (SIGTERM, as `parallel` stops a job): no result, no namespace left.
+    let cut = dir.path().join("results/g7-pgmcc-s2.json");
+    let child = job(&cut);
+    std::thread::sleep(Duration::from_secs(4));
+    Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let o = finish(child, Duration::from_secs(30));
+    assert!(!o.status.success(), "a cut emulation is not a result");
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no result written"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(!cut.exists());
+    let result = dir.path().join("results/g7-pgmcc-s1.json");
+    finish_ok(
+        job(&result),
         Duration::from_secs(60),
         "pgmcc fairness run --emulate",
     );

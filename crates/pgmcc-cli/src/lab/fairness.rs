@@ -399,7 +399,16 @@ fn run_one(a: &RunArgs) -> Result<ExitCode> {
                 a.result.with_extension("emu"),
                 prefix,
             );
-            super::emu::emulate(&emu)?.context("the emulation measured no flows")?
+            let s = super::emu::emulate(&emu)?.context("the emulation measured no flows")?;
+            // Stopped early (a signal): the window was not all measured, so no result.
+            if s.duration_s + 0.5 < a.window.1 {
+                bail!(
+                    "the emulation stopped at {:.0} s, before the end of --window ({} s): no result written",
+                    s.duration_s,
+                    a.window.1
+                );
+            }
+            s
         }
     };
     let r = fairness::measure(a.id, a.slot, a.seed, a.window, &summary);
