@@ -225,8 +225,9 @@ fn the_acker_stays_near_the_slowest_of_a_heterogeneous_group() {
          RTTs in packets: f = {f_packets:.3}, {changes_packets}"
     );
     // The band is the election's, not TCP's: f = 1 needs PR0 itself as the acker, and
-    // c = 0.75 lets any receiver within 1/c of it keep the role.
-    assert!((0.82..0.91).contains(&f_paper), "paper f = {f_paper}");
+    // c = 0.75 lets any receiver within 1/c of it keep the role. (Measured 0.935 with the
+    // stall timeout bounded as Linux bounds TCP's RTO; 0.82-0.91 with the 1 s floor.)
+    assert!((0.88..0.98).contains(&f_paper), "paper f = {f_paper}");
     assert!(changes_paper > 45.0, "{changes_paper}");
     assert!(
         (0.98..1.08).contains(&f_like),
