@@ -367,6 +367,51 @@ fn host_jitter_is_a_named_key_off_by_default_and_changes_the_run() {
     );
 }
 
+/// The emulator's network (`load_network`) delays what real hosts send by the file's host
+/// jitter, as the simulator delays its agents' packets: without it an emulated drop-tail
+/// queue keeps the phase effects the key is there to break.
+#[test]
+fn the_emulated_network_carries_the_files_host_jitter() {
+    use netsim::packet::{Dest, Packet, Payload};
+    use pgmcc::{Duration, Instant};
+    let dir = std::env::temp_dir().join(format!("netsim-jitter-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // Frames injected at once at S, counted as they finish crossing S->R (1 Gbit/s: 1 us
+    // each): all of them within 1 ms unless the host holds them back.
+    let crossed_by_1ms = |jitter: &str| {
+        let path = dir.join(format!("j-{jitter}.toml"));
+        let src = TWO_PATHS
+            .replace("rate = \"10Mbit\"", "rate = \"1Gbit\"")
+            .replace(
+                "sample = \"1s\"",
+                &format!("sample = \"1s\"\njitter = \"{jitter}\""),
+            );
+        std::fs::write(&path, src).unwrap();
+        let mut net = netsim::scenario::load_network(&path, Some(1)).unwrap();
+        let (s, b) = (0, 3);
+        let (from, to) = (net.sim.addr(s), net.sim.addr(b));
+        for _ in 0..20 {
+            net.sim.inject(
+                s,
+                Packet {
+                    src: from,
+                    dst: Dest::Unicast(to),
+                    size: 100,
+                    flow: 1,
+                    payload: Payload::Frame(std::sync::Arc::from([0u8; 4].as_slice())),
+                },
+            );
+        }
+        net.sim.advance(Instant::ZERO + Duration::from_millis(1));
+        net.sim.link(0).stats.packets
+    };
+    assert_eq!(crossed_by_1ms("off"), 20);
+    // Uniform in [0, 5 ms] and in order: a fifth of them by 1 ms, give or take.
+    let held = crossed_by_1ms("5ms");
+    assert!((1..=10).contains(&held), "{held} of 20 crossed by 1 ms");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn the_tcp_model_keys_of_ns2_are_checked_and_only_for_tcp() {
     let keys = [

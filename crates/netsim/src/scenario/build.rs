@@ -208,10 +208,6 @@ fn build(cx: &Ctx<'_>, default_name: &str, seed: Option<u64>) -> Result<Scenario
         .filter(|&&n| sim.ne(n).is_some())
         .map(|&n| sim.addr(n))
         .collect();
-    let jitter = host_jitter(&f, cx)?;
-    for id in 0..node_names.len() {
-        sim.set_host_jitter(id, jitter);
-    }
     let mut flows = Vec::new();
     for (i, fl) in f.flows.iter().enumerate() {
         let id = i as u32 + 1;
@@ -348,6 +344,14 @@ fn build_network(f: &File, cx: &Ctx<'_>, seed: u64) -> Result<Network, ScenarioE
         let id = nodes[n.name.get_ref()];
         sim.enable_ne(id, cfg);
     }
+    // Every host's sends wait the file's jitter, the simulated agents' and, in emulation,
+    // the real programs' alike: a real host's own timing varies by microseconds, far below
+    // a packet time, so without it an emulated drop-tail queue keeps the phase effects
+    // the jitter is there to break.
+    let jitter = host_jitter(f, cx)?;
+    for id in 0..node_names.len() {
+        sim.set_host_jitter(id, jitter);
+    }
     Ok(Network {
         sim,
         nodes,
@@ -366,7 +370,7 @@ pub struct NetworkOnly {
     pub seed: u64,
     /// The scenario's duration.
     pub duration: Duration,
-    /// Nodes and links, no agent, no host jitter (real hosts bring their own).
+    /// Nodes and links with the file's host jitter (`jitter`), no agent.
     pub sim: Sim,
     /// Node names by id.
     pub node_names: Vec<String>,
