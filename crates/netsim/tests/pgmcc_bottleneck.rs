@@ -330,11 +330,11 @@ fn tree_run(election: &str, seed: u64) -> TreeRun {
 /// sequence number, and the recommended election keeps the slow branch as TCP would: the
 /// paper's (`election = "paper"`) compares a fast leaf's NAK-time report with the acker's
 /// latest, which reads 0 between its losses, so the acker moves to a fast leaf whose ACKs
-/// clock the session over the slow link: 9% of the packets crossing it dropped, 70-odd
+/// clock the session over the slow link: 6-11% of the packets crossing it dropped, 80-odd
 /// switches, stalls (docs/pgmcc.md, "A tree with a slow branch").
 #[test]
 fn a_tree_with_a_slow_branch_loses_nothing() {
-    // Measured (seeds 1-5): 0.54-0.90% dropped, 3-8 switches, no stall.
+    // Measured (seeds 1-5): 0.34-0.92% dropped, 1-6 switches, no stall.
     for seed in [1, 2] {
         let r = tree_run("like-with-like", seed);
         assert!(
@@ -345,9 +345,9 @@ fn a_tree_with_a_slow_branch_loses_nothing() {
         assert!(r.switches <= 10, "seed {seed}: {}", r.switches);
         assert_eq!(r.stalls, 0, "seed {seed}");
     }
-    // Measured (seeds 1-5): 9.0-14.2% dropped, 73-83 switches, 3-8 stalls.
+    // Measured (seeds 1-5): 5.7-11.4% dropped, 81-93 switches, 5-10 stalls.
     let paper = tree_run("paper", 1);
-    assert!(paper.slow_link_drops > 0.06, "{}", paper.slow_link_drops);
+    assert!(paper.slow_link_drops > 0.05, "{}", paper.slow_link_drops);
     assert!(paper.switches > 50, "{}", paper.switches);
     assert!(paper.stalls >= 3, "{}", paper.stalls);
 }

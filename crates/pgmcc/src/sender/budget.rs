@@ -110,7 +110,11 @@ impl RepairBudget {
         let tpdu = s.max_tpdu as f64;
         let session = (pps * tpdu).max(self.odata_rate);
         let rate = (share.max(0.0) * session).clamp(1.0, 1e12);
-        let burst = (rate * rtt).max(4.0 * tpdu).min(1e12) as u64;
+        // Repairs leave at most a congestion window at once: a group RTT's worth at twice the
+        // session's rate is many of the acker's windows when the farthest receiver is far, and
+        // such a burst overflows the very queue that lost the packets.
+        let window = m.window.map_or(f64::INFINITY, |w| w.max(1.0) * tpdu);
+        let burst = (rate * rtt).min(window).max(4.0 * tpdu).min(1e12) as u64;
         self.source_rate = s.source_share.map(|f| {
             let r = (f.max(0.0) * session).clamp(1.0, 1e12);
             (
@@ -230,5 +234,40 @@ mod tests {
         // Another address has its own share.
         let other: IpAddr = "10.0.0.2".parse().unwrap();
         assert_eq!(b.source_grants(later, other, &tsi(), 60, 1000), 60);
+    }
+
+    /// Repairs in a burst of at most the congestion window (4 packets at least), however far
+    /// the farthest receiver: 2 packets a second for a 10 s group RTT would otherwise be 20.
+    #[test]
+    fn repairs_leave_at_most_a_window_at_once() {
+        let t0 = Instant::ZERO;
+        let burst_of = |window: f64| {
+            let mut b = RepairBudget::new(t0);
+            let metrics = Metrics {
+                acker: None,
+                acker_report: None,
+                window: Some(window),
+                rate: None,
+                tokens: 0,
+                stats: CcStats::default(),
+            };
+            let inputs = Inputs {
+                repair_share: Some(2.0),
+                source_share: Some(1.0),
+                metrics: Some(metrics),
+                grtt: Some(Duration::from_secs(10)),
+                max_tpdu: 1000,
+            };
+            b.refresh(t0, &inputs);
+            let mut sent = 0;
+            while b.allows(t0, 1000).0 {
+                b.charge(t0, 1000);
+                sent += 1;
+            }
+            sent
+        };
+        assert_eq!(burst_of(10.0), 10);
+        assert_eq!(burst_of(6.0), 6);
+        assert_eq!(burst_of(1.0), 4);
     }
 }

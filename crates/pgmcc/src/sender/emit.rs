@@ -269,6 +269,8 @@ impl Sender {
     ) -> Option<Transmit> {
         let trail = self.txw.trail();
         let layout = packet.layout;
+        tracing::debug!(target: "pgmcc::repair", sqn = packet.sqn, proactive,
+            at_ms = now.as_nanos() / 1_000_000, "parity packet sent");
         let p = layout.parity_payload_len();
         let (payload, encoded) = packet.shard.split_at(p);
         // RFC 3208 §9.6.2: every parity packet of the first transmission group carries

@@ -62,14 +62,20 @@ impl Sender {
             if let (Some(h), Some(t)) = (holdoff, p.repaired_at) {
                 if now < t + h && !self.repair_set.contains(&sqn) {
                     self.stats.naks_held_off += 1;
+                    debug!(target: "pgmcc::repair", %from, sqn,
+                        at_ms = now.as_nanos() / 1_000_000, "NAK held off: repaired within the hold-off");
                     continue;
                 }
             }
             // A new repair is charged to the NAK's source; beyond its share, no NCF either:
             // it NAKs again.
             if !self.repair_set.contains(&sqn) && self.source_grants(now, from, 1) == 0 {
+                debug!(target: "pgmcc::repair", %from, sqn,
+                    at_ms = now.as_nanos() / 1_000_000, "NAK refused: the source's share");
                 continue;
             }
+            debug!(target: "pgmcc::repair", %from, sqn,
+                at_ms = now.as_nanos() / 1_000_000, "NAK queued or confirmed");
             let fresh = self.repair_set.insert(sqn);
             if fresh {
                 self.repairs.push_back(Repair::Data(sqn));
@@ -116,6 +122,8 @@ impl Sender {
             let asked = (s & k.saturating_sub(1)) as usize + 1;
             let granted = self.source_grants(now, from, asked);
             if granted == 0 {
+                debug!(target: "pgmcc::repair", %from, tg = crate::fec::tg_sqn(s, k), asked,
+                    at_ms = now.as_nanos() / 1_000_000, "parity NAK refused: the source's share");
                 continue;
             }
             let s = crate::fec::tg_sqn(s, k).wrapping_add(granted as u32 - 1);
@@ -124,6 +132,8 @@ impl Sender {
             };
             let tg = crate::fec::tg_sqn(s, k);
             let (verdict, naks) = parity.on_nak(now, s, &self.txw, holdoff);
+            debug!(target: "pgmcc::repair", %from, tg, asked, granted, ?verdict,
+                at_ms = now.as_nanos() / 1_000_000, "parity NAK");
             match naks {
                 1 => self.stats.tgs_naked += 1,
                 2 => self.stats.tgs_naked_again += 1,
