@@ -264,6 +264,8 @@ pub struct Sample {
     pub sent: Vec<Vec<u64>>,
     /// `delivered[node][flow]`: transport payload bytes of flow `flow` delivered to `node`.
     pub delivered: Vec<Vec<u64>>,
+    /// `queue_drops[flow]`: the flow's packets dropped by full queues on every link so far.
+    pub queue_drops: Vec<u64>,
 }
 
 impl Emulator {
@@ -367,10 +369,15 @@ impl Emulator {
                 v
             })
             .collect();
+        let flows = self.hosts.first().map_or(0, |h| h.sent_by_flow.len());
+        let queue_drops = (0..flows)
+            .map(|f| self.sim.flow_queue_drops(f as u32))
+            .collect();
         self.samples.push(Sample {
             t: t.as_nanos() as f64 / 1e9,
             sent,
             delivered,
+            queue_drops,
         });
     }
 

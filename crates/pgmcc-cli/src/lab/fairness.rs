@@ -840,21 +840,18 @@ fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
         };
         let (lo, hi) = r.seed_range;
         let (from, to) = r.spec.window();
-        // The emulator counts drops per flow for the whole run only, and real receivers
-        // do not report what they gave up: those columns are the simulator's.
-        let (drops, lost) = if plan.emulate.is_some() {
-            ("-, - | -, -".to_string(), "-".to_string())
+        let drops = format!(
+            "{:.2}%, {:.2}% | {:.2}%, {:.2}%",
+            100.0 * r.drops[0],
+            100.0 * r.drops[1],
+            100.0 * r.drops[2],
+            100.0 * r.drops[3]
+        );
+        // Real receivers do not report what they gave up: that column is the simulator's.
+        let lost = if plan.emulate.is_some() {
+            "-".to_string()
         } else {
-            (
-                format!(
-                    "{:.2}%, {:.2}% | {:.2}%, {:.2}%",
-                    100.0 * r.drops[0],
-                    100.0 * r.drops[1],
-                    100.0 * r.drops[2],
-                    100.0 * r.drops[3]
-                ),
-                r.unrecoverable.to_string(),
-            )
+            r.unrecoverable.to_string()
         };
         let _ = writeln!(
             s,

@@ -84,7 +84,16 @@ pub(super) fn build(
                 sequence_bytes: sent,
                 window: Vec::new(),
                 naks: vec![0; times.len()],
-                drops: vec![0; times.len()],
+                // Per interval, from the cumulative counts of each sample.
+                drops: samples
+                    .iter()
+                    .scan(0u64, |prev, s| {
+                        let c = s.queue_drops.get(id).copied().unwrap_or(0);
+                        let d = c.saturating_sub(*prev);
+                        *prev = c;
+                        Some(d)
+                    })
+                    .collect(),
                 queue_drops,
                 acker_switches: Vec::new(),
                 receivers,
