@@ -663,6 +663,7 @@ pub fn measure(id: u64, slot: Slot, seed: u64, window: (f64, f64), s: &Summary) 
         subject: flow(SUBJECT),
         competitors,
         unrecoverable: crate::grid::unrecoverable(s, SUBJECT),
+        drops_counted: true,
     }
 }
 
@@ -704,6 +705,10 @@ pub struct RunResult {
     pub competitors: Vec<FlowMeasure>,
     /// Sequence numbers the subject's receivers gave up (0 for the control).
     pub unrecoverable: u64,
+    /// Whether the run counted queue drops per flow over the window (false in results of
+    /// emulations that did not count them: their `drops` are not measurements).
+    #[serde(default)]
+    pub drops_counted: bool,
 }
 
 #[cfg(test)]

@@ -433,8 +433,9 @@ struct Row<'a> {
     /// pgmcc / mean competitor in the pgmcc runs; control / mean competitor in the control
     /// runs.
     vs_tcp: (f64, f64),
-    /// Drops per delivered packet: pgmcc, its competitors; control, its competitors.
-    drops: [f64; 4],
+    /// Drops per delivered packet: pgmcc, its competitors; control, its competitors. `None`
+    /// when a run did not count them.
+    drops: Option<[f64; 4]>,
     unrecoverable: u64,
 }
 
@@ -497,22 +498,27 @@ fn row<'a>(spec: &'a Spec, runs: &[(RunResult, RunResult)]) -> Row<'a> {
             p / sum(&|r| comp_mean(&r.0)).max(1e-9),
             c / sum(&|r| comp_mean(&r.1)).max(1e-9),
         ),
-        drops: [
-            mean(
-                &runs
-                    .iter()
-                    .map(|r| r.0.subject.drop_rate(secs, netsim::grid::PGM_PAYLOAD))
-                    .collect::<Vec<_>>(),
-            ),
-            mean(&runs.iter().map(|r| comp_drops(&r.0)).collect::<Vec<_>>()),
-            mean(
-                &runs
-                    .iter()
-                    .map(|r| r.1.subject.drop_rate(secs, netsim::grid::TCP_PAYLOAD))
-                    .collect::<Vec<_>>(),
-            ),
-            mean(&runs.iter().map(|r| comp_drops(&r.1)).collect::<Vec<_>>()),
-        ],
+        drops: runs
+            .iter()
+            .all(|r| r.0.drops_counted && r.1.drops_counted)
+            .then(|| {
+                [
+                    mean(
+                        &runs
+                            .iter()
+                            .map(|r| r.0.subject.drop_rate(secs, netsim::grid::PGM_PAYLOAD))
+                            .collect::<Vec<_>>(),
+                    ),
+                    mean(&runs.iter().map(|r| comp_drops(&r.0)).collect::<Vec<_>>()),
+                    mean(
+                        &runs
+                            .iter()
+                            .map(|r| r.1.subject.drop_rate(secs, netsim::grid::TCP_PAYLOAD))
+                            .collect::<Vec<_>>(),
+                    ),
+                    mean(&runs.iter().map(|r| comp_drops(&r.1)).collect::<Vec<_>>()),
+                ]
+            }),
         unrecoverable: runs.iter().map(|r| r.0.unrecoverable).sum(),
     }
 }
@@ -840,12 +846,17 @@ fn render(plan: &Plan, rows: &[Row], missing: usize) -> String {
         };
         let (lo, hi) = r.seed_range;
         let (from, to) = r.spec.window();
-        let drops = format!(
-            "{:.2}%, {:.2}% | {:.2}%, {:.2}%",
-            100.0 * r.drops[0],
-            100.0 * r.drops[1],
-            100.0 * r.drops[2],
-            100.0 * r.drops[3]
+        let drops = r.drops.map_or_else(
+            || "-, - | -, -".to_string(),
+            |d| {
+                format!(
+                    "{:.2}%, {:.2}% | {:.2}%, {:.2}%",
+                    100.0 * d[0],
+                    100.0 * d[1],
+                    100.0 * d[2],
+                    100.0 * d[3]
+                )
+            },
         );
         // Real receivers do not report what they gave up: that column is the simulator's.
         let lost = if plan.emulate.is_some() {
@@ -873,9 +884,14 @@ fn csv(rows: &[Row]) -> String {
     );
     for r in rows {
         let sp = r.spec;
+        // Empty fields where the runs did not count drops.
+        let drops = r.drops.map_or_else(
+            || ",,,".to_string(),
+            |d| format!("{:.5},{:.5},{:.5},{:.5}", d[0], d[1], d[2], d[3]),
+        );
         let _ = writeln!(
             s,
-            "{},{},{},{},{},{:.2},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{:.5},{:.5},{:.5},{:.5},{}",
+            "{},{},{},{},{},{:.2},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{:.4},{:.4},{:.4},{},{}",
             sp.id,
             sp.rate_bps as f64 / 1e6,
             sp.rtt_ms,
@@ -897,10 +913,7 @@ fn csv(rows: &[Row]) -> String {
             r.seed_range.1,
             r.vs_tcp.0,
             r.vs_tcp.1,
-            r.drops[0],
-            r.drops[1],
-            r.drops[2],
-            r.drops[3],
+            drops,
             r.unrecoverable
         );
     }
@@ -938,7 +951,7 @@ mod tests {
             share,
             seed_range: (share, share),
             vs_tcp: (1.0, 1.0),
-            drops: [0.0; 4],
+            drops: Some([0.0; 4]),
             unrecoverable: 0,
         };
         let sim = [row(&specs[0], 1.0), row(&specs[1], 0.8)];
@@ -950,6 +963,30 @@ mod tests {
         );
         assert!(table.contains("| 0.80 | 1.20 | 1.50 * |"), "{table}");
         assert!(table.contains("| 1.00 | 1.10 | 1.10 |"), "{table}");
+    }
+
+    /// A result file that does not say it counted drops (an emulation that did not) gives
+    /// its row no drop figures, rather than zeros that read as measured.
+    #[test]
+    fn drops_not_counted_are_not_reported_as_zero() {
+        let spec = Spec::generate(1, fairness::DEFAULT_BUDGET);
+        let run = |slot: &str, counted: bool| -> RunResult {
+            let mut v = serde_json::json!({
+                "id": 1, "slot": slot, "seed": 1, "window": [20.0, 320.0],
+                "subject": {"kbps": 1000.0, "drops": 0},
+                "competitors": [{"kbps": 1000.0, "drops": 0}],
+                "unrecoverable": 0
+            });
+            if counted {
+                v["drops_counted"] = serde_json::Value::Bool(true);
+            }
+            serde_json::from_value(v).unwrap()
+        };
+        let old = row(&spec, &[(run("pgmcc", false), run("control", false))]);
+        assert!(old.drops.is_none());
+        assert!(csv(&[old]).lines().nth(1).unwrap().ends_with(",,,,0"));
+        let new = row(&spec, &[(run("pgmcc", true), run("control", true))]);
+        assert_eq!(new.drops, Some([0.0; 4]));
     }
 
     #[test]
