@@ -546,7 +546,14 @@ fn rows_of<'a>(dir: &Path, plan: &'a Plan) -> Result<(Vec<Row<'a>>, Vec<PathBuf>
             let pp = result_path(dir, spec.id, Slot::Pgmcc, seed);
             let cp = result_path(dir, spec.id, Slot::Control, seed);
             match (read_result(&pp)?, read_result(&cp)?) {
-                (Some(p), Some(c)) => runs.push((p, c)),
+                (Some(mut p), Some(mut c)) => {
+                    // The simulator has always counted drops; only emulated results may not.
+                    if plan.emulate.is_none() {
+                        p.drops_counted = true;
+                        c.drops_counted = true;
+                    }
+                    runs.push((p, c));
+                }
                 (p, c) => {
                     if p.is_none() {
                         missing.push(pp);
@@ -965,8 +972,8 @@ mod tests {
         assert!(table.contains("| 1.00 | 1.10 | 1.10 |"), "{table}");
     }
 
-    /// A result file that does not say it counted drops (an emulation that did not) gives
-    /// its row no drop figures, rather than zeros that read as measured.
+    /// An emulated result file that does not say it counted drops gives its row no drop
+    /// figures, rather than zeros that read as measured.
     #[test]
     fn drops_not_counted_are_not_reported_as_zero() {
         let spec = Spec::generate(1, fairness::DEFAULT_BUDGET);
