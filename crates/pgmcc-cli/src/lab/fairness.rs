@@ -484,6 +484,8 @@ fn row<'a>(spec: &'a Spec, runs: &[(RunResult, RunResult)]) -> Row<'a> {
         )
     };
     let sum = |f: &dyn Fn(&(RunResult, RunResult)) -> f64| runs.iter().map(f).sum::<f64>();
+    let mean_of =
+        |f: &dyn Fn(&(RunResult, RunResult)) -> f64| mean(&runs.iter().map(f).collect::<Vec<_>>());
     let (p, c) = (sum(&|r| r.0.subject.kbps), sum(&|r| r.1.subject.kbps));
     let per_seed: Vec<f64> = runs
         .iter()
@@ -503,20 +505,10 @@ fn row<'a>(spec: &'a Spec, runs: &[(RunResult, RunResult)]) -> Row<'a> {
             .all(|r| r.0.drops_counted && r.1.drops_counted)
             .then(|| {
                 [
-                    mean(
-                        &runs
-                            .iter()
-                            .map(|r| r.0.subject.drop_rate(secs, netsim::grid::PGM_PAYLOAD))
-                            .collect::<Vec<_>>(),
-                    ),
-                    mean(&runs.iter().map(|r| comp_drops(&r.0)).collect::<Vec<_>>()),
-                    mean(
-                        &runs
-                            .iter()
-                            .map(|r| r.1.subject.drop_rate(secs, netsim::grid::TCP_PAYLOAD))
-                            .collect::<Vec<_>>(),
-                    ),
-                    mean(&runs.iter().map(|r| comp_drops(&r.1)).collect::<Vec<_>>()),
+                    mean_of(&|r| r.0.subject.drop_rate(secs, netsim::grid::PGM_PAYLOAD)),
+                    mean_of(&|r| comp_drops(&r.0)),
+                    mean_of(&|r| r.1.subject.drop_rate(secs, netsim::grid::TCP_PAYLOAD)),
+                    mean_of(&|r| comp_drops(&r.1)),
                 ]
             }),
         unrecoverable: runs.iter().map(|r| r.0.unrecoverable).sum(),
