@@ -115,7 +115,8 @@ pub struct SenderConfig {
     /// polls. Default 30 s (`docs/core.md`, "Group size").
     pub group_poll_ivl: Option<Duration>,
     /// Repair budget (ours): NCFs and RDATA together may send at most this fraction of the
-    /// controller's current rate, with a burst of one group RTT's worth, so no pattern of NAKs
+    /// controller's current rate, with a burst of one group RTT's worth but at most one
+    /// congestion window (4 packets at least), so no pattern of NAKs
     /// makes the source send more than `1 + repair_budget` times that rate; repairs beyond it
     /// wait. `None`, or no controller: only [`SenderConfig::rate_limit`] paces repairs
     /// (RFC 3208). Default `Some(2.0)`: enough for the repairs of a large group behind
