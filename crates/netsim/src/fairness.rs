@@ -551,7 +551,7 @@ impl Spec {
     /// The scenario's flows: the subject in `slot` (with controller `cc`), the competing
     /// TCP flows and the reverse ones, for a run of `dur` seconds.
     fn write_flows(&self, s: &mut String, slot: Slot, cc: Controller, dur: f64, tcp: TcpModel) {
-        let keys = tcp.keys();
+        let keys = tcp.keys(self.tcp);
         match slot {
             Slot::Pgmcc => {
                 let _ = writeln!(
@@ -606,18 +606,24 @@ pub enum TcpModel {
     Rfc6298,
     /// As Linux runs TCP: an RTT sample from every ACK of new data (timestamps, RFC 7323)
     /// and Linux's RTO, SRTT plus a variance term of at least 200 ms (`timestamps = true`,
-    /// `min_rto = "200ms"`, `rto = "linux"`).
+    /// `min_rto = "200ms"`, `rto = "linux"`); SACK flows also detect loss with RACK-TLP
+    /// (`rack = true`), as Linux does with SACK on.
     #[default]
     Linux,
 }
 
 impl TcpModel {
-    /// The flow keys the model adds to every TCP flow (each on its own line, after
-    /// [`TCP_KEYS`]).
-    fn keys(self) -> &'static str {
-        match self {
-            TcpModel::Rfc6298 => "",
-            TcpModel::Linux => "\ntimestamps = true\nmin_rto = \"200ms\"\nrto = \"linux\"",
+    /// The flow keys the model adds to every TCP flow of kind `tcp` (each on its own line,
+    /// after [`TCP_KEYS`]).
+    fn keys(self, tcp: Tcp) -> &'static str {
+        match (self, tcp) {
+            (TcpModel::Rfc6298, _) => "",
+            (TcpModel::Linux, Tcp::NewReno) => {
+                "\ntimestamps = true\nmin_rto = \"200ms\"\nrto = \"linux\""
+            }
+            (TcpModel::Linux, Tcp::Sack) => {
+                "\ntimestamps = true\nmin_rto = \"200ms\"\nrto = \"linux\"\nrack = true"
+            }
         }
     }
 
@@ -625,7 +631,9 @@ impl TcpModel {
     fn describe(self) -> &'static str {
         match self {
             TcpModel::Rfc6298 => "RFC 6298 timer",
-            TcpModel::Linux => "Linux timer (timestamps, SRTT + at least 200 ms)",
+            TcpModel::Linux => {
+                "Linux timer (timestamps, SRTT + at least 200 ms; RACK-TLP with SACK)"
+            }
         }
     }
 }
@@ -747,15 +755,17 @@ mod tests {
                     if let Err(e) = scenario::parse("g.toml", &text, "g", Some(1)) {
                         panic!("{}: {e}\n{text}", spec.label());
                     }
-                    // The Linux model (the default): both keys on every TCP flow, nothing
-                    // else changed.
+                    // The Linux model (the default): its keys on every TCP flow, RACK-TLP on
+                    // the SACK ones, nothing else changed.
                     let linux = spec.scenario(slot, Controller::Pgmcc);
                     let tcp_flows = text.matches("kind = \"tcp-").count();
                     assert_eq!(linux.matches("timestamps = true").count(), tcp_flows);
                     assert_eq!(linux.matches("min_rto = \"200ms\"").count(), tcp_flows);
                     assert_eq!(linux.matches("rto = \"linux\"").count(), tcp_flows);
+                    let rack = if spec.tcp == Tcp::Sack { tcp_flows } else { 0 };
+                    assert_eq!(linux.matches("rack = true").count(), rack);
                     let stripped = linux
-                        .replace(TcpModel::Linux.keys(), "")
+                        .replace(TcpModel::Linux.keys(spec.tcp), "")
                         .replace(TcpModel::Linux.describe(), TcpModel::Rfc6298.describe());
                     assert_eq!(stripped, text);
                     if let Err(e) = scenario::parse("g.toml", &linux, "g", Some(1)) {

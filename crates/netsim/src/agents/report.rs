@@ -98,6 +98,12 @@ pub struct TcpSenderReport {
     pub fast_retransmits: u64,
     /// New segments sent on the first two duplicate ACKs (RFC 3042).
     pub limited_transmits: u64,
+    /// Tail loss probes sent (RACK-TLP).
+    pub loss_probes: u64,
+    /// Probes that resent the last segment and repaired its loss (cwnd halved).
+    pub probe_recoveries: u64,
+    /// Retransmissions RACK found lost.
+    pub lost_retransmits: u64,
     /// Congestion window, bytes.
     pub cwnd_bytes: f64,
     /// Congestion window, segments.
@@ -174,6 +180,9 @@ impl AgentReport {
                     ("timeouts", r.timeouts as f64),
                     ("fast_retransmits", r.fast_retransmits as f64),
                     ("limited_transmits", r.limited_transmits as f64),
+                    ("loss_probes", r.loss_probes as f64),
+                    ("probe_recoveries", r.probe_recoveries as f64),
+                    ("lost_retransmits", r.lost_retransmits as f64),
                     ("cwnd_bytes", r.cwnd_bytes),
                     ("cwnd_segments", r.cwnd_segments),
                     ("ssthresh_bytes", r.ssthresh_bytes),

@@ -666,6 +666,16 @@ fn build_tcp(
     if let Some(ts) = fl.timestamps {
         cfg.timestamps = ts;
     }
+    if let Some(rack) = fl.rack {
+        if variant != TcpVariant::Sack {
+            return cx.err(
+                fl.kind.span(),
+                "flow.rack",
+                "only for tcp-sack (RACK-TLP needs SACK, as in Linux)",
+            );
+        }
+        cfg.rack = rack;
+    }
     if let Some(w) = validate::rwnd(fl, cx)? {
         cfg.max_window = u64::from(w) * u64::from(cfg.mss);
     }

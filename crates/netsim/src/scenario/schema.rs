@@ -117,6 +117,7 @@ pub(super) struct FlowSpec {
     pub(super) partial_ack_restarts_timer: Option<bool>,
     pub(super) fast_retransmit_restarts_timer: Option<bool>,
     pub(super) timestamps: Option<bool>,
+    pub(super) rack: Option<bool>,
     pub(super) repairs: Option<bool>,
     pub(super) repair_budget: Option<Spanned<f64>>,
     pub(super) nak_source_share: Option<Spanned<f64>>,

@@ -424,6 +424,7 @@ pub(super) fn refuse_tcp_knobs(fl: &FlowSpec, cx: &Ctx<'_>) -> Result<(), Scenar
         ("rto", fl.rto.is_some()),
         ("limited_transmit", fl.limited_transmit.is_some()),
         ("timestamps", fl.timestamps.is_some()),
+        ("rack", fl.rack.is_some()),
         ("rwnd", fl.rwnd.is_some()),
         ("initial_window", fl.initial_window.is_some()),
         (

@@ -41,6 +41,7 @@
 //! [`TcpSinkConfig`]), `rto.rs` (the RFC 6298 estimator) and `scoreboard.rs` (the RFC 6675
 //! SACK scoreboard).
 
+mod rack;
 mod rto;
 mod scoreboard;
 mod sender;

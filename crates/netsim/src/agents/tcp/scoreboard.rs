@@ -1,8 +1,15 @@
 //! The RFC 6675 SACK scoreboard: every sent, not yet cumulatively acknowledged segment,
 //! which of them SACK blocks cover, `IsLost`, `pipe`, and the holes `NextSeg` picks from.
 //! Reno and NewReno keep it too (it is where segment lengths live) but never mark it.
+//! With RACK ([`Scoreboard::with_rack`]) segments are marked lost by [`Rack`] instead of
+//! `IsLost`, and `pipe` and `NextSeg` follow those marks as Linux does.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+
+use pgmcc::{Duration, Instant};
+
+use super::rack::Rack;
 
 /// One sent, not yet cumulatively acknowledged segment.
 #[derive(Debug, Clone, Copy)]
@@ -12,6 +19,10 @@ struct Seg {
     sacked: bool,
     /// Retransmitted during the current SACK recovery (counts in `pipe`).
     rexmit_in_recovery: bool,
+    /// When it was last sent.
+    xmit: Instant,
+    /// Sent more than once.
+    retransmitted: bool,
 }
 
 /// Outstanding segments by sequence number.
@@ -33,24 +44,63 @@ pub(super) struct Scoreboard {
     /// `IsLost` per RFC 6675 (SACK variant only): an unSACKed segment is lost when it
     /// starts below this.
     lost_below: u64,
+    /// RACK loss detection in place of `IsLost`, if on.
+    rack: Option<Rack>,
 }
 
 impl Scoreboard {
-    /// The segment `[seq, seq + len)` was sent; a retransmission during SACK recovery
-    /// (`rexmit_in_recovery`) counts in `pipe` until recovery ends.
-    pub(super) fn sent(&mut self, seq: u64, len: u32, rexmit_in_recovery: bool) {
-        let seg = self.segs.entry(seq).or_insert(Seg {
-            len,
-            sacked: false,
-            rexmit_in_recovery: false,
-        });
-        seg.rexmit_in_recovery |= rexmit_in_recovery;
+    /// A scoreboard whose losses RACK marks (RFC 8985) instead of RFC 6675's `IsLost`.
+    pub(super) fn with_rack() -> Scoreboard {
+        Scoreboard {
+            rack: Some(Rack::default()),
+            ..Scoreboard::default()
+        }
     }
 
-    /// Everything below `ack` is cumulatively acknowledged.
-    pub(super) fn acked(&mut self, ack: u64) {
+    /// The segment `[seq, seq + len)` was sent at `now`; a retransmission during SACK
+    /// recovery (`rexmit_in_recovery`) counts in `pipe` until recovery ends.
+    pub(super) fn sent(&mut self, seq: u64, len: u32, rexmit_in_recovery: bool, now: Instant) {
+        let (before, seg) = match self.segs.entry(seq) {
+            Entry::Vacant(v) => (
+                None,
+                v.insert(Seg {
+                    len,
+                    sacked: false,
+                    rexmit_in_recovery: false,
+                    xmit: now,
+                    retransmitted: false,
+                }),
+            ),
+            Entry::Occupied(o) => {
+                let seg = o.into_mut();
+                seg.retransmitted = true;
+                (Some(seg.xmit), seg)
+            }
+        };
+        seg.rexmit_in_recovery |= rexmit_in_recovery;
+        seg.xmit = now;
+        if let Some(r) = self.rack.as_mut() {
+            if !seg.sacked {
+                r.on_sent(seq, before, now);
+            }
+        }
+    }
+
+    /// Everything below `ack` is cumulatively acknowledged, as seen at `now`.
+    pub(super) fn acked(&mut self, ack: u64, now: Instant) {
         let keep = self.segs.split_off(&ack);
-        self.segs = keep;
+        let gone = std::mem::replace(&mut self.segs, keep);
+        if let Some(r) = self.rack.as_mut() {
+            for (seq, s) in gone {
+                if s.sacked {
+                    r.on_sacked_acked();
+                } else {
+                    let end = seq + u64::from(s.len);
+                    r.on_delivered(seq, end, s.xmit, s.retransmitted, false, now);
+                }
+            }
+            r.acked(ack);
+        }
         self.high_sacked = self.high_sacked.max(ack);
         let mut covered = self.covered.split_off(&ack);
         if let Some((_, &e)) = self.covered.iter().next_back() {
@@ -61,7 +111,8 @@ impl Scoreboard {
         self.covered = covered;
     }
 
-    /// Applies the SACK blocks of an ACK (clipped to `snd_una..snd_max`), then `IsLost`.
+    /// Applies the SACK blocks of an ACK received at `now` (clipped to
+    /// `snd_una..snd_max`), then `IsLost` (without RACK).
     pub(super) fn apply_sack(
         &mut self,
         sack: &[(u64, u64)],
@@ -69,22 +120,67 @@ impl Scoreboard {
         snd_max: u64,
         dupack_threshold: u32,
         mss: u32,
+        now: Instant,
     ) {
-        for &(s, e) in sack {
+        // In order of sequence (the sink puts the most recent block first), as Linux sorts
+        // them: RACK takes a block below one already applied for reordering.
+        let mut blocks = sack.to_vec();
+        blocks.sort_unstable();
+        for (s, e) in blocks {
             let s = s.max(snd_una);
             if e <= s {
                 continue;
             }
             for (gs, ge) in self.cover(s, e) {
                 for (&seq, seg) in self.segs.range_mut(gs..ge) {
-                    if seq + u64::from(seg.len) <= e {
+                    let end = seq + u64::from(seg.len);
+                    if end <= e && !seg.sacked {
                         seg.sacked = true;
+                        if let Some(r) = self.rack.as_mut() {
+                            r.on_delivered(seq, end, seg.xmit, seg.retransmitted, true, now);
+                        }
                     }
                 }
             }
             self.high_sacked = self.high_sacked.max(e.min(snd_max));
         }
-        self.update_lost(dupack_threshold, mss);
+        if self.rack.is_none() {
+            self.update_lost(dupack_threshold, mss);
+        }
+    }
+
+    /// RACK loss detection at `now` (see [`Rack::detect_loss`]), with the reordering
+    /// window for a sender `recovering` or not and the smoothed RTT `srtt`. Returns how
+    /// long until the next segment would be lost; nothing without RACK.
+    pub(super) fn rack_detect(
+        &mut self,
+        now: Instant,
+        recovering: bool,
+        dupack_threshold: u32,
+        srtt: Option<Duration>,
+    ) -> Option<Duration> {
+        let r = self.rack.as_mut()?;
+        let reo_wnd = r.reo_wnd(recovering, dupack_threshold, srtt);
+        let segs = &self.segs;
+        r.detect_loss(now, reo_wnd, |seq| {
+            segs.get(&seq)
+                .map_or((seq, false), |s| (seq + u64::from(s.len), s.retransmitted))
+        })
+    }
+
+    /// Whether RACK has marked a segment lost that was not sent since.
+    pub(super) fn rack_has_lost(&self) -> bool {
+        self.rack.as_ref().is_some_and(Rack::has_lost)
+    }
+
+    /// Retransmissions RACK marked lost (Linux's `TCPLostRetransmit`).
+    pub(super) fn lost_retransmits(&self) -> u64 {
+        self.rack.as_ref().map_or(0, Rack::lost_retransmits)
+    }
+
+    /// The highest outstanding segment.
+    pub(super) fn last(&self) -> Option<u64> {
+        self.segs.last_key_value().map(|(&seq, _)| seq)
     }
 
     /// Adds `[s, e)` to the covered ranges; returns the parts of it that were not covered.
@@ -140,11 +236,29 @@ impl Scoreboard {
 
     /// Whether the segment at `seq` is considered lost.
     pub(super) fn is_lost(&self, seq: u64) -> bool {
+        if let Some(r) = &self.rack {
+            return r.is_lost(seq);
+        }
         seq < self.lost_below && self.segs.get(&seq).is_some_and(|s| !s.sacked)
     }
 
-    /// RFC 6675 `SetPipe`.
+    /// RFC 6675 `SetPipe`; with RACK, Linux's `packets_in_flight`: every segment neither
+    /// SACKed nor marked lost since it was last sent.
     pub(super) fn pipe(&self) -> u64 {
+        if let Some(r) = &self.rack {
+            let out: u64 = self
+                .segs
+                .values()
+                .filter(|s| !s.sacked)
+                .map(|s| u64::from(s.len))
+                .sum();
+            let lost: u64 = r
+                .lost()
+                .filter_map(|seq| self.segs.get(&seq))
+                .map(|s| u64::from(s.len))
+                .sum();
+            return out.saturating_sub(lost);
+        }
         let mut pipe = 0u64;
         for (&seq, seg) in self.segs.iter().filter(|(_, s)| !s.sacked) {
             if seq >= self.lost_below {
@@ -157,8 +271,12 @@ impl Scoreboard {
         pipe
     }
 
-    /// `NextSeg` rule (1): the first lost segment not yet retransmitted in this recovery.
+    /// `NextSeg` rule (1): the first lost segment not yet retransmitted in this recovery
+    /// (with RACK: not sent since RACK marked it lost).
     pub(super) fn first_lost(&self) -> Option<u64> {
+        if let Some(r) = &self.rack {
+            return r.first_to_resend();
+        }
         self.segs
             .range(..self.lost_below)
             .find(|(_, s)| !s.sacked && !s.rexmit_in_recovery)
@@ -166,8 +284,12 @@ impl Scoreboard {
     }
 
     /// `NextSeg` rule (3): the first unSACKed hole below the highest SACKed byte, not yet
-    /// retransmitted in this recovery.
+    /// retransmitted in this recovery. None with RACK: Linux resends only what is marked
+    /// lost.
     pub(super) fn first_hole(&self) -> Option<u64> {
+        if self.rack.is_some() {
+            return None;
+        }
         self.segs
             .iter()
             .find(|(&seq, s)| !s.sacked && !s.rexmit_in_recovery && seq < self.high_sacked)
@@ -191,6 +313,9 @@ impl Scoreboard {
         self.high_sacked = snd_una;
         self.covered.clear();
         self.lost_below = 0;
+        if let Some(r) = self.rack.as_mut() {
+            r.forget(snd_una);
+        }
     }
 }
 
@@ -253,13 +378,13 @@ mod tests {
                     0..=3 => {
                         // Send new segments, some retransmitted in recovery.
                         for _ in 0..rng.below(8) {
-                            sb.sent(max, MSS, false);
+                            sb.sent(max, MSS, false, Instant::ZERO);
                             r.segs.insert(max, (MSS, false));
                             max += mss;
                         }
                         if max > una && rng.below(4) == 0 {
                             let seq = una + rng.below((max - una) / mss) * mss;
-                            sb.sent(seq, MSS, true);
+                            sb.sent(seq, MSS, true, Instant::ZERO);
                             r.segs.entry(seq).or_insert((MSS, false)).1 = true;
                         }
                     }
@@ -268,7 +393,7 @@ mod tests {
                         let n = (max - una) / mss;
                         let s = una + rng.below(n) * mss;
                         let e = (s + (1 + rng.below(6)) * mss).min(max);
-                        sb.apply_sack(&[(s, e)], una, max, dup as u32, MSS);
+                        sb.apply_sack(&[(s, e)], una, max, dup as u32, MSS, Instant::ZERO);
                         for seq in (s..e).step_by(MSS as usize) {
                             if r.segs.contains_key(&seq) {
                                 r.sacked.insert(seq);
@@ -278,7 +403,7 @@ mod tests {
                     }
                     8 if max > una => {
                         una += rng.below((max - una) / mss + 1) * mss;
-                        sb.acked(una);
+                        sb.acked(una, Instant::ZERO);
                         r.segs = r.segs.split_off(&una);
                         r.sacked = r.sacked.split_off(&una);
                         r.high_sacked = r.high_sacked.max(una);

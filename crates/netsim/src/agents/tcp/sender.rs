@@ -11,6 +11,12 @@ use crate::agent::{Agent, Ctx};
 use crate::agents::report::{AgentReport, TcpSenderReport};
 use crate::packet::{Dest, Packet, Payload, TcpSegment};
 
+/// Linux's `TCP_TIMEOUT_MIN`, two ticks, added to the reordering and probe timers.
+const TIMEOUT_MIN: Duration = Duration::from_millis(2);
+/// RFC 8985's `WCDelAckT`: how long a delayed ACK may take, added to the probe timeout
+/// when one segment is outstanding.
+const DELAYED_ACK_MAX: Duration = Duration::from_millis(200);
+
 /// The loss recovery algorithm of a [`TcpSender`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TcpVariant {
@@ -85,6 +91,16 @@ pub struct TcpConfig {
     /// at sustained loss may get no valid sample for many timeouts in a row. Linux does it
     /// (`net.ipv4.tcp_timestamps`). Default false.
     pub timestamps: bool,
+    /// RACK-TLP loss detection (RFC 8985), as Linux runs it since 4.18 (SACK only).
+    /// **RACK**: a segment is lost once a segment sent after it has been delivered and one
+    /// RTT plus a reordering window (a quarter of the least RTT; none in recovery or once
+    /// three segments are SACKed, unless reordering was seen) has passed since it was sent;
+    /// this replaces RFC 6675's `IsLost`, starts recovery, and also finds lost
+    /// retransmissions, which RFC 6675 leaves to the retransmission timer. **TLP**: when no
+    /// ACK comes for two SRTTs outside recovery, one probe goes out (new data if there is
+    /// any, beyond cwnd, else the last segment again), so the ACK it draws lets RACK find a
+    /// lost tail instead of a timeout. Default false.
+    pub rack: bool,
 }
 
 impl Default for TcpConfig {
@@ -106,6 +122,7 @@ impl Default for TcpConfig {
             partial_ack_restarts_timer: false,
             fast_retransmit_restarts_timer: false,
             timestamps: false,
+            rack: false,
         }
     }
 }
@@ -142,6 +159,14 @@ pub struct TcpSender {
     rto_deadline: Option<Instant>,
     /// `snd_una` at the last timeout (a repeated timeout holds ssthresh).
     last_rto_una: Option<u64>,
+    /// RACK's reordering timer: when the next segment would be marked lost.
+    reo_deadline: Option<Instant>,
+    /// TLP's probe timeout.
+    pto_deadline: Option<Instant>,
+    /// `TLP.end_seq`: `snd_max` when the outstanding probe left, while it is unanswered.
+    tlp_high_seq: Option<u64>,
+    /// The outstanding probe was a retransmission.
+    tlp_retrans: bool,
     // Counters.
     segments_sent: u64,
     bytes_sent: u64,
@@ -153,6 +178,8 @@ pub struct TcpSender {
     /// that fast retransmit halves (RFC 5681 §3.2 step 2).
     limited_bytes: u64,
     acks_received: u64,
+    loss_probes: u64,
+    probe_recoveries: u64,
 }
 
 impl TcpSender {
@@ -177,7 +204,11 @@ impl TcpSender {
             in_recovery: false,
             recover: None,
             first_partial: false,
-            scoreboard: Scoreboard::default(),
+            scoreboard: if config.rack && variant == TcpVariant::Sack {
+                Scoreboard::with_rack()
+            } else {
+                Scoreboard::default()
+            },
             rtt: RtoEstimator::new(
                 config.initial_rto,
                 config.min_rto,
@@ -187,6 +218,10 @@ impl TcpSender {
             ),
             rto_deadline: None,
             last_rto_una: None,
+            reo_deadline: None,
+            pto_deadline: None,
+            tlp_high_seq: None,
+            tlp_retrans: false,
             segments_sent: 0,
             bytes_sent: 0,
             retransmits: 0,
@@ -195,6 +230,8 @@ impl TcpSender {
             limited_transmits: 0,
             limited_bytes: 0,
             acks_received: 0,
+            loss_probes: 0,
+            probe_recoveries: 0,
         }
     }
 
@@ -263,6 +300,16 @@ impl TcpSender {
         self.fast_retransmits
     }
 
+    /// Tail loss probes sent (RACK-TLP; Linux's `TCPLossProbes`).
+    pub fn loss_probes(&self) -> u64 {
+        self.loss_probes
+    }
+
+    /// Retransmissions RACK found lost (Linux's `TCPLostRetransmit`).
+    pub fn lost_retransmits(&self) -> u64 {
+        self.scoreboard.lost_retransmits()
+    }
+
     /// Whether a finite transfer has been completely acknowledged.
     pub fn done(&self) -> bool {
         self.config.bytes.is_some_and(|b| self.snd_una >= b)
@@ -296,6 +343,16 @@ impl TcpSender {
         self.snd_max - self.snd_una
     }
 
+    /// Whether RACK-TLP runs (SACK senders with [`TcpConfig::rack`]).
+    fn rack(&self) -> bool {
+        self.config.rack && self.variant == TcpVariant::Sack
+    }
+
+    /// Neither recovering nor resending after a timeout (Linux's `Open` state).
+    fn open(&self) -> bool {
+        !self.in_recovery && self.recover.is_none_or(|r| self.snd_una >= r)
+    }
+
     /// RFC 5681 eq. (4): `ssthresh = max(FlightSize / 2, 2·SMSS)`, for a `flight` in bytes.
     fn halve(&mut self, flight: u64) {
         let mss = f64::from(self.mss());
@@ -312,7 +369,7 @@ impl TcpSender {
             self.retransmits += 1;
         }
         let recovering = self.in_recovery && self.variant == TcpVariant::Sack;
-        self.scoreboard.sent(seq, len, again && recovering);
+        self.scoreboard.sent(seq, len, again && recovering, now);
         // Karn's rule: a retransmission may stand behind the timed segment's ACK. With
         // timestamps every ACK of new data is a sample and nothing is timed.
         if !self.config.timestamps {
@@ -409,8 +466,11 @@ impl TcpSender {
         }
     }
 
+    /// Sends what the window allows. With RACK, outside a timeout's resending, the window
+    /// is measured against `pipe` as Linux measures it against `packets_in_flight`, so SACKed
+    /// segments make room for new ones before any loss is marked.
     fn send_more(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
-        if self.in_recovery && self.variant == TcpVariant::Sack {
+        if (self.in_recovery && self.variant == TcpVariant::Sack) || (self.rack() && self.open()) {
             self.sack_send(now, ctx);
         } else {
             self.send_window(now, ctx);
@@ -418,17 +478,120 @@ impl TcpSender {
     }
 
     /// Applies the SACK blocks of an ACK to the scoreboard.
-    fn update_scoreboard(&mut self, sack: &[(u64, u64)]) {
+    fn update_scoreboard(&mut self, now: Instant, sack: &[(u64, u64)]) {
         let (dup, mss) = (self.config.dupack_threshold, self.mss());
         self.scoreboard
-            .apply_sack(sack, self.snd_una, self.snd_max, dup, mss);
+            .apply_sack(sack, self.snd_una, self.snd_max, dup, mss, now);
+    }
+
+    /// RACK at `now`: marks what is lost, sets the reordering timer, and starts recovery
+    /// if a segment is lost and recovery may start (not while resending after a timeout).
+    /// Returns whether recovery started.
+    fn rack_check(&mut self, now: Instant, ctx: &mut Ctx<'_>) -> bool {
+        if !self.rack() || !(self.in_recovery || self.open()) {
+            self.reo_deadline = None;
+            return false;
+        }
+        let wait = self.scoreboard.rack_detect(
+            now,
+            self.in_recovery,
+            self.config.dupack_threshold,
+            self.rtt.srtt(),
+        );
+        // Linux adds two ticks (`TCP_TIMEOUT_MIN`) to the reordering timer.
+        self.reo_deadline = wait.map(|w| now + w + TIMEOUT_MIN);
+        if !self.in_recovery && self.scoreboard.rack_has_lost() {
+            self.enter_recovery(now, ctx);
+            return true;
+        }
+        false
+    }
+
+    /// TLP (RFC 8985 §7.2, as Linux's `tcp_schedule_loss_probe`): outside recovery, with
+    /// data outstanding and no probe unanswered, a probe in two SRTTs (plus the 200 ms a
+    /// delayed ACK may take when one segment is out), never after the RTO would fire.
+    fn arm_probe(&mut self, now: Instant) {
+        self.pto_deadline = None;
+        if !self.rack()
+            || !self.open()
+            || self.flight() == 0
+            || self.tlp_high_seq.is_some()
+            || self.reo_deadline.is_some()
+        {
+            return;
+        }
+        let mut pto = match self.rtt.srtt() {
+            Some(srtt) if self.flight() <= u64::from(self.mss()) => 2 * srtt + DELAYED_ACK_MAX,
+            Some(srtt) => 2 * srtt + TIMEOUT_MIN,
+            None => self.config.initial_rto,
+        };
+        if let Some(rto) = self.rto_deadline {
+            pto = pto.min(rto - now);
+        }
+        self.pto_deadline = Some(now + pto);
+    }
+
+    /// The probe timer fired: one segment, new data if any (even beyond cwnd), else the
+    /// last one again; then the retransmission timer runs from now.
+    fn send_probe(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        self.pto_deadline = None;
+        if !self.open() || self.flight() == 0 || self.tlp_high_seq.is_some() {
+            return;
+        }
+        let len = u64::from(self.seg_len(self.snd_max));
+        let new_data = self.snd_nxt == self.snd_max
+            && self.may_send(self.snd_max)
+            && self.snd_max + len - self.snd_una <= self.max_window();
+        if new_data {
+            self.transmit(now, self.snd_max, ctx);
+            self.snd_nxt = self.snd_max;
+            self.tlp_retrans = false;
+        } else if let Some(seq) = self.scoreboard.last() {
+            self.transmit(now, seq, ctx);
+            self.tlp_retrans = true;
+        } else {
+            return;
+        }
+        self.loss_probes += 1;
+        self.tlp_high_seq = Some(self.snd_max);
+        self.rto_deadline = Some(now + self.rto());
+    }
+
+    /// An ACK up to `ack` that advanced `snd_una` (`advanced`) or not, seen by TLP (Linux's
+    /// `tcp_process_tlp_ack`): a probe of new data is answered once it is acknowledged; a
+    /// probe that resent the last segment repaired a loss if data beyond it is
+    /// acknowledged (cwnd is halved, as after a fast recovery), and repaired nothing if a
+    /// pure duplicate ACK answers it.
+    fn tlp_ack(&mut self, ack: u64, advanced: bool) {
+        let Some(high) = self.tlp_high_seq else {
+            return;
+        };
+        if ack < high {
+            return;
+        }
+        if !self.tlp_retrans || !advanced {
+            self.tlp_high_seq = None;
+        } else if ack > high {
+            self.tlp_high_seq = None;
+            self.probe_recoveries += 1;
+            self.halve(self.cwnd as u64);
+            self.cwnd = self.ssthresh;
+        }
     }
 
     fn enter_recovery(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
         self.fast_retransmits += 1;
+        self.tlp_high_seq = None;
+        self.pto_deadline = None;
         // RFC 5681 §3.2 step 2: "When [RFC3042] is in use, additional data sent in limited
         // transmit MUST NOT be included in this calculation" (ns-2 and Linux halve cwnd).
-        self.halve(self.flight().saturating_sub(self.limited_bytes));
+        if self.rack() {
+            // Linux halves cwnd (`tcp_reno_ssthresh`): with RACK, SACKed segments let the
+            // flight grow past cwnd before a loss is marked.
+            self.halve(self.cwnd as u64);
+        } else {
+            self.halve(self.flight().saturating_sub(self.limited_bytes));
+        }
         // Reno (RFC 5681) may fast-retransmit again in the same window; only a timeout
         // sets its recovery point.
         if self.variant != TcpVariant::Reno {
@@ -448,7 +611,16 @@ impl TcpSender {
             }
             TcpVariant::Sack => {
                 self.cwnd = self.ssthresh;
-                self.transmit(now, self.snd_una, ctx);
+                // With RACK the first segment marked lost leaves at once, whatever pipe
+                // says (as Linux's PRR sends at least one segment on entering recovery).
+                let first = if self.rack() {
+                    self.scoreboard.first_lost()
+                } else {
+                    Some(self.snd_una)
+                };
+                if let Some(seq) = first {
+                    self.transmit(now, seq, ctx);
+                }
                 self.sack_send(now, ctx);
             }
         }
@@ -478,12 +650,13 @@ impl TcpSender {
                 // RFC 7323 §4.1: only an ACK that advances the left edge gives a sample.
                 self.rtt.on_echo(now, sent, ack, snd_nxt);
             }
-            self.scoreboard.acked(ack);
+            self.scoreboard.acked(ack, now);
             self.snd_una = ack;
             self.snd_nxt = self.snd_nxt.max(ack);
             if self.variant == TcpVariant::Sack {
-                self.update_scoreboard(sack);
+                self.update_scoreboard(now, sack);
             }
+            self.tlp_ack(ack, true);
             let mut restart_timer = true;
             if self.in_recovery {
                 let full = self.recover.is_none_or(|r| ack >= r);
@@ -533,14 +706,20 @@ impl TcpSender {
             } else if restart_timer {
                 self.rto_deadline = Some(now + self.rto());
             }
+            self.rack_check(now, ctx);
             self.send_more(now, ctx);
         } else if ack == self.snd_una && self.snd_max > self.snd_una {
             // Duplicate ACK.
             self.dupacks += 1;
             if self.variant == TcpVariant::Sack {
-                self.update_scoreboard(sack);
+                self.update_scoreboard(now, sack);
             }
-            if self.in_recovery {
+            if self.rack() {
+                self.tlp_ack(ack, false);
+                if !self.rack_check(now, ctx) {
+                    self.send_more(now, ctx);
+                }
+            } else if self.in_recovery {
                 match self.variant {
                     TcpVariant::Reno | TcpVariant::NewReno => {
                         self.cwnd += mss;
@@ -559,10 +738,14 @@ impl TcpSender {
                 }
             }
         }
+        self.arm_probe(now);
     }
 
     fn on_timeout(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
         self.rto_deadline = None;
+        self.reo_deadline = None;
+        self.pto_deadline = None;
+        self.tlp_high_seq = None;
         if self.snd_una >= self.snd_max {
             return;
         }
@@ -599,6 +782,7 @@ impl Agent for TcpSender {
     fn start(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
         self.started = true;
         self.send_window(now, ctx);
+        self.arm_probe(now);
     }
 
     fn on_packet(&mut self, now: Instant, p: &Packet, ctx: &mut Ctx<'_>) {
@@ -613,13 +797,26 @@ impl Agent for TcpSender {
     }
 
     fn on_timer(&mut self, now: Instant, ctx: &mut Ctx<'_>) {
+        if self.reo_deadline.is_some_and(|t| now >= t) {
+            self.reo_deadline = None;
+            if !self.rack_check(now, ctx) {
+                self.send_more(now, ctx);
+            }
+            self.arm_probe(now);
+        }
+        if self.pto_deadline.is_some_and(|t| now >= t) {
+            self.send_probe(now, ctx);
+        }
         if self.rto_deadline.is_some_and(|t| now >= t) {
             self.on_timeout(now, ctx);
         }
     }
 
     fn next_timer(&self) -> Option<Instant> {
-        self.rto_deadline
+        [self.rto_deadline, self.reo_deadline, self.pto_deadline]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn stop(&mut self, _now: Instant, _ctx: &mut Ctx<'_>) {
@@ -639,6 +836,9 @@ impl Agent for TcpSender {
             timeouts: self.timeouts,
             fast_retransmits: self.fast_retransmits,
             limited_transmits: self.limited_transmits,
+            loss_probes: self.loss_probes,
+            probe_recoveries: self.probe_recoveries,
+            lost_retransmits: self.lost_retransmits(),
             cwnd_bytes: self.cwnd,
             cwnd_segments: self.cwnd_segments(),
             ssthresh_bytes: self.ssthresh,
@@ -675,6 +875,17 @@ mod tests {
 
     /// Delivers to `tx` at `now` an ACK up to `ack` echoing `tsecr`.
     fn ack(tx: &mut TcpSender, now: Instant, ack: u64, tsecr: Option<Instant>) -> Vec<TcpSegment> {
+        ack_sack(tx, now, ack, &[], tsecr)
+    }
+
+    /// [`ack`] with SACK blocks `sack`.
+    fn ack_sack(
+        tx: &mut TcpSender,
+        now: Instant,
+        ack: u64,
+        sack: &[(u64, u64)],
+        tsecr: Option<Instant>,
+    ) -> Vec<TcpSegment> {
         let p = Packet {
             src: SINK,
             dst: Dest::Unicast(SENDER),
@@ -684,7 +895,7 @@ mod tests {
                 seq: 0,
                 len: 0,
                 ack,
-                sack: Vec::new(),
+                sack: sack.to_vec(),
                 is_ack: true,
                 tsval: None,
                 tsecr,
@@ -807,5 +1018,107 @@ mod tests {
         assert_eq!(tx.rtt.samples(), 4);
         ack(&mut tx, at(60), 4 * mss, segs[3].tsval);
         assert_eq!(tx.rtt.samples(), 4, "a duplicate ACK is no sample");
+    }
+
+    /// Three segments out, the middle one lost: the ACK of the first and one SACK of the
+    /// third. With RACK the lost segment is resent when one RTT plus a quarter of the least
+    /// RTT has passed since it was sent (the reordering timer); RFC 6675 has one duplicate
+    /// ACK of the three it needs and waits for the retransmission timer.
+    #[test]
+    fn rack_resends_a_lost_segment_of_a_small_window_without_a_timeout() {
+        for rack in [true, false] {
+            let cfg = TcpConfig {
+                timestamps: true,
+                initial_cwnd: 3,
+                rack,
+                ..TcpConfig::default()
+            };
+            let mss = u64::from(cfg.mss);
+            let (mut tx, first) = started(TcpVariant::Sack, cfg);
+            assert_eq!(first.len(), 3);
+            ack(&mut tx, at(100), mss, first[0].tsval);
+            ack_sack(&mut tx, at(101), mss, &[(2 * mss, 3 * mss)], first[2].tsval);
+            let (t, again) = time_out(&mut tx);
+            if rack {
+                // Sent at 0, RACK.rtt 101 ms, window 100 / 4 ms, two ticks.
+                assert_eq!(t, at(128));
+                assert_eq!(again[0].seq, mss, "the lost segment first");
+                assert_eq!((tx.timeouts(), tx.fast_retransmits()), (0, 1));
+                assert!(tx.in_recovery());
+            } else {
+                assert_eq!(t, at(1100), "the 1 s RTO from the ACK of new data");
+                assert_eq!((tx.timeouts(), tx.fast_retransmits()), (1, 0));
+            }
+        }
+    }
+
+    /// Every segment after the first two of a window is lost and no ACK comes: two SRTTs
+    /// after the last ACK a probe of new data goes out; the ACK that SACKs it marks the
+    /// tail lost and recovery resends it, without a timeout.
+    #[test]
+    fn a_tail_loss_probe_turns_a_lost_tail_into_a_recovery() {
+        let cfg = TcpConfig {
+            timestamps: true,
+            initial_cwnd: 4,
+            rack: true,
+            ..TcpConfig::default()
+        };
+        let mss = u64::from(cfg.mss);
+        let (mut tx, first) = started(TcpVariant::Sack, cfg);
+        assert_eq!(first.len(), 4);
+        let more = ack(&mut tx, at(100), 2 * mss, first[1].tsval);
+        let highest = more
+            .iter()
+            .map(|s| s.seq)
+            .max()
+            .expect("slow start sends more");
+        let (t, probe) = time_out(&mut tx);
+        assert_eq!(t, at(302), "2 SRTT + two ticks after the last ACK");
+        assert_eq!(probe.len(), 1);
+        assert_eq!(probe[0].seq, highest + mss, "new data, beyond cwnd");
+        assert_eq!(tx.loss_probes(), 1);
+        let end = probe[0].seq + mss;
+        let resent = ack_sack(
+            &mut tx,
+            at(402),
+            2 * mss,
+            &[(probe[0].seq, end)],
+            probe[0].tsval,
+        );
+        assert_eq!(resent.first().map(|s| s.seq), Some(2 * mss));
+        assert_eq!((tx.timeouts(), tx.fast_retransmits()), (0, 1));
+    }
+
+    /// A retransmission lost in recovery is found lost once a segment sent after it is
+    /// SACKed an RTT later, and sent a third time without a timeout.
+    #[test]
+    fn rack_finds_a_lost_retransmission() {
+        let cfg = TcpConfig {
+            timestamps: true,
+            initial_cwnd: 10,
+            rack: true,
+            ..TcpConfig::default()
+        };
+        let mss = u64::from(cfg.mss);
+        let (mut tx, first) = started(TcpVariant::Sack, cfg);
+        assert_eq!(first.len(), 10);
+        // Segment 0 lost, 1-7 SACKed: with three SACKed segments the reordering window is
+        // closed, so it is lost at once and resent, and pipe leaves room for new data.
+        let resent = ack_sack(&mut tx, at(100), 0, &[(mss, 8 * mss)], first[7].tsval);
+        assert_eq!(resent.first().map(|s| s.seq), Some(0));
+        assert_eq!(tx.fast_retransmits(), 1);
+        let later = resent.last().expect("recovery sends").clone();
+        assert!(later.seq > 0, "new data after the retransmission");
+        // The retransmission is lost; what left with it arrives 100 ms later.
+        let again = ack_sack(
+            &mut tx,
+            at(200),
+            0,
+            &[(later.seq, later.seq + mss), (mss, 10 * mss)],
+            later.tsval,
+        );
+        assert_eq!(again.first().map(|s| s.seq), Some(0));
+        assert_eq!(tx.lost_retransmits(), 1);
+        assert_eq!((tx.timeouts(), tx.fast_retransmits()), (0, 1));
     }
 }
