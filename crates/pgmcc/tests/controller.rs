@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::{AckRepr, PgmccFeedback};
-use pgmcc::cc::pgmcc::{Election, LossReport, Pgmcc, PgmccConfig, RttUnit};
+use pgmcc::cc::pgmcc::{Election, LossDetection, LossReport, Pgmcc, PgmccConfig, RttUnit};
 use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
 use pgmcc::cc::{drive, CcEvent, CongestionControl};
 use pgmcc::rng::Rng;
@@ -685,4 +685,62 @@ fn first_stall_after_silence(l: &mut Loop, ms_: u64) -> Option<u64> {
         }
     }
     stalled_at
+}
+
+/// 12% of packets lost at random at a 20 ms round trip: a window of a few packets, with
+/// losses close together. Declared
+/// lost only by three later ACKs (the paper's rule), the second loss comes before the first
+/// is declared, the window fills with unsettled packets, and only the stall timeout (W = 1)
+/// starts it again. Declared lost also by time (RACK, the recommended controller's), each is
+/// a loss reaction (W / 2), as Linux's TCP beside it recovers.
+#[test]
+fn losses_close_together_in_a_small_window_are_reactions_not_stalls() {
+    let run = |loss_detection| {
+        let cfg = PgmccConfig {
+            loss_detection,
+            ..PgmccConfig::recommended()
+        };
+        let mut l = Loop::new(cfg, 20);
+        let mut rng = Rng::new(7);
+        l.run(60_000, &mut |_| rng.below(100) < 12);
+        let st = l.cc.metrics().stats;
+        (st.stalls, st.loss_events, st.time_losses, l.next_sqn)
+    };
+    let dup = run(LossDetection::DupAcks);
+    let rack = run(LossDetection::Rack);
+    eprintln!("(stalls, loss events, lost by time, packets sent): dupacks {dup:?}, rack {rack:?}");
+    // Measured: dupacks (81, 333, 0, 4945), rack (6, 637, 825, 7725).
+    assert!((60..=100).contains(&dup.0), "{dup:?}");
+    assert_eq!(dup.2, 0);
+    assert!(rack.0 <= 10, "{rack:?}");
+    assert!(rack.1 > dup.1 * 3 / 2, "{rack:?}");
+    assert!(rack.2 > rack.1, "{rack:?}");
+}
+
+/// A window of 8 packets (the source's limit) lost whole: no ACK comes back. Declared lost
+/// only by later ACKs, nothing is declared and the stall timeout restarts W at 1. With RACK
+/// a probe leaves two round trips after the last ACK; its ACK shows the eight missing, a
+/// loss reaction halves W, and the session never stalls.
+#[test]
+fn a_lost_tail_is_probed_not_stalled() {
+    use pgmcc::cc::SourceLimits;
+    let run = |loss_detection| {
+        let cfg = PgmccConfig {
+            loss_detection,
+            ..PgmccConfig::recommended()
+        };
+        let mut l = Loop::new(cfg, 20);
+        l.cc.set_source_limits(SourceLimits {
+            txw_sqns: 16,
+            nak_horizon: Duration::ZERO,
+        });
+        l.run(2_000, &mut |s| (500..508).contains(&s));
+        let st = l.cc.metrics().stats;
+        (st.stalls, st.probes, st.loss_events, l.cc.window())
+    };
+    let (stalls, probes, events, _) = run(LossDetection::DupAcks);
+    assert_eq!((stalls, probes, events), (1, 0, 0));
+    let (stalls, probes, events, w) = run(LossDetection::Rack);
+    assert_eq!((stalls, probes, events), (0, 1, 1));
+    assert!(w >= 4.0, "{w}");
 }

@@ -130,6 +130,7 @@ pub(super) struct FlowSpec {
     pub(super) realign_tokens: Option<bool>,
     pub(super) accounting: Option<Spanned<String>>,
     pub(super) recovery: Option<Spanned<String>>,
+    pub(super) loss_detection: Option<Spanned<String>>,
     pub(super) report_bar: Option<bool>,
     pub(super) slow_start: Option<Spanned<String>>,
     pub(super) loss_report: Option<Spanned<String>>,

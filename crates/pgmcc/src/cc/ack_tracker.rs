@@ -152,6 +152,40 @@ impl AckTracker {
         }
     }
 
+    /// Settles packets from the oldest unsettled one up to, not including, `upto` (a packet
+    /// the acker has acknowledged): acknowledged ones, and unacknowledged ones `expired` says
+    /// are lost (returned oldest first); stops at the first unacknowledged one that has not
+    /// expired. Time-based loss detection ([`super::pgmcc::LossDetection::Rack`]); a former
+    /// acker's tracker that does not judge losses settles nothing.
+    pub(crate) fn settle_before(
+        &mut self,
+        upto: u32,
+        mut expired: impl FnMut(u32) -> bool,
+    ) -> Vec<u32> {
+        let mut lost = Vec::new();
+        let Some(max) = self.max else {
+            return lost;
+        };
+        if !self.judge {
+            return lost;
+        }
+        while sqn::lt(self.next, upto)
+            && sqn::le(self.next, max)
+            && self.end.is_none_or(|e| sqn::lt(self.next, e))
+        {
+            let back = sqn::distance(self.next, max);
+            if back < BITS && self.acked(self.next) {
+                // settled
+            } else if back >= BITS || expired(self.next) {
+                lost.push(self.next);
+            } else {
+                break;
+            }
+            self.next = self.next.wrapping_add(1);
+        }
+        lost
+    }
+
     /// Merges one ACK. The caller has checked that `rx_max` was actually sent.
     pub(crate) fn on_ack(&mut self, rx_max: u32, bitmap: u32) -> AckOutcome {
         let mut out = AckOutcome::default();

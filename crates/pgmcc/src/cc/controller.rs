@@ -37,6 +37,11 @@ pub struct CcStats {
     pub election_requests: u64,
     /// Tokens granted by the rate floor ([`super::pgmcc::PgmccConfig::min_interval`]).
     pub floor_tokens: u64,
+    /// Packets declared lost by time rather than by later ACKs
+    /// ([`super::pgmcc::LossDetection::Rack`]).
+    pub time_losses: u64,
+    /// Tail probes sent ([`super::pgmcc::LossDetection::Rack`]).
+    pub probes: u64,
     /// Times the window was cut to the bound a receiver without reports sets
     /// ([`super::pgmcc::PgmccConfig::cap_for_silent`]).
     pub silent_caps: u64,

@@ -88,6 +88,12 @@ impl Window {
         self.t = self.t.max(ONE as i64);
     }
 
+    /// Whether the packet `next`, the oldest one not yet settled, was already sent at the
+    /// last loss reaction: the round trip after a halving, TCP's recovery.
+    pub(crate) fn in_recovery(&self, next: u32) -> bool {
+        self.recover.is_some_and(|r| sqn::le(next, r))
+    }
+
     /// Session (re)start: `W = T = 1`.
     pub(crate) fn restart(&mut self) {
         if self.adaptive_ssthresh {

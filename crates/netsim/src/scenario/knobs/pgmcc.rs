@@ -2,7 +2,7 @@
 //! refusal elsewhere.
 
 use pgmcc::cc::pgmcc::{
-    Accounting, Election, LossReport, PgmccConfig, Recovery, RttUnit, SlowStart,
+    Accounting, Election, LossDetection, LossReport, PgmccConfig, Recovery, RttUnit, SlowStart,
 };
 use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
@@ -16,7 +16,7 @@ use toml::Spanned;
 /// controller, and what `pgmcc compare` drops from a flow it reruns under one. The first two
 /// mean the same under both presets; the rest are where the presets differ
 /// ([`PRESET_KNOBS`]).
-pub(crate) const PGMCC_KNOBS: [&str; 14] = [
+pub(crate) const PGMCC_KNOBS: [&str; 15] = [
     "c",
     "model",
     "rtt_unit",
@@ -24,6 +24,7 @@ pub(crate) const PGMCC_KNOBS: [&str; 14] = [
     "stall_min",
     "accounting",
     "recovery",
+    "loss_detection",
     "report_bar",
     "slow_start",
     "loss_report",
@@ -49,6 +50,7 @@ fn is_set(fl: &FlowSpec, k: &str) -> bool {
         "stall_min" => fl.stall_min.is_some(),
         "accounting" => fl.accounting.is_some(),
         "recovery" => fl.recovery.is_some(),
+        "loss_detection" => fl.loss_detection.is_some(),
         "report_bar" => fl.report_bar.is_some(),
         "slow_start" => fl.slow_start.is_some(),
         "loss_report" => fl.loss_report.is_some(),
@@ -121,6 +123,18 @@ pub(super) fn apply(
             "flow.recovery",
             &[("grow", Recovery::Grow), ("hold", Recovery::Hold)],
             "use grow (the paper's) or hold (ours, TCP's)",
+            cx,
+        )?;
+    }
+    if let Some(v) = &fl.loss_detection {
+        pc.loss_detection = choice(
+            v,
+            "flow.loss_detection",
+            &[
+                ("dupacks", LossDetection::DupAcks),
+                ("rack", LossDetection::Rack),
+            ],
+            "use dupacks (the paper's) or rack (ours, Linux TCP's RACK-TLP)",
             cx,
         )?;
     }
@@ -314,7 +328,7 @@ mod tests {
             "name = \"m\"\nkind = \"pgmcc\"\nfrom = \"S\"\nc = 0.75\nmodel = \"pftk\"\n\
              rtt_unit = \"ms\"\nadaptive_timeout = true\nstall_min = \"200ms\"\n\
              accounting = \"pipe\"\n\
-             recovery = \"hold\"\nreport_bar = true\nslow_start = \"fixed\"\n\
+             recovery = \"hold\"\nloss_detection = \"rack\"\nreport_bar = true\nslow_start = \"fixed\"\n\
              loss_report = \"filter\"\nelection = \"paper\"\nsilent_receivers = \"cap\"\n\
              acker_reports = \"check\"\nrepair_accounting = \"outside\"\nrealign_tokens = true",
         )

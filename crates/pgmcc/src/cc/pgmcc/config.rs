@@ -81,6 +81,10 @@ pub struct PgmccConfig {
     pub slow_start: SlowStart,
     /// Later ACKs that declare a hole lost (§3.4: 3).
     pub dupack_threshold: u32,
+    /// How the acker's ACKs declare packets lost and what the source does when they stop
+    /// (both presets: the paper's [`LossDetection::DupAcks`]; see [`LossDetection::Rack`]
+    /// for why ours is not the recommended default).
+    pub loss_detection: LossDetection,
     /// Switch bias `c`: a report replaces the acker only if `T(new) < c T(acker)` (§3.5: 0.75).
     pub switch_bias: SwitchBias,
     /// Which loss estimate receivers put in their reports, advertised to them on
@@ -151,6 +155,7 @@ impl Default for PgmccConfig {
             ssthresh: 6,
             slow_start: SlowStart::Fixed,
             dupack_threshold: 3,
+            loss_detection: LossDetection::DupAcks,
             switch_bias: SwitchBias::PAPER,
             loss_report: LossReport::Filter,
             election: Election::Paper,
@@ -188,6 +193,29 @@ pub enum Accounting {
     /// or its retransmission timeout passes. The window rules are the paper's (`docs/pgmcc.md`,
     /// difference 8).
     Pipe,
+}
+
+/// How packets the acker did not acknowledge are declared lost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum LossDetection {
+    /// The paper's §3.4: once `dupack_threshold` later packets are acknowledged (TCP's
+    /// fast retransmit rule). In a window of two or three packets a second loss before three
+    /// later ACKs fills the window with unsettled packets, and only the stall timeout
+    /// (W = 1) starts it again.
+    #[default]
+    DupAcks,
+    /// Ours, as Linux's TCP since 4.18 (RACK-TLP, RFC 8985): also lost once a later packet
+    /// is acknowledged and one round trip (the newest acknowledged packet's) plus a
+    /// reordering window has passed since it was sent; the window is a quarter of the least
+    /// round trip, none in the round trip after a loss reaction. And when the window is
+    /// full and no ACK has come for two smoothed RTTs (plus 200 ms with one packet in
+    /// flight, never later than the stall timeout), one probe packet leaves beyond the
+    /// window, so that its ACK shows what was lost: a loss reaction (W / 2) instead of a
+    /// stall (W = 1), as TCP beside it gets. Not the recommended default: where the fair
+    /// window is below two packets it keeps two in flight where TCP times out, and the
+    /// repairs for its 30-45% loss leave outside the window, so its share rises above
+    /// twice TCP's (`docs/pgmcc.md`, difference 20).
+    Rack,
 }
 
 /// How the window's slow-start threshold is set.

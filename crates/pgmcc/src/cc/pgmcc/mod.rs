@@ -36,8 +36,8 @@ mod former;
 use former::{Discredited, Former, ACKER_LOSSES, FORMER_ACKERS, INFLATED_ACKS, INFLATION_MS};
 
 pub use config::{
-    Accounting, Election, LossReport, PgmccConfig, Recovery, RtoFloor, RtoRestart, RttUnit,
-    SlowStart, TimeoutPolicy,
+    Accounting, Election, LossDetection, LossReport, PgmccConfig, Recovery, RtoFloor, RtoRestart,
+    RttUnit, SlowStart, TimeoutPolicy,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -109,6 +109,15 @@ pub struct Pgmcc {
     previous: VecDeque<Former>,
     /// Send-time history of data packets: (ms, sqn).
     history: VecDeque<(u32, u32)>,
+    /// When each packet of `history` was sent, in the same order.
+    sent_times: VecDeque<Instant>,
+    /// [`LossDetection::Rack`]: the newest packet the acker acknowledged and its round
+    /// trip, the least round trip seen, when the oldest unsettled packet below it counts
+    /// as lost, and the tail probe sent and not yet passed.
+    rack: Option<(u32, Duration)>,
+    min_rtt: Option<Duration>,
+    reo_deadline: Option<Instant>,
+    probe: Option<u32>,
     last_sent: Option<u32>,
     /// When the last data packet left (for the rate floor).
     last_sent_at: Instant,
@@ -148,6 +157,20 @@ pub struct Pgmcc {
 /// Data packets remembered for RTT-in-packets lookups.
 const HISTORY: usize = 8192;
 
+/// What TCP's TLP adds to two SRTTs with one packet in flight: the longest a delayed ACK
+/// may take (RFC 8985's `WCDelAckT`).
+const PROBE_DELAYED_ACK: Duration = Duration::from_millis(200);
+/// What Linux adds otherwise: two ticks (`TCP_TIMEOUT_MIN`).
+const PROBE_TICKS: Duration = Duration::from_millis(2);
+
+/// When packet `s` was sent, if the history still holds it.
+fn sent_time(history: &VecDeque<(u32, u32)>, times: &VecDeque<Instant>, s: u32) -> Option<Instant> {
+    let &(_, first) = history.front()?;
+    let i = s.wrapping_sub(first) as usize;
+    history.get(i).filter(|&&(_, q)| q == s)?;
+    times.get(i).copied()
+}
+
 impl Pgmcc {
     /// A controller starting a session at `now`: `W = T = 1`, and the first data packet asks
     /// for an election.
@@ -164,6 +187,11 @@ impl Pgmcc {
             acker: None,
             previous: VecDeque::new(),
             history: VecDeque::new(),
+            sent_times: VecDeque::new(),
+            rack: None,
+            min_rtt: None,
+            reo_deadline: None,
+            probe: None,
             last_sent: None,
             last_sent_at: now,
             elect: true,
@@ -305,6 +333,93 @@ impl Pgmcc {
                 self.floor_credit || f64::from(self.in_flight()) + 1.0 <= self.window.window()
             }
         }
+    }
+
+    /// Packets the acker's ACKs declared lost (oldest first), the acker's RX_MAX then and
+    /// the newest packet sent: the window reacts to the first, and they are remembered for
+    /// [`PgmccConfig::cap_for_silent`].
+    fn acker_losses(&mut self, lost: &[u32], rx_max: u32, lead: u32) {
+        if let Some(&l) = lost.first() {
+            self.on_lost(l, rx_max, lead);
+        }
+        if self.cfg.cap_for_silent {
+            self.acker_lost.extend(lost.iter().copied());
+            while self.acker_lost.len() > ACKER_LOSSES {
+                self.acker_lost.pop_front();
+            }
+        }
+    }
+
+    fn rack_on(&self) -> bool {
+        self.cfg.loss_detection == LossDetection::Rack
+    }
+
+    /// RACK's round trip: that of the newest packet the acker has acknowledged, taken when
+    /// an ACK first reports it (`rx_max`); and the least round trip.
+    fn rack_sample(&mut self, now: Instant, rx_max: u32) {
+        if self.rack.is_some_and(|(s, _)| !sqn::gt(rx_max, s)) {
+            return;
+        }
+        if let Some(sent) = sent_time(&self.history, &self.sent_times, rx_max) {
+            let rtt = now - sent;
+            self.rack = Some((rx_max, rtt));
+            self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
+        }
+    }
+
+    /// RACK's loss detection ([`LossDetection::Rack`]): every unsettled packet sent before
+    /// the newest acknowledged one is lost once that one's round trip plus the reordering
+    /// window has passed since it was sent (none in the round trip after a loss reaction,
+    /// else a quarter of the least round trip, at most SRTT). Returns the packets declared
+    /// lost and sets the timer for the next one.
+    fn detect_by_time(&mut self, now: Instant) -> Vec<u32> {
+        self.reo_deadline = None;
+        let Some((latest, rtt)) = self.rack else {
+            return Vec::new();
+        };
+        let reo = if self.window.in_recovery(self.tracker.next_expected()) {
+            Duration::ZERO
+        } else {
+            let quarter = self.min_rtt.unwrap_or_default() / 4;
+            self.rto.srtt().map_or(quarter, |s| quarter.min(s))
+        };
+        let (history, times) = (&self.history, &self.sent_times);
+        let mut wait = None;
+        let lost = self.tracker.settle_before(latest, |s| {
+            match sent_time(history, times, s) {
+                Some(sent) if sent + rtt + reo > now => {
+                    wait = Some(sent + rtt + reo);
+                    false
+                }
+                // Sent long enough ago, or too long ago to be remembered.
+                _ => true,
+            }
+        });
+        self.reo_deadline = wait;
+        self.stats.time_losses += lost.len() as u64;
+        lost
+    }
+
+    /// When the tail probe is due ([`LossDetection::Rack`]), while none is out: two smoothed
+    /// RTTs after the last ACK of new data or the last packet sent, whichever is later (plus
+    /// the 200 ms a delayed ACK may take when one packet is in flight, as TCP's TLP), never
+    /// after the stall timeout.
+    fn probe_deadline(&self) -> Option<Instant> {
+        if !self.rack_on() || self.probe.is_some() {
+            return None;
+        }
+        let srtt = self.rto.srtt()?;
+        let in_flight = self.in_flight();
+        if in_flight == 0 {
+            return None;
+        }
+        let extra = if in_flight == 1 {
+            PROBE_DELAYED_ACK
+        } else {
+            PROBE_TICKS
+        };
+        let from = self.timer_from.max(self.last_sent_at);
+        Some((from + 2 * srtt + extra).min(self.timer_from + self.fixed_timeout()))
     }
 
     /// A loss among the packets in flight: one reaction per RTT (the window's own rule).
@@ -450,8 +565,10 @@ impl CongestionControl for Pgmcc {
         self.last_sent_at = now;
         let ms = Self::now_ms(now);
         self.history.push_back((ms, sqn));
+        self.sent_times.push_back(now);
         if self.history.len() > HISTORY {
             self.history.pop_front();
+            self.sent_times.pop_front();
         }
         let acker = match (self.elect, self.acker) {
             (false, Some(a)) => a.addr,
@@ -512,15 +629,15 @@ impl CongestionControl for Pgmcc {
             self.rto.sample(r);
             self.window.set_max(self.limits.max_window(self.rto.srtt()));
         }
-        if let Some(&l) = out.lost.first() {
-            self.on_lost(l, ack.rx_max, lead);
-        }
-        if self.cfg.cap_for_silent {
-            self.acker_lost.extend(out.lost.iter().copied());
-            while self.acker_lost.len() > ACKER_LOSSES {
-                self.acker_lost.pop_front();
+        let mut lost = out.lost;
+        if self.rack_on() {
+            self.rack_sample(now, ack.rx_max);
+            if self.probe.is_some_and(|p| sqn::le(p, ack.rx_max)) {
+                self.probe = None;
             }
+            lost.extend(self.detect_by_time(now));
         }
+        self.acker_losses(&lost, ack.rx_max, lead);
         self.window.on_ack_through(out.newly_acked, ack.rx_max);
         if !a.proven {
             self.window.cap(self.cfg.unproven_window);
@@ -577,6 +694,8 @@ impl CongestionControl for Pgmcc {
             return None;
         }
         let stall = self.timer_from + self.fixed_timeout();
+        let stall = self.reo_deadline.map_or(stall, |d| d.min(stall));
+        let stall = self.probe_deadline().map_or(stall, |d| d.min(stall));
         let stall = self.next_expiry().map_or(stall, |e| e.min(stall));
         let stall = self.repairs.front().map_or(stall, |&e| e.min(stall));
         Some(match self.cfg.min_interval {
@@ -591,7 +710,25 @@ impl CongestionControl for Pgmcc {
         }
         self.expire_former(now);
         self.expire_repairs(now);
+        if self.reo_deadline.is_some_and(|d| now >= d) {
+            if let (Some(lead), Some(rx_max)) = (self.last_sent, self.tracker.rx_max()) {
+                let lost = self.detect_by_time(now);
+                self.acker_losses(&lost, rx_max, lead);
+            }
+        }
         if self.note_room(false) {
+            return;
+        }
+        if self.probe_deadline().is_some_and(|d| now >= d) {
+            // TLP: one packet beyond the window; the stall timer runs again from here.
+            self.probe = self.last_sent.map(|l| l.wrapping_add(1));
+            self.stats.probes += 1;
+            self.timer_from = now;
+            match self.cfg.accounting {
+                Accounting::Tokens => self.window.grant_one(),
+                Accounting::Pipe => self.floor_credit = true,
+            }
+            self.note_room(false);
             return;
         }
         let deadline = self.timer_from + self.fixed_timeout();
@@ -610,6 +747,16 @@ impl CongestionControl for Pgmcc {
             return;
         }
         // Stall (§3.4, 3.6): restart W = T = 1; after a couple in a row, ask for an election.
+        tracing::debug!(
+            target: "pgmcc::stall",
+            t_ns = now.as_nanos(),
+            w = self.window.window(),
+            in_flight = self.in_flight(),
+            lead = ?self.last_sent,
+            since_ack_ms = (now - self.timer_from).as_millis() as u64,
+            tracker = ?self.tracker,
+            "stall"
+        );
         self.window.restart();
         self.stats.stalls += 1;
         self.stalls_in_a_row += 1;
@@ -619,6 +766,8 @@ impl CongestionControl for Pgmcc {
             self.tracker.reset(lead.wrapping_add(1));
         }
         // A restart forgets every packet in flight (W = T = 1, the paper).
+        self.probe = None;
+        self.reo_deadline = None;
         self.previous.clear();
         self.repairs.clear();
         if self.stalls_in_a_row >= self.cfg.stalls_before_election {
