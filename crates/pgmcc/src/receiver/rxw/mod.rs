@@ -108,7 +108,18 @@ pub(crate) struct NakState {
     patience: Duration,
     /// Signed mode: times it was asked for again after reaching the front unverified.
     reverify: u8,
+    /// The source confirmed (NCF) a NAK for it since its last NAK round ended.
+    confirmed: bool,
+    /// NAK rounds it was kept past its patience because the source confirmed them.
+    confirmed_rounds: u16,
 }
+
+/// NAK rounds a receiver keeps asking past its patience for a packet whose NAKs the source
+/// still confirms (RFC 3208's NAK_DATA_RETRIES; OpenPGM's examples set 50). A source that
+/// confirms is still repairing, paced by its controller and its repair budget, and its
+/// repairs may be lost at the same queue as the data: at 400 ms a NAK round is about 4 s,
+/// and two rounds whose repairs are lost used to exhaust the patience rule's quarter.
+const NAK_DATA_RETRIES: u16 = 50;
 
 /// Signed mode: what is known of a received packet (`signed.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -328,6 +339,8 @@ impl ReceiveWindow {
                 since: now,
                 patience: t.give_up,
                 reverify: 0,
+                confirmed: false,
+                confirmed_rounds: 0,
             }));
         }
     }
@@ -488,6 +501,7 @@ impl ReceiveWindow {
             }
             st.phase = Phase::WaitData;
             st.deadline = now + t.rdata_ivl;
+            st.confirmed = true;
             return suppressed;
         }
         false
@@ -574,7 +588,15 @@ impl ReceiveWindow {
                 }
                 Phase::WaitNcf | Phase::WaitData => {
                     let progressing = oldest_filled.is_some_and(|f| f <= st.since);
-                    if now.saturating_duration_since(st.since) >= st.patience && !progressing {
+                    let confirmed = std::mem::take(&mut st.confirmed);
+                    let out_of_patience =
+                        now.saturating_duration_since(st.since) >= st.patience && !progressing;
+                    if out_of_patience && confirmed && st.confirmed_rounds < NAK_DATA_RETRIES {
+                        // The source still confirms it: ask again.
+                        st.confirmed_rounds += 1;
+                        st.phase = Phase::BackOff;
+                        st.deadline = retry_at;
+                    } else if out_of_patience {
                         debug!(
                             target: "pgmcc::give_up",
                             sqn = s,
@@ -1000,5 +1022,41 @@ mod tests {
         }
         let g = w.take_give_ups();
         assert_eq!(g.patience, 1, "packet 0 given up at its patience: {g:?}");
+    }
+
+    /// A source that confirms every NAK for a packet (it is still repairing, and its
+    /// repairs are lost on the way) keeps the receiver asking past its patience, up to
+    /// [`NAK_DATA_RETRIES`] rounds; without confirmations it is given up at its patience.
+    #[test]
+    fn a_source_that_confirms_keeps_the_receiver_asking() {
+        let t = base();
+        for confirm in [false, true] {
+            let mut rng = Rng::new(8);
+            let mut w = ReceiveWindow::new(0, 0, 64, 65535);
+            w.extend_to(0, Instant::ZERO, &t, &mut rng);
+            let mut at = 0.0;
+            let mut given_up_at = None;
+            while at < 400.0 && given_up_at.is_none() {
+                at += 0.5;
+                let now = Instant::ZERO + Duration::from_secs_f64(at);
+                let (mut nak, mut parity) = (Vec::new(), Vec::new());
+                w.on_timeout(now, &t, &mut rng, true, &mut nak, Some(&mut parity));
+                if confirm && nak.contains(&0) {
+                    w.on_ncf(0, now, &t, true);
+                }
+                if w.missing() == 0 {
+                    given_up_at = Some(at);
+                }
+            }
+            let at = given_up_at.expect("given up within 400 s");
+            if confirm {
+                // 30 s of patience, then 50 confirmed rounds of 2.5 s (the 2 s wait for data
+                // after each NCF, the back-off, this loop's 0.5 s steps): 155 s.
+                assert!((145.0..165.0).contains(&at), "{at}");
+            } else {
+                assert!((30.0..36.0).contains(&at), "{at}");
+            }
+            assert_eq!(w.take_give_ups().patience, 1);
+        }
     }
 }

@@ -354,9 +354,16 @@ impl ReceiveWindow {
             return 0;
         }
         if !peer {
-            // The source answers this group's parity NAKs.
+            // The source answers this group's parity NAKs, if only in part: it is still
+            // repairing the group.
             if let Some(p) = self.parity.as_mut() {
                 p.asked.remove(&tg);
+            }
+            for i in 0..k {
+                let s = tg.wrapping_add(i);
+                if let Some(Slot::Missing(st)) = self.index(s).and_then(|i| self.slots.get_mut(i)) {
+                    st.confirmed = true;
+                }
             }
         }
         if self.needed(tg) > count {

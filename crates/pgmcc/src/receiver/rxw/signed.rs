@@ -433,6 +433,8 @@ impl ReceiveWindow {
             since: Instant::ZERO,
             patience: Duration::ZERO,
             reverify: tries,
+            confirmed: false,
+            confirmed_rounds: 0,
         });
         self.forget_copy(s);
         if let Some(sw) = self.signed.as_mut() {
