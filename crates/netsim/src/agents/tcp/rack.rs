@@ -175,12 +175,6 @@ impl Rack {
         self.lost_retransmits
     }
 
-    /// Everything below `ack` left the scoreboard.
-    pub(super) fn acked(&mut self, ack: u64) {
-        self.to_resend = self.to_resend.split_off(&ack);
-        self.fack = self.fack.max(ack);
-    }
-
     /// A retransmission timeout: no segment is a candidate or marked lost until sent
     /// again, and SACK information is forgotten; `snd_una` becomes the highest delivered
     /// byte, so data the cumulative ACK later covers is not taken for reordering.

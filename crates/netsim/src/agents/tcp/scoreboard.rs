@@ -99,7 +99,6 @@ impl Scoreboard {
                     r.on_delivered(seq, end, s.xmit, s.retransmitted, false, now);
                 }
             }
-            r.acked(ack);
         }
         self.high_sacked = self.high_sacked.max(ack);
         let mut covered = self.covered.split_off(&ack);

@@ -107,10 +107,8 @@ pub struct Pgmcc {
     /// Former ackers and the packets that named them ([`Accounting::Pipe`]; bounded: the
     /// most recent [`FORMER_ACKERS`]).
     previous: VecDeque<Former>,
-    /// Send-time history of data packets: (ms, sqn).
-    history: VecDeque<(u32, u32)>,
-    /// When each packet of `history` was sent, in the same order.
-    sent_times: VecDeque<Instant>,
+    /// Send-time history of data packets: (when sent, sqn), consecutive sequence numbers.
+    history: VecDeque<(Instant, u32)>,
     /// [`LossDetection::Rack`]: the newest packet the acker acknowledged and its round
     /// trip, the least round trip seen, when the oldest unsettled packet below it counts
     /// as lost, and the tail probe sent and not yet passed.
@@ -164,11 +162,12 @@ const PROBE_DELAYED_ACK: Duration = Duration::from_millis(200);
 const PROBE_TICKS: Duration = Duration::from_millis(2);
 
 /// When packet `s` was sent, if the history still holds it.
-fn sent_time(history: &VecDeque<(u32, u32)>, times: &VecDeque<Instant>, s: u32) -> Option<Instant> {
+fn sent_time(history: &VecDeque<(Instant, u32)>, s: u32) -> Option<Instant> {
     let &(_, first) = history.front()?;
-    let i = s.wrapping_sub(first) as usize;
-    history.get(i).filter(|&&(_, q)| q == s)?;
-    times.get(i).copied()
+    history
+        .get(s.wrapping_sub(first) as usize)
+        .filter(|&&(_, q)| q == s)
+        .map(|&(sent, _)| sent)
 }
 
 impl Pgmcc {
@@ -187,7 +186,6 @@ impl Pgmcc {
             acker: None,
             previous: VecDeque::new(),
             history: VecDeque::new(),
-            sent_times: VecDeque::new(),
             rack: None,
             min_rtt: None,
             reo_deadline: None,
@@ -251,7 +249,10 @@ impl Pgmcc {
                     return 1;
                 };
                 let last_sent_while = |pred: &dyn Fn(u32) -> bool| -> u32 {
-                    match self.history.partition_point(|&(t, _)| pred(t)) {
+                    match self
+                        .history
+                        .partition_point(|&(t, _)| pred(Self::now_ms(t)))
+                    {
                         0 => self
                             .history
                             .front()
@@ -360,7 +361,7 @@ impl Pgmcc {
         if self.rack.is_some_and(|(s, _)| !sqn::gt(rx_max, s)) {
             return;
         }
-        if let Some(sent) = sent_time(&self.history, &self.sent_times, rx_max) {
+        if let Some(sent) = sent_time(&self.history, rx_max) {
             let rtt = now - sent;
             self.rack = Some((rx_max, rtt));
             self.min_rtt = Some(self.min_rtt.map_or(rtt, |m| m.min(rtt)));
@@ -383,10 +384,10 @@ impl Pgmcc {
             let quarter = self.min_rtt.unwrap_or_default() / 4;
             self.rto.srtt().map_or(quarter, |s| quarter.min(s))
         };
-        let (history, times) = (&self.history, &self.sent_times);
+        let history = &self.history;
         let mut wait = None;
         let lost = self.tracker.settle_before(latest, |s| {
-            match sent_time(history, times, s) {
+            match sent_time(history, s) {
                 Some(sent) if sent + rtt + reo > now => {
                     wait = Some(sent + rtt + reo);
                     false
@@ -478,12 +479,7 @@ impl Pgmcc {
         rx_max: u32,
     ) -> RttSample {
         let is_acker = self.acker.is_some_and(|a| a.addr == from);
-        let sent = self.history.front().and_then(|&(_, first)| {
-            self.history
-                .get(rx_max.wrapping_sub(first) as usize)
-                .filter(|&&(_, s)| s == rx_max)
-                .map(|&(sent, _)| sent)
-        });
+        let sent = sent_time(&self.history, rx_max).map(Self::now_ms);
         let Some(sent) = sent else {
             return sample;
         };
@@ -564,11 +560,9 @@ impl CongestionControl for Pgmcc {
         self.last_sent = Some(sqn);
         self.last_sent_at = now;
         let ms = Self::now_ms(now);
-        self.history.push_back((ms, sqn));
-        self.sent_times.push_back(now);
+        self.history.push_back((now, sqn));
         if self.history.len() > HISTORY {
             self.history.pop_front();
-            self.sent_times.pop_front();
         }
         let acker = match (self.elect, self.acker) {
             (false, Some(a)) => a.addr,
