@@ -537,3 +537,30 @@ fn beside_several_tcp_flows_the_share_follows_the_packet_size() {
         "pgmcc 1500 B: f = {equal:?}"
     );
 }
+
+#[test]
+fn repairs_that_wait_for_the_window_never_spin_the_source() {
+    // 3% loss on B's path: repairs queue behind a full window all run long. While they wait,
+    // the source must sleep until the controller makes room (its ACKs), not ask to be woken
+    // at once again and again (the livelock guard counts such wake-ups).
+    let text = TWO_PATHS
+        .replace(
+            "from = \"S\"\n[[flow.receiver]]",
+            "from = \"S\"\nrepair_accounting = \"wait\"\n[[flow.receiver]]",
+        )
+        .replace("queue = \"30p\"", "queue = \"30p\"\nloss = 0.03")
+        .replace("duration = \"90s\"", "duration = \"30s\"");
+    assert!(text.contains("repair_accounting = \"wait\"") && text.contains("loss = 0.03"));
+    let mut sc = parse("two-paths-wait.toml", &text, "x", None).unwrap();
+    let s = run(&mut sc, |_| {});
+    assert_eq!(s.spins, 0, "the livelock guard fired");
+    let counters = s.flows[0].report.counters();
+    let get = |k: &str| counters.iter().find(|c| c.0 == k).map_or(0.0, |c| c.1);
+    let (odata, rdata) = (get("odata_packets"), get("rdata_packets"));
+    eprintln!("odata {odata} rdata {rdata} events {}", s.events);
+    assert!(
+        rdata > 0.02 * odata,
+        "{rdata} repairs for {odata} data packets"
+    );
+    assert!(s.flows[0].receivers[0].bytes > 800_000);
+}

@@ -6,9 +6,9 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr};
 
 use pgm_wire::{AckRepr, PgmccFeedback};
-use pgmcc::cc::pgmcc::{Election, LossDetection, LossReport, Pgmcc, PgmccConfig, RttUnit};
+use pgmcc::cc::pgmcc::{Election, LossDetection, LossReport, Pgmcc, PgmccConfig, Repairs, RttUnit};
 use pgmcc::cc::throughput::{SwitchBias, ThroughputModel};
-use pgmcc::cc::{drive, CcEvent, CongestionControl};
+use pgmcc::cc::{drive, CcEvent, CongestionControl, Repaired};
 use pgmcc::rng::Rng;
 use pgmcc::{Duration, Instant};
 
@@ -35,6 +35,11 @@ struct Loop {
     bits: u32,
     acker: IpAddr,
     loss: u16,
+    /// Repairs waiting to leave; each tick sends one before data when the controller lets
+    /// it.
+    repairs_queued: u32,
+    /// What they repair.
+    repaired: Repaired,
 }
 
 impl Loop {
@@ -50,6 +55,8 @@ impl Loop {
             bits: 0,
             acker: rx(1),
             loss: 655,
+            repairs_queued: 0,
+            repaired: Repaired { first: 0, count: 1 },
         }
     }
 
@@ -96,7 +103,12 @@ impl Loop {
             drive::ack_fb(&mut self.cc, now, fb.rx, &ack, Some(&fb));
         }
         self.cc.on_timeout(now);
-        if self.cc.can_send() {
+        if self.repairs_queued > 0 && self.cc.can_send_repair(self.repaired) {
+            // A repair of `self.repaired`: it takes room, and no ACK comes for it.
+            self.repairs_queued -= 1;
+            self.cc
+                .on_repair_sent(now, self.repaired.first, self.repaired);
+        } else if self.cc.can_send() {
             let d = drive::data(&mut self.cc, now, self.next_sqn).unwrap();
             self.data
                 .push_back((self.now + self.rtt / 2, self.next_sqn, d.tstamp));
@@ -611,9 +623,9 @@ fn a_receiver_without_reports_counts_only_the_losses_the_acker_did_not_share() {
 /// A lossless loop at 100 ms with the window held at 40 packets (the source's limit); at
 /// 5 s the source sends 15 repairs at once. Returns the data packets sent in each of the
 /// three round trips from then on.
-fn data_after_repairs(repairs_in_window: bool) -> [u32; 3] {
+fn data_after_repairs(repairs: Repairs) -> [u32; 3] {
     let cfg = PgmccConfig {
-        repairs_in_window,
+        repairs,
         ..PgmccConfig::recommended()
     };
     let mut l = Loop::new(cfg, 100);
@@ -629,7 +641,7 @@ fn data_after_repairs(repairs_in_window: bool) -> [u32; 3] {
         "the window reached its limit"
     );
     for s in 0..15 {
-        l.cc.on_repair_sent(ms(l.now), s);
+        l.cc.on_repair_sent(ms(l.now), s, Repaired { first: s, count: 1 });
     }
     let mut sent = [0; 3];
     for n in &mut sent {
@@ -642,12 +654,65 @@ fn data_after_repairs(repairs_in_window: bool) -> [u32; 3] {
 
 #[test]
 fn repairs_in_the_window_take_one_round_trip_of_room_from_the_data_after_them() {
-    // Ours (`repairs_in_window`, in `pgmcc`): the 15 repairs count in flight for one RTT,
+    // Ours (`Repairs::InWindow`): the 15 repairs count in flight for one RTT,
     // so the data of that round trip is 40 - 15 packets (and one more in its last
     // millisecond, when they stop counting); then the window is the data's again.
-    assert_eq!(data_after_repairs(true), [26, 40, 40]);
+    assert_eq!(data_after_repairs(Repairs::InWindow), [26, 40, 40]);
     // The paper's (§3.8): repairs go on top of a full window.
-    assert_eq!(data_after_repairs(false), [40, 40, 40]);
+    assert_eq!(data_after_repairs(Repairs::Outside), [40, 40, 40]);
+}
+
+/// 15 repairs of `repaired` queued at a full window of 40 (a lossless loop at 100 ms, as in
+/// [`data_after_repairs`], but for packet 5, which the acker lost): the data packets sent
+/// in the next round trip, and the most packets in flight then.
+fn repairs_at_a_full_window(repairs: Repairs, repaired: Repaired) -> (u32, u32) {
+    let cfg = PgmccConfig {
+        repairs,
+        ..PgmccConfig::recommended()
+    };
+    let mut l = Loop::new(cfg, 100);
+    l.cc.set_source_limits(pgmcc::cc::SourceLimits {
+        txw_sqns: 80,
+        nak_horizon: Duration::ZERO,
+    });
+    l.run(20000, &mut |s: u32| s == 5);
+    assert_eq!(l.cc.window().round() as u32, 40);
+    l.repairs_queued = 15;
+    l.repaired = repaired;
+    let before = l.next_sqn;
+    let mut most = 0;
+    let mut keep = |_: u32| false;
+    for _ in 0..100 {
+        l.tick(&mut keep);
+        most = most.max(l.cc.in_flight());
+    }
+    assert_eq!(l.repairs_queued, 0, "the repairs never left");
+    (l.next_sqn - before, most)
+}
+
+#[test]
+fn the_ackers_repairs_wait_for_room_and_take_it_from_data() {
+    let lost = Repaired { first: 5, count: 1 };
+    // Ours (`Repairs::Wait`): repairs of a packet the acker lost leave one per freed slot,
+    // before data, so that round trip carries 40 packets in all, as TCP's retransmissions
+    // share its window.
+    assert_eq!(repairs_at_a_full_window(Repairs::Wait, lost), (25, 40));
+    // So does a parity packet of the group holding it.
+    let group = Repaired { first: 0, count: 8 };
+    assert_eq!(repairs_at_a_full_window(Repairs::Wait, group), (25, 40));
+    // Repairs of what only other receivers lost leave as the paper's do (§3.8), on top.
+    let other = Repaired {
+        first: 200,
+        count: 1,
+    };
+    let (data, most) = repairs_at_a_full_window(Repairs::Wait, other);
+    assert_eq!(most, 40, "uncounted repairs counted");
+    assert!(data >= 39, "{data}");
+    // `Repairs::InWindow`: every repair leaves as it comes (here one per millisecond), past
+    // the window, and the data waits for them to stop counting.
+    let (data, most) = repairs_at_a_full_window(Repairs::InWindow, other);
+    assert!(most > 45, "{most}");
+    assert!(data <= 26, "{data}");
 }
 
 /// The draft's stall timeout (§2.7: TCP's RTO, restarted by every ACK of the acker) against

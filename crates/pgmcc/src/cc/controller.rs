@@ -181,17 +181,41 @@ pub struct Nak<'a> {
     pub rtt: Option<RttSample>,
 }
 
+/// The sequence numbers a repair repairs: one for RDATA, its transmission group for a
+/// parity packet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Repaired {
+    /// The first.
+    pub first: u32,
+    /// How many (1, or the transmission group's size).
+    pub count: u32,
+}
+
+impl Repaired {
+    /// Whether `s` is one of them.
+    pub fn contains(&self, s: u32) -> bool {
+        crate::sqn::le(self.first, s) && crate::sqn::distance(self.first, s) < self.count
+    }
+}
+
 /// A congestion controller for the PGM source.
 pub trait CongestionControl: std::fmt::Debug + Send {
-    /// May one data packet (ODATA) be sent now? Repairs are not regulated (§3.8).
+    /// May one data packet (ODATA) be sent now? Repairs ask [`CongestionControl::can_send_repair`].
     fn can_send(&self) -> bool;
     /// Data packet `sqn` is going out: the controller sets its OPT_PGMCC_DATA, and its own
     /// options if it has any, in `opts`.
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>);
-    /// Repair `sqn` (RDATA) went out. Repairs are never held back (§3.8); controllers that
-    /// count them against their budget (the low-weight ones) do it here. Default: nothing.
-    fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
-        let _ = (now, sqn);
+    /// Repair `sqn` (RDATA, or parity with that sequence number) went out, repairing
+    /// `repaired`. Controllers that count repairs against their budget (the low-weight ones)
+    /// or their window do it here. Default: nothing.
+    fn on_repair_sent(&mut self, now: Instant, sqn: u32, repaired: Repaired) {
+        let _ = (now, sqn, repaired);
+    }
+    /// May a repair of `repaired` be sent now? Default true: repairs leave as NAKs ask
+    /// (§3.8), within the source's repair budget.
+    fn can_send_repair(&self, repaired: Repaired) -> bool {
+        let _ = repaired;
+        true
     }
     /// What the source's transmit window can keep repairable ([`SourceLimits`]); the
     /// `Sender` sets it right after building the controller and again whenever it changes.

@@ -42,7 +42,7 @@ pub mod tfmcc;
 pub mod throughput;
 pub(crate) mod window;
 
-pub use controller::{Ack, CcStats, CongestionControl, Metrics, Nak, Rate, SourceLimits};
+pub use controller::{Ack, CcStats, CongestionControl, Metrics, Nak, Rate, Repaired, SourceLimits};
 pub use events::{CcEvent, Events, MAX_EVENTS};
 pub use registry::{CcConfig, Controller, UnknownController};
 pub use rtt::RttSample;

@@ -47,6 +47,11 @@ impl Sender {
         self.cc.as_ref().is_none_or(|c| c.can_send())
     }
 
+    pub(super) fn cc_allows_repair(&self, r: Repair) -> bool {
+        let repaired = self.repaired(r);
+        self.cc.as_ref().is_none_or(|c| c.can_send_repair(repaired))
+    }
+
     pub(super) fn rate_allows(&mut self, now: Instant, len: usize) -> bool {
         self.limiter.as_mut().is_none_or(|l| l.allows(now, len))
     }
@@ -186,7 +191,14 @@ impl Sender {
         if let Some(cc) = self.cc.as_mut() {
             // The controller adds OPT_PGMCC_DATA and its own options to ODATA.
             if repair {
-                cc.on_repair_sent(now, sqn);
+                cc.on_repair_sent(
+                    now,
+                    sqn,
+                    Repaired {
+                        first: sqn,
+                        count: 1,
+                    },
+                );
             } else {
                 cc.on_data_sent(now, sqn, &mut opts);
             }
@@ -309,8 +321,13 @@ impl Sender {
                 return None;
             }
         };
+        let k = self.parity.as_ref().map_or(1, |q| q.tg_size());
+        let repaired = Repaired {
+            first: crate::fec::tg_sqn(packet.sqn, k),
+            count: k,
+        };
         if let Some(cc) = self.cc.as_mut() {
-            cc.on_repair_sent(now, packet.sqn);
+            cc.on_repair_sent(now, packet.sqn, repaired);
         }
         self.charge(now, len);
         self.drain_cc_events();

@@ -54,7 +54,7 @@ use thiserror::Error;
 use tracing::{debug, trace};
 
 use crate::cc::{
-    Ack, CcConfig, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample,
+    Ack, CcConfig, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Repaired, RttSample,
     SourceLimits,
 };
 use crate::signed;
@@ -714,10 +714,16 @@ impl Sender {
             t = t.min(self.budget_ready_at(ncf_len(list)));
         }
         // As poll_transmit: a waiting repair goes first, unless only the repair budget holds
-        // it back, in which case new data may go meanwhile.
-        let repair = self.repairs.front().and_then(|&r| self.repair_len(r));
+        // it back, in which case new data may go meanwhile. One the controller holds back
+        // waits for room in its window, and data goes only where the controller lets it
+        // (its own deadline and events wake the source).
+        let repair = self
+            .repairs
+            .front()
+            .and_then(|&r| Some((r, self.repair_len(r)?)));
         let data_may_go = match repair {
-            Some(len) => {
+            Some((r, _)) if !self.cc_allows_repair(r) => true,
+            Some((_, len)) => {
                 let (budget, limiter) = (self.budget_ready_at(len), self.limiter_ready_at(len));
                 t = t.min(budget.max(limiter));
                 budget > limiter
@@ -800,6 +806,11 @@ impl Sender {
                 }
                 continue;
             };
+            if !self.cc_allows_repair(r) {
+                // The controller holds repairs back for room in its window; data may still
+                // take a probe's room beyond it.
+                break;
+            }
             if !self.budget_allows(now, len) {
                 // Over the repair budget: new data may still go.
                 break;

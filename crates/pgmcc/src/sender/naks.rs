@@ -218,6 +218,17 @@ impl Sender {
     }
 
     /// Bytes the repair `r` takes on the wire (for parity not yet encoded, at most).
+    /// The sequence numbers repair `r` repairs: its own, or its transmission group.
+    pub(super) fn repaired(&self, r: Repair) -> Repaired {
+        match r {
+            Repair::Data(s) => Repaired { first: s, count: 1 },
+            Repair::Parity(tg) | Repair::Proactive(tg) => Repaired {
+                first: tg,
+                count: self.parity.as_ref().map_or(1, |p| p.tg_size()),
+            },
+        }
+    }
+
     pub(super) fn repair_len(&self, r: Repair) -> Option<usize> {
         match r {
             Repair::Data(s) => self.txw.get_sent(s).map(|p| p.data.len() + DATA_OVERHEAD),

@@ -2,7 +2,8 @@
 //! refusal elsewhere.
 
 use pgmcc::cc::pgmcc::{
-    Accounting, Election, LossDetection, LossReport, PgmccConfig, Recovery, RttUnit, SlowStart,
+    Accounting, Election, LossDetection, LossReport, PgmccConfig, Recovery, Repairs, RttUnit,
+    SlowStart,
 };
 use pgmcc::cc::throughput::ThroughputModel;
 use pgmcc::cc::Controller;
@@ -247,29 +248,33 @@ fn adaptive_timeout(
     Ok(())
 }
 
-/// `repair_accounting`: whether repairs count in flight (the pipe accounting only).
+/// `repair_accounting`: whether repairs count in flight and wait for room (the pipe
+/// accounting only).
 fn repair_accounting(
     fl: &FlowSpec,
     pc: &mut PgmccConfig,
     cx: &Ctx<'_>,
 ) -> Result<(), ScenarioError> {
     if let Some(v) = &fl.repair_accounting {
-        pc.repairs_in_window = choice(
+        pc.repairs = choice(
             v,
             "flow.repair_accounting",
-            &[("outside", false), ("in-window", true)],
-            "use outside (the paper's: repairs are not counted by the window) or in-window \
+            &[
+                ("outside", Repairs::Outside),
+                ("in-window", Repairs::InWindow),
+                ("wait", Repairs::Wait),
+            ],
+            "use outside (the paper's: repairs are not counted by the window), in-window \
              (ours: each repair counts as in flight for one acker RTT, as a TCP retransmission \
-             does)",
+             does) or wait (ours: a repair of a packet the acker lost also waits for room in \
+             the window, as a TCP retransmission waits for room in cwnd)",
             cx,
         )?;
-        // Only the pipe accounting counts packets in flight; under the token rule the
-        // knob would be accepted and do nothing.
-        if pc.repairs_in_window && pc.accounting == Accounting::Tokens {
+        if pc.repairs != Repairs::Outside && pc.accounting == Accounting::Tokens {
             return cx.err(
                 v.span(),
                 "flow.repair_accounting",
-                "`in-window` needs accounting = \"pipe\": the token rule (accounting = \
+                "`in-window` and `wait` need accounting = \"pipe\": the token rule (accounting = \
                  \"tokens\", the default of cc = \"pgmcc-paper\") counts no packets in flight",
             );
         }

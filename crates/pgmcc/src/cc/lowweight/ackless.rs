@@ -176,7 +176,7 @@ impl CongestionControl for AcklessPgmcc {
         opts.lowweight = Some(self.common.worst.option(rate));
     }
 
-    fn on_repair_sent(&mut self, now: Instant, sqn: u32) {
+    fn on_repair_sent(&mut self, now: Instant, sqn: u32, _: Repaired) {
         // As TCP's retransmissions, repairs take a token (they are not held back for one)
         // and return it an ACK delay later.
         self.advance(now);

@@ -41,7 +41,8 @@ use super::pacing::PacingBucket;
 use super::throughput::{Operating, SwitchBias, ThroughputModel};
 use super::window::Window;
 use super::{
-    Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, RttSample, SourceLimits,
+    Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Rate, Repaired, RttSample,
+    SourceLimits,
 };
 use crate::sqn;
 use crate::time::{Duration, Instant};
@@ -466,7 +467,7 @@ impl CongestionControl for LowWeight {
         opts.lowweight = Some(self.lowweight_option());
     }
 
-    fn on_repair_sent(&mut self, now: Instant, _sqn: u32) {
+    fn on_repair_sent(&mut self, now: Instant, _sqn: u32, _: Repaired) {
         // Repairs leave at once but are paid for: the next data packets wait, so that data
         // and repairs together keep to the rate. The debt is capped at one RTT's worth.
         self.advance(now);

@@ -140,13 +140,9 @@ pub struct PgmccConfig {
     /// the role and clock the source past the slowest receiver. Applies to
     /// [`LossReport::Filter`] only (`docs/pgmcc.md`, difference 17).
     pub check_reports: bool,
-    /// Repairs in the window (ours; off in both presets; needs [`Accounting::Pipe`]): every
-    /// repair (RDATA or parity) counts as a packet in flight for one smoothed acker RTT after
-    /// it leaves, as a TCP retransmission does. Repairs still leave at once; the data after
-    /// them waits for room. Default false: it does not stop repairs being dropped at the
-    /// source's own slow access link, and it slows the source of a group with many lossy
-    /// receivers (`docs/pgmcc.md`, difference 19).
-    pub repairs_in_window: bool,
+    /// How repairs (RDATA and parity) meet the window (ours; [`Repairs::Outside`] in both
+    /// presets; the other two need [`Accounting::Pipe`]; `docs/pgmcc.md`, difference 19).
+    pub repairs: Repairs,
 }
 
 impl Default for PgmccConfig {
@@ -170,7 +166,7 @@ impl Default for PgmccConfig {
             unproven_window: 64,
             cap_for_silent: false,
             check_reports: false,
-            repairs_in_window: false,
+            repairs: Repairs::Outside,
         }
     }
 }
@@ -216,6 +212,27 @@ pub enum LossDetection {
     /// repairs for its 30-45% loss leave outside the window, so its share rises above
     /// twice TCP's (`docs/pgmcc.md`, difference 20).
     Rack,
+}
+
+/// How repairs (RDATA and parity) meet the window ([`PgmccConfig::repairs`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+pub enum Repairs {
+    /// The paper's §3.8: repairs leave as NAKs ask for them, within the source's repair
+    /// budget, and the window does not count them.
+    #[default]
+    Outside,
+    /// Ours: a repair leaves at once but counts as a packet in flight for one smoothed
+    /// acker RTT, the time a TCP retransmission holds the window until its ACK; the data
+    /// after a burst of repairs waits for room.
+    InWindow,
+    /// Ours: a repair of a packet the acker's ACKs declared lost (RDATA, or parity for its
+    /// transmission group) waits for room in the window and counts as in flight for one
+    /// smoothed acker RTT, as a TCP retransmission waits for room in cwnd and holds it until
+    /// its ACK: the acker's data and repairs together keep to one window per round trip,
+    /// and cannot leave in a burst larger than the room. Data keeps the ACK clock: a repair
+    /// needs data in flight or data sent last. Repairs only other receivers need leave as
+    /// with [`Repairs::Outside`].
+    Wait,
 }
 
 /// How the window's slow-start threshold is set.

@@ -24,7 +24,8 @@ use super::silent::SilentReceivers;
 use super::throughput::Operating;
 use super::window::Window;
 use super::{
-    Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, RttSample, SourceLimits,
+    Ack, CcEvent, CcStats, CongestionControl, Events, Metrics, Nak, Repaired, RttSample,
+    SourceLimits,
 };
 use crate::sqn;
 use crate::time::{Duration, Instant};
@@ -36,8 +37,8 @@ mod former;
 use former::{Discredited, Former, ACKER_LOSSES, FORMER_ACKERS, INFLATED_ACKS, INFLATION_MS};
 
 pub use config::{
-    Accounting, Election, LossDetection, LossReport, PgmccConfig, Recovery, RtoFloor, RtoRestart,
-    RttUnit, SlowStart, TimeoutPolicy,
+    Accounting, Election, LossDetection, LossReport, PgmccConfig, Recovery, Repairs, RtoFloor,
+    RtoRestart, RttUnit, SlowStart, TimeoutPolicy,
 };
 
 #[derive(Debug, Clone, Copy)]
@@ -147,9 +148,11 @@ pub struct Pgmcc {
     /// The current acker's ACK reports in a row whose RTT its ACKs showed to be inflated,
     /// and the longest RTT those ACKs showed, in ms.
     inflated: (u32, u32),
-    /// Repairs counted in flight ([`PgmccConfig::repairs_in_window`]): when each stops
+    /// Repairs counted in flight ([`PgmccConfig::repairs`]): when each stops
     /// counting, oldest first (bounded: [`HISTORY`]).
     repairs: VecDeque<Instant>,
+    /// The last packet sent was a repair counted in flight ([`Repairs::Wait`]).
+    repair_last: bool,
 }
 
 /// Data packets remembered for RTT-in-packets lookups.
@@ -207,6 +210,7 @@ impl Pgmcc {
             discredited: VecDeque::new(),
             inflated: (0, 0),
             repairs: VecDeque::new(),
+            repair_last: false,
             cfg,
         }
     }
@@ -343,12 +347,22 @@ impl Pgmcc {
         if let Some(&l) = lost.first() {
             self.on_lost(l, rx_max, lead);
         }
-        if self.cfg.cap_for_silent {
+        if self.cfg.cap_for_silent || self.cfg.repairs == Repairs::Wait {
             self.acker_lost.extend(lost.iter().copied());
             while self.acker_lost.len() > ACKER_LOSSES {
                 self.acker_lost.pop_front();
             }
         }
+    }
+
+    /// Whether a repair of `repaired` waits for room and counts in flight
+    /// ([`Repairs::Wait`]): it repairs a packet the acker's ACKs declared lost, as TCP's
+    /// retransmissions repair its receiver's losses. Repairs only other receivers need
+    /// leave as the paper's do.
+    fn repairs_wait(&self, repaired: Repaired) -> bool {
+        self.cfg.repairs == Repairs::Wait
+            && self.cfg.accounting == Accounting::Pipe
+            && self.acker_lost.iter().any(|&s| repaired.contains(s))
     }
 
     fn rack_on(&self) -> bool {
@@ -538,11 +552,31 @@ impl CongestionControl for Pgmcc {
         }
     }
 
-    fn on_repair_sent(&mut self, now: Instant, _sqn: u32) {
-        if !self.cfg.repairs_in_window || self.cfg.accounting != Accounting::Pipe {
+    fn can_send_repair(&self, repaired: Repaired) -> bool {
+        if !self.repairs_wait(repaired) {
+            return true;
+        }
+        // Room in the window itself: the one packet the tail probe or the rate floor lets
+        // out beyond it is data, whose ACK tells what was lost. And data in flight, or data
+        // the last packet sent: the acker ACKs no repair, so repairs alone in the window
+        // would stop the ACKs that make room (TCP's retransmissions are ACKed; ours are
+        // not), and in a window of one packet data and repairs take turns.
+        let in_flight = self.in_flight();
+        let data = in_flight.saturating_sub(self.repairs.len() as u32);
+        (data > 0 || !self.repair_last) && f64::from(in_flight) + 1.0 <= self.window.window()
+    }
+
+    fn on_repair_sent(&mut self, now: Instant, _sqn: u32, repaired: Repaired) {
+        let counted = match self.cfg.repairs {
+            Repairs::Outside => false,
+            Repairs::InWindow => true,
+            Repairs::Wait => self.repairs_wait(repaired),
+        };
+        if !counted || self.cfg.accounting != Accounting::Pipe {
             return;
         }
         self.expire_repairs(now);
+        self.repair_last = true;
         // Before the acker's first RTT sample: RFC 6298's initial RTO, 1 s.
         let rtt = self.rto.srtt().unwrap_or(Duration::from_secs(1));
         self.repairs.push_back(now + rtt);
@@ -553,6 +587,7 @@ impl CongestionControl for Pgmcc {
 
     fn on_data_sent(&mut self, now: Instant, sqn: u32, opts: &mut Options<'_>) {
         self.window.on_transmit();
+        self.repair_last = false;
         self.floor_credit = false;
         if self.last_sent.is_none() {
             self.tracker.reset(sqn);
