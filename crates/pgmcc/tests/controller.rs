@@ -620,10 +620,9 @@ fn a_receiver_without_reports_counts_only_the_losses_the_acker_did_not_share() {
     assert!(own_w < shared_w, "{own_w} against {shared_w}");
 }
 
-/// A lossless loop at 100 ms with the window held at 40 packets (the source's limit); at
-/// 5 s the source sends 15 repairs at once. Returns the data packets sent in each of the
-/// three round trips from then on.
-fn data_after_repairs(repairs: Repairs) -> [u32; 3] {
+/// A loop at 100 ms under the recommended preset with `repairs`, whose window the source's
+/// limit holds at 40 packets, run for `ms_` ms with the acker missing what `drop` says.
+fn at_the_window_limit(repairs: Repairs, ms_: u64, drop: &mut dyn FnMut(u32) -> bool) -> Loop {
     let cfg = PgmccConfig {
         repairs,
         ..PgmccConfig::recommended()
@@ -633,13 +632,21 @@ fn data_after_repairs(repairs: Repairs) -> [u32; 3] {
         txw_sqns: 80,
         nak_horizon: Duration::ZERO,
     });
-    let mut keep = |_: u32| false;
-    l.run(5000, &mut keep);
+    l.run(ms_, drop);
     assert_eq!(
         l.cc.window().round() as u32,
         40,
         "the window reached its limit"
     );
+    l
+}
+
+/// A lossless loop at 100 ms with the window held at 40 packets (the source's limit); at
+/// 5 s the source sends 15 repairs at once. Returns the data packets sent in each of the
+/// three round trips from then on.
+fn data_after_repairs(repairs: Repairs) -> [u32; 3] {
+    let mut keep = |_: u32| false;
+    let mut l = at_the_window_limit(repairs, 5000, &mut keep);
     for s in 0..15 {
         l.cc.on_repair_sent(ms(l.now), s, Repaired { first: s, count: 1 });
     }
@@ -666,17 +673,7 @@ fn repairs_in_the_window_take_one_round_trip_of_room_from_the_data_after_them() 
 /// [`data_after_repairs`], but for packet 5, which the acker lost): the data packets sent
 /// in the next round trip, and the most packets in flight then.
 fn repairs_at_a_full_window(repairs: Repairs, repaired: Repaired) -> (u32, u32) {
-    let cfg = PgmccConfig {
-        repairs,
-        ..PgmccConfig::recommended()
-    };
-    let mut l = Loop::new(cfg, 100);
-    l.cc.set_source_limits(pgmcc::cc::SourceLimits {
-        txw_sqns: 80,
-        nak_horizon: Duration::ZERO,
-    });
-    l.run(20000, &mut |s: u32| s == 5);
-    assert_eq!(l.cc.window().round() as u32, 40);
+    let mut l = at_the_window_limit(repairs, 20000, &mut |s: u32| s == 5);
     l.repairs_queued = 15;
     l.repaired = repaired;
     let before = l.next_sqn;
