@@ -188,17 +188,11 @@ impl Sender {
             }),
             ..Options::default()
         };
+        let repaired = self.repaired(Repair::Data(sqn));
         if let Some(cc) = self.cc.as_mut() {
             // The controller adds OPT_PGMCC_DATA and its own options to ODATA.
             if repair {
-                cc.on_repair_sent(
-                    now,
-                    sqn,
-                    Repaired {
-                        first: sqn,
-                        count: 1,
-                    },
-                );
+                cc.on_repair_sent(now, sqn, repaired);
             } else {
                 cc.on_data_sent(now, sqn, &mut opts);
             }
@@ -322,10 +316,7 @@ impl Sender {
             }
         };
         let k = self.parity.as_ref().map_or(1, |q| q.tg_size());
-        let repaired = Repaired {
-            first: crate::fec::tg_sqn(packet.sqn, k),
-            count: k,
-        };
+        let repaired = self.repaired(Repair::Parity(crate::fec::tg_sqn(packet.sqn, k)));
         if let Some(cc) = self.cc.as_mut() {
             cc.on_repair_sent(now, packet.sqn, repaired);
         }

@@ -217,7 +217,6 @@ impl Sender {
         self.ncf_sent.retain(|s, _| set.contains(s));
     }
 
-    /// Bytes the repair `r` takes on the wire (for parity not yet encoded, at most).
     /// The sequence numbers repair `r` repairs: its own, or its transmission group.
     pub(super) fn repaired(&self, r: Repair) -> Repaired {
         match r {
@@ -229,6 +228,7 @@ impl Sender {
         }
     }
 
+    /// Bytes the repair `r` takes on the wire (for parity not yet encoded, at most).
     pub(super) fn repair_len(&self, r: Repair) -> Option<usize> {
         match r {
             Repair::Data(s) => self.txw.get_sent(s).map(|p| p.data.len() + DATA_OVERHEAD),
