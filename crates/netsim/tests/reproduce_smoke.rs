@@ -247,9 +247,10 @@ fn set2_low_loss_acker_flapping_costs_pgmcc_paper_not_pgmcc() {
 // elimination pgmcc gets much more than TCP (f = 23%), and its proposed fixes (random
 // suppression; the pgmcc paper's loss-aware rule) should be fairer. We measure pgmcc a little
 // ahead of TCP Reno in every variant (f = 77% without an NE, as the benchmark's "similar to
-// experiment 1"; 89% with elimination, where the benchmark has 23%): MR3 is too little slower
-// than MR1 to hold the acker role throughout (rows' explanations), so hiding its NAKs
-// changes little. Asserted: what we measure; the fixes change f by only a few points.
+// experiment 1"; 75% with elimination, where the benchmark has 23%; 72% loss-aware and 90%
+// probabilistic): MR3 is too little slower than MR1 to hold the acker role throughout (rows'
+// explanations), so hiding its NAKs changes little. Asserted: what we measure; no fix
+// brings pgmcc below TCP's rate.
 #[test]
 fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
     let none = smoke("fairness-set3-no-ne.toml", 1000, 100.0, &[]);
@@ -263,12 +264,12 @@ fn set3_first_reconstruction_pgmcc_is_ahead_in_every_variant() {
         supp.f
     );
     // Disagreement: pgmcc is only a little ahead under elimination (published 23%), about as
-    // without an NE, and the fixes change that by a few points.
-    assert!((0.7..1.0).contains(&supp.f), "{}", supp.f);
-    assert!((0.65..0.95).contains(&none.f), "{}", none.f);
+    // without an NE, and the fixes change that by less than a fifth.
+    assert!((0.7..0.85).contains(&supp.f), "{}", supp.f);
+    assert!((0.7..0.85).contains(&none.f), "{}", none.f);
     for fix in [aware, prob] {
         assert!(
-            fix < 1.0 && (fix - supp.f).abs() < 0.12,
+            fix < 1.0 && (fix - supp.f).abs() < 0.2,
             "{fix} vs {}",
             supp.f
         );
@@ -303,9 +304,8 @@ fn set3b_mr3_is_elected_despite_elimination_and_the_fixes_change_nothing() {
 // Set 4: with 200 ms to MR3 the acker switches between far and near receivers and pgmcc's
 // throughput becomes "too low", TCP's "much higher" (164% in the Fig. 10 caption). With
 // host jitter and ns-2's TCP of the era (receiver window 20) we measure `pgmcc-paper` ahead
-// of TCP (f = 0.75) and our recommended `pgmcc` more so (0.68): the switching penalty is not
-// reproduced. Asserted as measured (one seed alone ranged 0.93-1.28 across small changes
-// elsewhere, before the TCP model).
+// of TCP (f = 0.67) and our recommended `pgmcc` about as much (0.64): the switching penalty
+// is not reproduced. Asserted as measured.
 #[test]
 fn set4_acker_switching_costs_pgmcc_paper_not_pgmcc() {
     let sw = smoke("fairness-set4-switching.toml", 1000, 100.0, &[]);
@@ -317,9 +317,9 @@ fn set4_acker_switching_costs_pgmcc_paper_not_pgmcc() {
     );
     // Without host jitter this run was one phase-locked trajectory where the stalling
     // `pgmcc-paper` got *more* than TCP (f = 0.52); asserted as measured so any change shows.
-    assert!((0.65..0.9).contains(&sw.f), "{}", sw.f);
+    assert!((0.6..0.75).contains(&sw.f), "{}", sw.f);
     assert!(sw.ackers() >= 2);
-    assert!((0.58..0.8).contains(&realign), "{realign}");
+    assert!((0.56..0.72).contains(&realign), "{realign}");
 }
 
 // pgmcc paper Fig. 5 (full 300 s: the row measures 120-240 s). While TCP shares L2 the two

@@ -18,7 +18,13 @@
 //! * NCF from upstream (§7.3, 7.5): confirms a pending NAK (outstanding for NAK_RDATA_IVL),
 //!   or creates anticipated repair state without interfaces.
 //! * RDATA (§7.8): forwarded only on the interfaces that NAKed for it; the repair state is
-//!   torn down. RDATA nobody here asked for is dropped.
+//!   torn down. RDATA nobody here asked for is dropped. The interfaces are kept until
+//!   NAK_RDATA_IVL after the latest NAK forwarded, also when no NCF came within NAK_RPT_IVL,
+//!   so a late NCF or RDATA still goes where it was asked for.
+//! * Timers ([`NeTimers`]): the configured ones, stretched to the group RTT the source
+//!   advertises in OPT_GRTT (two group RTTs for NAK_RPT_IVL and NAK_RDATA_IVL, one between
+//!   repeats), since fixed timers shorter than the NE's round trip to the source drop the
+//!   repairs they exist to route.
 //!
 //! Repair state is bounded ([`NeConfig::max_repair_states`]); NAKs that would exceed it are
 //! confirmed but not forwarded, and counted.
@@ -41,6 +47,7 @@ use pgm_wire::{Body, NakRepr, Options, PgmccFeedback, Repr, SpmRepr, Tsi, OPT_PA
 use serde::Serialize;
 use tracing::trace;
 
+use crate::nak_timing::{scaled_wait, MAX_GRTT};
 use crate::rng::Rng;
 use crate::sqn;
 use crate::time::{Duration, Instant};
@@ -98,11 +105,15 @@ pub enum NakSuppression {
 pub struct NeConfig {
     /// This NE's address on each interface (written into the SPMs it forwards there).
     pub iface_addrs: Vec<(Iface, IpAddr)>,
-    /// NAK_RPT_IVL: how long a forwarded NAK is repeated while no NCF comes. Default 200 ms.
+    /// NAK_RPT_IVL: how long a forwarded NAK is repeated while no NCF comes. Default 200 ms;
+    /// at least two group RTTs once the source advertises one (see [`NeTimers`]).
     pub nak_rpt_ivl: Duration,
-    /// Gap between repeats of a pending NAK (1 / NAK_RPT_RTE). Default 50 ms.
+    /// Gap between repeats of a pending NAK (1 / NAK_RPT_RTE). Default 50 ms; at least one
+    /// group RTT once the source advertises one.
     pub nak_rpt_gap: Duration,
-    /// NAK_RDATA_IVL: how long confirmed repair state waits for RDATA. Default 400 ms.
+    /// NAK_RDATA_IVL: how long repair state waits for RDATA after an NCF, and after the
+    /// latest NAK forwarded (§7.8). Default 400 ms; at least two group RTTs once the source
+    /// advertises one.
     pub nak_rdata_ivl: Duration,
     /// NAK_ELIM_IVL: after a confirmation, duplicates are discarded this long. Default 50 ms
     /// (a small fraction of NAK_RDATA_IVL, as §7.4 requires).
@@ -161,6 +172,46 @@ pub struct NeStats {
     pub malformed: u64,
 }
 
+/// The NAK timers a network element runs for one session: the configured ones, stretched to
+/// the group RTT the source advertises (OPT_GRTT on its SPMs and NCFs).
+///
+/// The group RTT is the longest RTT the source measured to a receiver, and this NE is on the
+/// path to its receivers, so it bounds the NE's own round trip to the source, queues
+/// included. Fixed timers shorter than that round trip tear repair state down before the
+/// NCF or the RDATA comes back, and the RDATA is then dropped here as unrequested: behind a
+/// 500 kbit/s bottleneck with a 30-packet queue (0.67 s of queueing) the 200 ms NAK_RPT_IVL
+/// lost every repair to the subtree. The receivers scale their own waits the same way
+/// (`nak_timing::scaled_wait`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeTimers {
+    /// NAK_RPT_IVL.
+    pub rpt_ivl: Duration,
+    /// Gap between repeats of a pending NAK.
+    pub rpt_gap: Duration,
+    /// NAK_RDATA_IVL.
+    pub rdata_ivl: Duration,
+    /// NAK_ELIM_IVL (not stretched: a small fraction of NAK_RDATA_IVL, §7.4).
+    pub elim_ivl: Duration,
+}
+
+impl NeTimers {
+    /// The timers for a session whose source advertised `grtt` (`None`: the configured ones).
+    pub fn new(config: &NeConfig, grtt: Option<Duration>) -> NeTimers {
+        let grtt = grtt.unwrap_or(Duration::ZERO).min(MAX_GRTT);
+        let wait = if grtt.is_zero() {
+            Duration::ZERO
+        } else {
+            scaled_wait(grtt)
+        };
+        NeTimers {
+            rpt_ivl: config.nak_rpt_ivl.max(wait),
+            rpt_gap: config.nak_rpt_gap.max(grtt),
+            rdata_ivl: config.nak_rdata_ivl.max(wait),
+            elim_ivl: config.nak_elim_ivl,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum RepairPhase {
     /// Forwarded upstream, waiting for an NCF; repeat at `next_repeat`.
@@ -181,6 +232,9 @@ struct RepairState {
     ifaces: BTreeSet<Iface>,
     /// The receiver report forwarded with this NAK (repeats carry it again).
     report: Option<PgmccFeedback>,
+    /// NAK_RDATA_IVL after the latest NAK forwarded for it: a pending NAK whose NCF is late
+    /// keeps its interfaces until then (§7.8), so the RDATA still finds its way down.
+    keep_until: Instant,
 }
 
 #[derive(Debug)]
@@ -196,6 +250,21 @@ struct Session {
     tg_size: Option<u32>,
     /// Interfaces that asked for parity of each group, and until when.
     parity: HashMap<u32, (BTreeSet<Iface>, Instant)>,
+    /// The group RTT the source advertised last (OPT_GRTT), which stretches the timers.
+    grtt: Option<Duration>,
+}
+
+impl Session {
+    fn timers(&self, config: &NeConfig) -> NeTimers {
+        NeTimers::new(config, self.grtt)
+    }
+
+    /// Takes the group RTT from a packet of the source (SPM or NCF from upstream).
+    fn note_grtt(&mut self, options: &Options<'_>) {
+        if let Some(g) = options.grtt {
+            self.grtt = Some(Duration::from_micros(u64::from(g.grtt_us)).min(MAX_GRTT));
+        }
+    }
 }
 
 /// A PGM network element.
@@ -301,6 +370,7 @@ impl NetworkElement {
                     repairs: HashMap::new(),
                     tg_size: None,
                     parity: HashMap::new(),
+                    grtt: None,
                 },
             );
         }
@@ -320,6 +390,7 @@ impl NetworkElement {
         s.upstream = spm.path_nla;
         s.upstream_iface = in_iface;
         s.dport = repr.dport;
+        s.note_grtt(&repr.options);
         for &iface in downstream {
             let Some(addr) = self.addr_of(iface) else {
                 continue;
@@ -356,6 +427,7 @@ impl NetworkElement {
         };
         s.group = Some(n.group);
         s.source = n.source;
+        let t = s.timers(&cfg);
         let report = repr.options.pgmcc_feedback;
         let mut forward = Vec::new();
         for &q in &sqns {
@@ -387,9 +459,10 @@ impl NetworkElement {
                         forward.push(q);
                     } else {
                         st.phase = RepairPhase::Pending {
-                            until: now + cfg.nak_rpt_ivl,
-                            next_repeat: now + cfg.nak_rpt_gap,
+                            until: now + t.rpt_ivl,
+                            next_repeat: now + t.rpt_gap,
                         };
+                        st.keep_until = st.keep_until.max(now + t.rdata_ivl);
                         forward.push(q);
                     }
                 }
@@ -403,11 +476,12 @@ impl NetworkElement {
                         q,
                         RepairState {
                             phase: RepairPhase::Pending {
-                                until: now + cfg.nak_rpt_ivl,
-                                next_repeat: now + cfg.nak_rpt_gap,
+                                until: now + t.rpt_ivl,
+                                next_repeat: now + t.rpt_gap,
                             },
                             ifaces: BTreeSet::from([in_iface]),
                             report,
+                            keep_until: now + t.rdata_ivl,
                         },
                     );
                     forward.push(q);
@@ -446,12 +520,13 @@ impl NetworkElement {
         n: &NakRepr,
         in_iface: Iface,
     ) -> Verdict {
-        let until = now + self.config.nak_rpt_ivl + self.config.nak_rdata_ivl;
         let max = self.config.max_repair_states;
         let Some(s) = self.sessions.get_mut(&repr.tsi()) else {
             self.stats.naks_unroutable += 1;
             return Verdict::Forward;
         };
+        let t = s.timers(&self.config);
+        let until = now + t.rpt_ivl + t.rdata_ivl;
         if let Some(k) = s.tg_size {
             let list = repr.options.nak_list.unwrap_or_default();
             for &e in core::iter::once(&n.sqn).chain(list.as_slice()) {
@@ -559,14 +634,16 @@ impl NetworkElement {
             // §7.5: an NCF from downstream creates no state; discard it.
             return Verdict::Consumed;
         }
+        s.note_grtt(&repr.options);
+        let t = s.timers(&cfg);
         let list = repr.options.nak_list.unwrap_or_default();
-        let confirmed = RepairPhase::Outstanding {
-            elim_until: now + cfg.nak_elim_ivl,
-            rdata_until: now + cfg.nak_rdata_ivl,
+        let confirmed = |keep_until: Instant| RepairPhase::Outstanding {
+            elim_until: now + t.elim_ivl,
+            rdata_until: keep_until.max(now + t.rdata_ivl),
         };
         for &q in core::iter::once(&n.sqn).chain(list.as_slice()) {
             match s.repairs.get_mut(&q) {
-                Some(st) => st.phase = confirmed,
+                Some(st) => st.phase = confirmed(st.keep_until),
                 None => {
                     if self.repair_count < cfg.max_repair_states {
                         // Anticipated NAK: state without interfaces, eliminates duplicates.
@@ -574,9 +651,10 @@ impl NetworkElement {
                         s.repairs.insert(
                             q,
                             RepairState {
-                                phase: confirmed,
+                                phase: confirmed(now),
                                 ifaces: BTreeSet::new(),
                                 report: None,
+                                keep_until: now + t.rdata_ivl,
                             },
                         );
                     }
@@ -627,13 +705,25 @@ impl NetworkElement {
             };
             let mut again = Vec::new();
             let before = s.repairs.len();
+            let t = s.timers(&cfg);
             s.repairs.retain(|&q, st| match &mut st.phase {
                 RepairPhase::Pending { until, next_repeat } => {
                     if now >= *until {
+                        // No NCF within NAK_RPT_IVL: repeats stop, and the next duplicate
+                        // is forwarded anew; the interfaces stay until NAK_RDATA_IVL after
+                        // the latest NAK forwarded (§7.8), for an NCF or RDATA that is late.
+                        if now < st.keep_until {
+                            st.phase = RepairPhase::Outstanding {
+                                elim_until: now,
+                                rdata_until: st.keep_until,
+                            };
+                            return true;
+                        }
                         return false;
                     }
                     if now >= *next_repeat {
-                        *next_repeat = now + cfg.nak_rpt_gap;
+                        *next_repeat = now + t.rpt_gap;
+                        st.keep_until = st.keep_until.max(now + t.rdata_ivl);
                         again.push(q);
                     }
                     true

@@ -8,7 +8,9 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use common::*;
 use pgm_wire::*;
-use pgmcc::ne::{Iface, NakSuppression, NeConfig, NeDestination, NetworkElement, Verdict};
+use pgmcc::ne::{
+    Iface, NakSuppression, NeConfig, NeDestination, NeTimers, NetworkElement, Verdict,
+};
 use pgmcc::Duration;
 
 const UP: Iface = 0;
@@ -96,12 +98,93 @@ fn first_nak_goes_upstream_duplicates_are_eliminated_every_nak_gets_an_ncf() {
     );
     assert_eq!(n.stats().nak_sqns_eliminated, 4);
 
-    // No NCF from upstream: the NAK is repeated every 50 ms, then given up at 200 ms.
+    // No NCF from upstream: the NAK is repeated every 50 ms until NAK_RPT_IVL (200 ms) has
+    // passed; the interfaces stay NAK_RDATA_IVL (400 ms) after the last NAK forwarded
+    // (§7.8), then the state is gone.
     n.handle_timeout(ms(61));
     assert_eq!(out(&mut n).len(), 1);
     n.handle_timeout(ms(300));
+    assert!(out(&mut n).is_empty(), "repeats stop at NAK_RPT_IVL");
+    assert_eq!(n.repair_states(), 1);
+    n.handle_timeout(ms(462));
     assert_eq!(n.repair_states(), 0);
     assert_eq!(n.stats().states_expired, 1);
+}
+
+/// An NCF or RDATA slower than NAK_RPT_IVL (a source behind a long queue) still finds the
+/// interfaces that asked: RDATA after the pending NAK lapsed goes down, not dropped.
+#[test]
+fn a_late_ncf_and_rdata_still_reach_the_interfaces_that_asked() {
+    let mut n = ne();
+    out(&mut n);
+    n.handle(ms(10), 2, RX, &nak_to(&[4]), &DOWN);
+    n.handle_timeout(ms(61));
+    n.handle_timeout(ms(211));
+    out(&mut n);
+    // The NCF comes back 290 ms after the NAK, the RDATA 40 ms later.
+    n.handle(ms(300), UP, SRC, &common::ncf(4), &DOWN);
+    n.handle(ms(340), UP, SRC, &rdata(4, 0, b"d"), &DOWN);
+    assert_eq!(
+        out(&mut n).iter().map(|(d, _)| *d).collect::<Vec<_>>(),
+        vec![NeDestination::Multicast(2)]
+    );
+    assert_eq!(n.stats().rdata_unrequested, 0);
+    // After the lapse the next duplicate NAK is forwarded anew.
+    n.handle(ms(400), 1, RX, &nak_to(&[5]), &DOWN);
+    n.handle_timeout(ms(451));
+    n.handle_timeout(ms(601));
+    out(&mut n);
+    n.handle(ms(610), 3, RX, &nak_to(&[5]), &DOWN);
+    assert_eq!(
+        out(&mut n)
+            .iter()
+            .filter(|(_, r)| r.packet_type() == PacketType::Nak)
+            .count(),
+        1
+    );
+}
+
+/// A source that advertises a group RTT (OPT_GRTT) stretches the NE's timers to it: with a
+/// 1 s group RTT a pending NAK repeats once per second and its state outlives 2 s.
+#[test]
+fn the_timers_stretch_to_the_group_rtt_the_source_advertises() {
+    let addrs = (0..4).map(|i| (i, ne_addr(i))).collect();
+    let config = NeConfig::new(addrs);
+    let t = NeTimers::new(&config, Some(Duration::from_secs(1)));
+    assert_eq!(t.rpt_ivl, Duration::from_secs(2));
+    assert_eq!(t.rpt_gap, Duration::from_secs(1));
+    assert_eq!(t.rdata_ivl, Duration::from_secs(2));
+    assert_eq!(t.elim_ivl, Duration::from_millis(50));
+    let t = NeTimers::new(&config, None);
+    assert_eq!(
+        (t.rpt_ivl, t.rpt_gap, t.rdata_ivl),
+        (
+            Duration::from_millis(200),
+            Duration::from_millis(50),
+            Duration::from_millis(400)
+        )
+    );
+    let mut n = NetworkElement::new(config);
+    let plain = spm(1, 0, 10, false);
+    let mut spm = Repr::parse(&plain).unwrap();
+    spm.options.grtt = Some(Grtt {
+        grtt_us: 1_000_000,
+        gsize: 3,
+    });
+    n.handle(ms(0), UP, SRC, &spm.to_vec().unwrap(), &DOWN);
+    out(&mut n);
+    n.handle(ms(10), 2, RX, &nak_to(&[4]), &DOWN);
+    out(&mut n);
+    n.handle_timeout(ms(500));
+    assert!(out(&mut n).is_empty(), "no repeat before one group RTT");
+    n.handle_timeout(ms(1010));
+    assert_eq!(out(&mut n).len(), 1, "one repeat after one group RTT");
+    n.handle(ms(1900), UP, SRC, &common::ncf(4), &DOWN);
+    n.handle(ms(2500), UP, SRC, &rdata(4, 0, b"d"), &DOWN);
+    assert_eq!(
+        out(&mut n).iter().map(|(d, _)| *d).collect::<Vec<_>>(),
+        vec![NeDestination::Multicast(2)]
+    );
 }
 
 #[test]
