@@ -653,11 +653,20 @@ impl Receiver {
             peer.naks.give();
         }
         let suppress = !(self.config.pgmcc && peer.fb.must_report(now));
+        let list = repr.options.nak_list.unwrap_or_default();
+        let before = peer.timers(&self.timers);
+        if let (false, Some(w)) = (
+            peer_nak || repr.header_flags & OPT_PARITY != 0,
+            peer.rxw.as_mut(),
+        ) {
+            for &s in core::iter::once(&n.sqn).chain(list.as_slice()) {
+                w.sample_nak_rtt(s, now);
+            }
+        }
         let timers = peer.timers(&self.timers);
         let Some(w) = peer.rxw.as_mut() else {
             return;
         };
-        let list = repr.options.nak_list.unwrap_or_default();
         if repr.header_flags & OPT_PARITY != 0 {
             let Some(k) = w.parity_k() else {
                 return;
@@ -685,6 +694,9 @@ impl Receiver {
             if suppressed {
                 self.stats.naks_suppressed += 1;
             }
+        }
+        if !peer_nak {
+            peer.tighten_to(now, &self.timers, &before);
         }
     }
 

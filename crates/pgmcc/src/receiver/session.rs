@@ -68,11 +68,27 @@ impl Peer {
     }
 
     /// This session's NAK timers: `base` scaled to the source's group RTT once it
-    /// advertised one.
+    /// advertised one; without one, the NCF and RDATA waits fitted to the NAK-to-NCF round
+    /// trips measured (`NakTimers::measured`).
     pub(super) fn timers(&self, base: &NakTimers) -> NakTimers {
         match self.grtt {
             Some((g, n)) => base.scaled(g, n),
-            None => *base,
+            None => match self.rxw.as_ref().and_then(|w| w.nak_rtt()) {
+                Some((rtt, var)) => base.measured(rtt, var),
+                None => *base,
+            },
+        }
+    }
+
+    /// Brings armed NAK waits within this session's timers when they became shorter than
+    /// `before` (a first or smaller NAK-to-NCF measurement).
+    pub(super) fn tighten_to(&mut self, now: Instant, base: &NakTimers, before: &NakTimers) {
+        let longest = |t: &NakTimers| t.bo_ivl.max(t.rpt_ivl).max(t.rdata_ivl);
+        let after = longest(&self.timers(base));
+        if after < longest(before) {
+            if let Some(w) = self.rxw.as_mut() {
+                w.tighten(now, after);
+            }
         }
     }
 

@@ -364,3 +364,26 @@ fn forged_packets_the_verified_lists_refuse_move_nothing_and_nothing_waits_past_
     assert_eq!(r.missing(&TSI), 0);
     assert_eq!(naks(&mut r, ms(10_000)), []);
 }
+
+/// A source that advertises no group RTT (OpenPGM, ZeroMQ) and answers NAKs with NCFs after
+/// 10 ms: the receiver's RDATA wait follows that round trip (30 ms here) instead of the fixed
+/// 2 s, so a lost repair is asked for again at once, not after the source's trail passed it.
+#[test]
+fn without_a_group_rtt_the_rdata_wait_follows_the_measured_nak_round_trip() {
+    let mut r = with_a_gap(config());
+    let first = (3..2_000)
+        .find(|&t| naks(&mut r, ms(t)).iter().any(|&(_, s)| s == 1))
+        .expect("sequence number 1 NAKed");
+    r.handle(ms(first + 10), SRC, &ncf(1));
+    // The repair is lost: the next NAK for 1 comes after the 30 ms RDATA wait and a
+    // back-off, not 2 s later.
+    let again = (first + 11..first + 3_000)
+        .find(|&t| naks(&mut r, ms(t)).iter().any(|&(_, s)| s == 1))
+        .expect("sequence number 1 NAKed again");
+    let bo = config().nak_bo_ivl.as_millis() as u64;
+    assert!(
+        again >= first + 10 + 30 && again <= first + 10 + 30 + bo + 1,
+        "NAKed at {first} ms, confirmed at {} ms, NAKed again at {again} ms",
+        first + 10
+    );
+}

@@ -67,6 +67,23 @@ impl NakTimers {
         }
     }
 
+    /// The timers for a session whose source advertises no group RTT (OpenPGM, ZeroMQ) but
+    /// whose NCFs answered this receiver's NAKs after `rtt` (smoothed, with mean deviation
+    /// `var`): the NCF and RDATA waits become `max(2·rtt, rtt + 4·var)`, at least
+    /// [`MIN_SCALED_WAIT`](crate::nak_timing::MIN_SCALED_WAIT) and never longer than
+    /// configured. With OpenPGM's fixed 2 s a lost repair was asked for again only after the
+    /// source's trail had passed it; the back-off and the give-up time stay as configured.
+    pub(crate) fn measured(&self, rtt: Duration, var: Duration) -> NakTimers {
+        let wait = (rtt * 2)
+            .max(rtt + var * 4)
+            .max(crate::nak_timing::MIN_SCALED_WAIT);
+        NakTimers {
+            rpt_ivl: wait.min(self.rpt_ivl),
+            rdata_ivl: wait.min(self.rdata_ivl),
+            ..*self
+        }
+    }
+
     /// The same timers with no back-off at all (a controller's quick NAK).
     pub(crate) fn without_backoff(&self) -> NakTimers {
         NakTimers {
@@ -112,14 +129,43 @@ pub(crate) struct NakState {
     confirmed: bool,
     /// NAK rounds it was kept past its patience because the source confirmed them.
     confirmed_rounds: u16,
+    /// When this receiver's latest NAK for it went out, until an NCF answered it (a NAK
+    /// round-trip sample, [`NakRtt`]).
+    asked_at: Option<Instant>,
 }
 
 /// NAK rounds a receiver keeps asking past its patience for a packet whose NAKs the source
-/// still confirms (RFC 3208's NAK_DATA_RETRIES; OpenPGM's examples set 50). A source that
-/// confirms is still repairing, paced by its controller and its repair budget, and its
-/// repairs may be lost at the same queue as the data: at 400 ms a NAK round is about 4 s,
-/// and two rounds whose repairs are lost used to exhaust the patience rule's quarter.
+/// still confirms (RFC 3208's NAK_DATA_RETRIES; OpenPGM's examples set 50), and at least
+/// until twice its patience has passed. A source that confirms is still repairing, paced by
+/// its controller and its repair budget, and its repairs may be lost at the same queue as the
+/// data: at 400 ms a NAK round is about 4 s, and two rounds whose repairs are lost used to
+/// exhaust the patience rule's quarter.
 const NAK_DATA_RETRIES: u16 = 50;
+
+/// The round trip from this receiver's NAK to the source's NCF, smoothed as TCP smooths its
+/// RTT (RFC 6298: gains 1/8 and 1/4), for sources that advertise no group RTT.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct NakRtt {
+    /// Smoothed round trip and mean deviation, once sampled.
+    est: Option<(Duration, Duration)>,
+}
+
+impl NakRtt {
+    fn sample(&mut self, d: Duration) {
+        self.est = Some(match self.est {
+            None => (d, d / 2),
+            Some((srtt, var)) => {
+                let dev = d.abs_diff(srtt);
+                ((srtt * 7 + d) / 8, (var * 3 + dev) / 4)
+            }
+        });
+    }
+
+    /// The smoothed round trip and its mean deviation.
+    pub(crate) fn get(&self) -> Option<(Duration, Duration)> {
+        self.est
+    }
+}
 
 /// Signed mode: what is known of a received packet (`signed.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -193,6 +239,8 @@ pub(crate) struct ReceiveWindow {
     /// Recent fills: when a NAK round saw them, and the earliest time their slots were
     /// found missing (at most [`RECENT_FILLS`]).
     recent_fills: VecDeque<(Instant, Instant)>,
+    /// NAK-to-NCF round trips measured in this session.
+    nak_rtt: NakRtt,
 }
 
 /// Fill records a window keeps for its patience rule.
@@ -231,7 +279,13 @@ impl ReceiveWindow {
             give_ups: GiveUps::default(),
             filled_since: None,
             recent_fills: VecDeque::new(),
+            nak_rtt: NakRtt::default(),
         }
+    }
+
+    /// The NAK-to-NCF round trip measured so far (smoothed, mean deviation).
+    pub(crate) fn nak_rtt(&self) -> Option<(Duration, Duration)> {
+        self.nak_rtt.get()
     }
 
     /// Payload bytes held: received packets waiting for delivery, parity copies and parity
@@ -341,6 +395,7 @@ impl ReceiveWindow {
                 reverify: 0,
                 confirmed: false,
                 confirmed_rounds: 0,
+                asked_at: None,
             }));
         }
     }
@@ -488,6 +543,19 @@ impl ReceiveWindow {
         Insert::New
     }
 
+    /// The source's NCF for `s` answered this receiver's NAK: a NAK round-trip sample (call
+    /// before [`on_ncf`](Self::on_ncf), so its wait already follows the sample).
+    pub(crate) fn sample_nak_rtt(&mut self, s: u32, now: Instant) {
+        let Some(i) = self.index(s) else {
+            return;
+        };
+        if let Slot::Missing(st) = &mut self.slots[i] {
+            if let (Phase::WaitNcf, Some(at)) = (st.phase, st.asked_at.take()) {
+                self.nak_rtt.sample(now.saturating_duration_since(at));
+            }
+        }
+    }
+
     /// An NCF for `s` was heard. With `suppress` false, a NAK still backing off is left to
     /// go out (its report must reach the source).
     pub(crate) fn on_ncf(&mut self, s: u32, now: Instant, t: &NakTimers, suppress: bool) -> bool {
@@ -578,6 +646,7 @@ impl ReceiveWindow {
                         nak.push(s);
                         st.phase = Phase::WaitNcf;
                         st.deadline = now + t.rpt_ivl;
+                        st.asked_at = Some(now);
                     } else if now.saturating_duration_since(st.since) >= st.patience {
                         // No SPM ever told us where to NAK.
                         *slot = Slot::Lost;
@@ -591,7 +660,11 @@ impl ReceiveWindow {
                     let confirmed = std::mem::take(&mut st.confirmed);
                     let out_of_patience =
                         now.saturating_duration_since(st.since) >= st.patience && !progressing;
-                    if out_of_patience && confirmed && st.confirmed_rounds < NAK_DATA_RETRIES {
+                    // Rounds bound the extra wait where rounds are slow; where measured NAK
+                    // waits make them fast, another whole patience does.
+                    let rounds_left = st.confirmed_rounds < NAK_DATA_RETRIES
+                        || now.saturating_duration_since(st.since) < st.patience * 2;
+                    if out_of_patience && confirmed && rounds_left {
                         // The source still confirms it: ask again.
                         st.confirmed_rounds += 1;
                         st.phase = Phase::BackOff;

@@ -435,6 +435,7 @@ impl ReceiveWindow {
             reverify: tries,
             confirmed: false,
             confirmed_rounds: 0,
+            asked_at: None,
         });
         self.forget_copy(s);
         if let Some(sw) = self.signed.as_mut() {
