@@ -195,6 +195,98 @@ fn matrix_libpgm_source_to_our_receivers() {
     }
 }
 
+/// libpgm receivers at libpgm's default UDP ports (NAKs to 3055, data on 3056), our source
+/// with `--peer openpgm` (which listens on 3056, as a libpgm source does, and on 3055 too),
+/// every 25th ODATA withheld: the NAKs sent to 3055 are heard and repaired.
+#[test]
+fn libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source() {
+    const TEST: &str = "libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source";
+    if !libpgm_tools(TEST) {
+        return;
+    }
+    let Some(lab) = Lab::up("u", 2) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (input, want) = random_file(dir.path(), LEN);
+    let port = 7540;
+    let started = std::time::Instant::now();
+    let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
+    let rx: Vec<_> = outs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            lab.cmd(&format!("r{}", i + 1))
+                .arg(tool("pgm-recv"))
+                .args(["--network", &format!("10.77.0.{};239.192.0.1", 11 + i)])
+                .args(["--ucast-port", "3055", "--dport", &port.to_string()])
+                .args(["--raw", "--bytes", &LEN.to_string(), "--timeout", "15"])
+                .arg("--out")
+                .arg(o)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    let stats_path = dir.path().join("send.json");
+    let tx = lab
+        .cmd("s")
+        .arg(pgmcc())
+        .args(["send", "--group", &format!("239.192.0.1:{port}")])
+        .args(["--linger", "2s", "--stats"])
+        .arg(&stats_path)
+        .args([
+            "--peer",
+            "openpgm",
+            "--rate-max",
+            "30Mbit",
+            "--drop-every",
+            "25",
+        ])
+        .arg(&input)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let said = finish_ok(tx, Duration::from_secs(60), "the sender");
+    let said = String::from_utf8_lossy(&said.stderr);
+    assert!(
+        said.contains("NAKs heard on UDP ports 3056 and 3055"),
+        "the session line says where NAKs are heard: {said}"
+    );
+    for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
+        finish_ok(
+            child,
+            Duration::from_secs(60),
+            format!("receiver {}", i + 1),
+        );
+        assert_eq!(sha_of(out), want, "libpgm receiver {}", i + 1);
+    }
+    let s = stats(&stats_path);
+    let st = &s["status"]["stats"];
+    let n = |k: &str| st[k].as_u64().unwrap();
+    assert!(n("naks_received") > 20, "libpgm's NAKs to 3055 heard: {st}");
+    assert!(n("rdata_packets") > 50, "we repaired: {st}");
+    record(&Cell {
+        id: "2-ours-to-libpgm-0-0-2".into(),
+        source: "`pgmcc send --peer openpgm --rate-max 30Mbit`".into(),
+        receivers: "2x libpgm `pgm-recv` at libpgm's default ports (NAKs to 3055)".into(),
+        encap: "UDP",
+        cc: "plain",
+        loss: "every 25th ODATA withheld at our source".into(),
+        bytes: LEN,
+        verified: "byte-identical (sha256) at every receiver",
+        detail: format!(
+            "libpgm sent {} NAKs to port 3055; we sent {} NCFs and {} RDATA",
+            n("naks_received"),
+            n("ncf_packets"),
+            n("rdata_packets")
+        ),
+        seconds: started.elapsed().as_secs_f64(),
+        test: TEST,
+    });
+}
+
 /// Issue 24's matrix, our source to libpgm's receivers: UDP and raw IP, without and with
 /// loss (every 25th ODATA withheld at our source). libpgm receivers never ACK, so no
 /// congestion control: `--peer openpgm` with a rate.

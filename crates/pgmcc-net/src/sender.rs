@@ -96,6 +96,11 @@ pub struct SenderOptions {
     /// the whole `max_tpdu`. For applications that cut a stream into packet-sized messages.
     /// Default false.
     pub whole_packets: bool,
+    /// Another UDP port on which the source also hears upstream packets (NAKs, SPMRs,
+    /// POLRs), besides the encapsulation's unicast port: OpenPGM's receivers at their defaults
+    /// send NAKs to 3055, while an OpenPGM source (and so `--peer openpgm`) listens on 3056.
+    /// Ignored over raw IP or when it is the unicast port. Default none.
+    pub also_listen: Option<u16>,
 }
 
 /// One receiver's delivery report (OPT_OUTCOME, `docs/wire.md`): how the session ended there.
@@ -204,6 +209,7 @@ impl SenderOptions {
             spm_burst: 3,
             manifest: None,
             whole_packets: false,
+            also_listen: None,
         }
     }
 }
@@ -374,7 +380,16 @@ impl Sender {
         debug!(%tsi, %local, group = %opts.group, "pgm source started");
         let batch = batched(&sock, setup.encapsulation, opts.gso_segments);
         let faults = (faults, FaultOn::OutgoingOdata);
-        let wire = Wire::new(sock, None, batch, setup, envelope, faults);
+        let also = match (setup.encapsulation, opts.also_listen) {
+            (Encapsulation::Udp { ucast_port, .. }, Some(port)) if port != ucast_port => {
+                Some(socket::listen_socket(&setup, port)?)
+            }
+            _ => None,
+        };
+        let mut wire = Wire::new(sock, None, batch, setup, envelope, faults);
+        if let Some(also) = also {
+            wire.also_listen(also);
+        }
         let role = Driver {
             apdus: apdu_rx,
             abort: abort_rx,

@@ -207,6 +207,19 @@ pub(crate) fn sender_socket(setup: &SocketSetup) -> Result<UdpSocket, Error> {
     into_tokio(sock)
 }
 
+/// A source's second upstream socket: it only listens, on UDP `port` of every address
+/// ([`SenderOptions::also_listen`](crate::SenderOptions::also_listen)).
+pub(crate) fn listen_socket(setup: &SocketSetup, port: u16) -> Result<UdpSocket, Error> {
+    let sock = base_socket(setup)?;
+    let _ = sock.set_multicast_all_v4(false);
+    let addr = SockAddr::from(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port));
+    sock.bind(&addr).map_err(|source| Error::Io {
+        context: format!("binding UDP port {port} to hear NAKs there too (another source on this host? give --udp-ports)"),
+        source,
+    })?;
+    into_tokio(sock)
+}
+
 /// A receiver's sockets: one bound to the group (downstream packets only, shared with other
 /// receivers on this host) and one to send upstream packets from (a socket bound to a
 /// multicast address cannot send unicast).

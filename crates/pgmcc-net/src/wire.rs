@@ -31,6 +31,8 @@ pub(crate) struct Wire {
     recv: Arc<UdpSocket>,
     /// A socket of its own for sending (receivers), or `None`.
     send: Option<UdpSocket>,
+    /// A second socket that only listens (a source's other upstream port), or `None`.
+    also: Option<UdpSocket>,
     /// `recvmmsg`/GRO on `recv`, and GSO when sending on it (UDP encapsulation; `None` for
     /// raw IP or when the socket could not be set up for it: one call per datagram).
     batch: Option<Batched>,
@@ -56,6 +58,7 @@ impl Wire {
         Wire {
             recv: Arc::new(recv),
             send,
+            also: None,
             batch,
             setup,
             envelope,
@@ -67,9 +70,21 @@ impl Wire {
         }
     }
 
+    /// Also reads datagrams from `sock` (it only listens: nothing is sent from it).
+    pub(crate) fn also_listen(&mut self, sock: UdpSocket) {
+        self.also = Some(sock);
+    }
+
     /// Waits until a datagram can be read.
     pub(crate) async fn readable(&self) {
-        if let Err(e) = self.recv.readable().await {
+        let r = match &self.also {
+            None => self.recv.readable().await,
+            Some(also) => tokio::select! {
+                r = self.recv.readable() => r,
+                r = also.readable() => r,
+            },
+        };
+        if let Err(e) = r {
             debug!(error = %e, "receive error");
         }
     }
@@ -77,15 +92,24 @@ impl Wire {
     /// Hands the core what is queued on the socket: at most `calls` `recvmmsg` batches
     /// (or 64 datagrams without them), so that sending resumes soon.
     pub(crate) fn take_queued<C: Endpoint>(&mut self, core: &mut C, clock: &Clock, calls: usize) {
+        if let Some(also) = self.also.take() {
+            self.read_some(core, clock, &also);
+            self.also = Some(also);
+        }
         let recv = Arc::clone(&self.recv);
         if let Some(mut b) = self.batch.take() {
             b.drain(&recv, calls, |from, d| self.input(core, clock, from, d));
             self.batch = Some(b);
             return;
         }
+        self.read_some(core, clock, &recv);
+    }
+
+    /// Hands the core up to 64 datagrams queued on `sock`, one call each.
+    fn read_some<C: Endpoint>(&mut self, core: &mut C, clock: &Clock, sock: &UdpSocket) {
         let mut rbuf = std::mem::take(&mut self.rbuf);
         for _ in 0..64 {
-            match recv.try_recv_from(&mut rbuf) {
+            match sock.try_recv_from(&mut rbuf) {
                 Ok((n, from)) => self.input(core, clock, from, &rbuf[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
                 Err(e) => {

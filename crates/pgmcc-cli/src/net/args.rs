@@ -28,7 +28,8 @@ pub(crate) struct NetArgs {
     #[arg(long, value_name = "UCAST,MCAST", value_parser = parse_ports)]
     udp_ports: Option<(u16, u16)>,
     /// The other end is not pgmcc: set what it needs in one flag. `openpgm` (libpgm 5.3
-    /// programs): one UDP port both ways, 3056 (a libpgm source hears NAKs only there); a
+    /// programs): one UDP port both ways, 3056 (a libpgm source hears NAKs only there), and a
+    /// sender also hears NAKs on 3055, where libpgm receivers at their defaults send them; a
     /// receiver accepts a stream whose start is not marked (libpgm sends no OPT_SYN); a
     /// sender uses no congestion control (libpgm receivers never ACK: give --rate-max) and
     /// no FEC parity. `zeromq` (epgm:// SUB or PUB sockets): the group's port both ways;
@@ -83,6 +84,14 @@ impl NetArgs {
             ucast_port,
             mcast_port,
         }
+    }
+
+    /// The extra UDP port a source hears NAKs on: 3055 with `--peer openpgm` at OpenPGM's
+    /// default ports (libpgm receivers NAK to their ucast port, 3055, a libpgm source
+    /// listens on 3056).
+    pub(super) fn also_listen(&self) -> Option<u16> {
+        (self.peer == Some(Peer::OpenPgm) && self.udp_ports.is_none() && !self.raw_ip)
+            .then_some(3055)
     }
 
     /// The other end is libpgm (every `--peer` is: OpenPGM's programs, and ZeroMQ's

@@ -301,7 +301,14 @@ fn sender_options(args: &SendArgs, group: Ipv4Addr) -> Result<(SenderOptions, St
         .as_deref()
         .map(pgmcc_net::SourceKey::load)
         .transpose()?;
+    opts.also_listen = args.net.also_listen();
     let keyed: String = [
+        match (opts.encapsulation, opts.also_listen) {
+            (pgmcc_net::Encapsulation::Udp { ucast_port, .. }, Some(p)) => {
+                Some(format!(", NAKs heard on UDP ports {ucast_port} and {p}"))
+            }
+            _ => None,
+        },
         opts.key
             .as_ref()
             .map(|k| format!(", keyed (key {})", k.id())),
@@ -894,6 +901,11 @@ mod tests {
                 mcast_port: 3056
             }
         );
+        // libpgm receivers at their defaults NAK to 3055: the source hears that port too,
+        // unless the ports are given or the encapsulation is raw IP.
+        assert_eq!(args.net.also_listen(), Some(3055));
+        let raw = parse(&["--peer", "openpgm", "--rate-max", "1Mbit", "--raw-ip"]).unwrap();
+        assert_eq!(raw.net.also_listen(), None);
         // Explicit flags win over the preset.
         let args = parse(&["--peer", "openpgm", "--cc", "pgmcc", "--udp-ports", "1,2"]).unwrap();
         assert_eq!(args.cc(), Controller::Pgmcc);
@@ -904,6 +916,7 @@ mod tests {
                 mcast_port: 2
             }
         );
+        assert_eq!(args.net.also_listen(), None);
         assert!(parse(&["--peer", "nope"]).is_err());
     }
 
