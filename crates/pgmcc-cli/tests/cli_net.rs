@@ -243,6 +243,30 @@ fn a_sender_nobody_answers_gives_up_and_exits_1() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("--max-duration"), "{err}");
+
+    // A transfer that completes without a word from the group says so, and where NAKs
+    // would have been heard (silent receivers that lost packets got no repairs).
+    let small = dir.path().join("small");
+    std::fs::write(&small, vec![7u8; 100_000]).unwrap();
+    let o = pgmcc()
+        .args([
+            "send",
+            "--group",
+            "239.255.77.51:7500",
+            "--iface",
+            "127.0.0.1",
+        ])
+        .args(["--ttl", "0", "--udp-ports", "41551,41552", "--cc", "none"])
+        .args(["--rate-max", "20Mbit", "--linger", "200ms", "-q"])
+        .arg(&small)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("heard nothing from the group") && err.contains("on UDP port 41551"),
+        "{err}"
+    );
 }
 
 #[test]

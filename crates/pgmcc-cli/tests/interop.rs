@@ -254,6 +254,7 @@ fn libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source() {
         said.contains("NAKs heard on UDP ports 3056 and 3055"),
         "the session line says where NAKs are heard: {said}"
     );
+    assert!(!said.contains("heard nothing"), "{said}");
     for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
         finish_ok(
             child,

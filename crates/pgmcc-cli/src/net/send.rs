@@ -303,12 +303,8 @@ fn sender_options(args: &SendArgs, group: Ipv4Addr) -> Result<(SenderOptions, St
         .transpose()?;
     opts.also_listen = args.net.also_listen();
     let keyed: String = [
-        match (opts.encapsulation, opts.also_listen) {
-            (pgmcc_net::Encapsulation::Udp { ucast_port, .. }, Some(p)) => {
-                Some(format!(", NAKs heard on UDP ports {ucast_port} and {p}"))
-            }
-            _ => None,
-        },
+        opts.also_listen
+            .map(|_| format!(", NAKs heard on {}", upstream_ports(&opts))),
         opts.key
             .as_ref()
             .map(|k| format!(", keyed (key {})", k.id())),
@@ -528,6 +524,7 @@ async fn one_pass(
     let (input, producer) = input.reader().await?;
     let started = std::time::Instant::now();
     let faults = pgmcc_net::faults::FaultInjector::drop_every(args.drop_every.unwrap_or(0));
+    let upstream = upstream_ports(&opts);
     let mut tx = Sender::bind_with_faults(opts, faults)
         .await
         .context("starting the source")?;
@@ -571,7 +568,39 @@ async fn one_pass(
         });
     }
     let closed = close(tx, &aborter, stop, &mut read, &mut shown).await;
-    pass_end(closed, &read, id, (&of, pass > 1), sending_secs, &shown.pb)
+    let end = pass_end(closed, &read, id, (&of, pass > 1), sending_secs, &shown.pb)?;
+    if let PassEnd::Sent(r) = &end {
+        if heard_nothing(&r.status) {
+            eprintln!(
+                "pgmcc send: {of}note: heard nothing from the group (no NAK, ACK, poll reply or delivery report): receivers that lost packets got no repairs if their NAKs do not reach this host on {upstream}; --expect makes an unconfirmed transfer fail"
+            );
+        }
+    }
+    Ok(end)
+}
+
+/// Where this source hears upstream packets, for messages: "UDP port 3055", "UDP ports
+/// 3056 and 3055", "IP protocol 113".
+fn upstream_ports(opts: &SenderOptions) -> String {
+    match (opts.encapsulation, opts.also_listen) {
+        (pgmcc_net::Encapsulation::Udp { ucast_port, .. }, Some(p)) if p != ucast_port => {
+            format!("UDP ports {ucast_port} and {p}")
+        }
+        (pgmcc_net::Encapsulation::Udp { ucast_port, .. }, _) => format!("UDP port {ucast_port}"),
+        (pgmcc_net::Encapsulation::RawIp, _) => "IP protocol 113".to_owned(),
+    }
+}
+
+/// No packet at all came back from the group during the session: no receiver NAKed,
+/// ACKed, answered a poll, asked for an SPM or reported its delivery.
+fn heard_nothing(status: &pgmcc_net::SenderStatus) -> bool {
+    let st = &status.stats;
+    status.heard.is_empty()
+        && status.reports.is_empty()
+        && st.naks_received == 0
+        && st.acks_received == 0
+        && st.polrs_received == 0
+        && st.spmrs_received == 0
 }
 
 /// Closes the pass's session: the source drains its queue and lingers for repairs and
