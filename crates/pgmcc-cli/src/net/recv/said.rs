@@ -18,8 +18,19 @@ pub(super) fn explain(f: &Failure) -> String {
         Failure::NoSession { .. } => format!(
             "{f} (--join-timeout): is the source running, on this group and port, with the same --udp-ports (and --key)? An OpenPGM source needs --peer openpgm, a ZeroMQ publisher --peer zeromq"
         ),
-        Failure::Silent { tsi, waited } => format!(
+        Failure::Silent {
+            tsi,
+            waited,
+            naks_unanswered: 0,
+        } => format!(
             "session {tsi} sent nothing, not even a heartbeat, for {waited:?} before it ended (--idle-timeout): the source stopped or the network failed"
+        ),
+        Failure::Silent {
+            tsi,
+            waited,
+            naks_unanswered,
+        } => format!(
+            "session {tsi} sent nothing for {waited:?} before it ended (--idle-timeout), and no NCF answered any of the {naks_unanswered} NAKs this receiver sent: is the source listening where they went (the same --udp-ports; an OpenPGM source needs --peer openpgm), and does unicast reach it from here?"
         ),
         Failure::SourceSigns => "the source signs its data (pgmcc send --sign): its signatures would end up in the output; pass --trust with the source's public key file (FILE.pub)".into(),
         Failure::StartMissed(m) if m.at_end => {

@@ -398,7 +398,13 @@ impl TransferReceiver {
                     .find(|s| s.id == tsi)
                     .map_or(f64::INFINITY, |s| s.silent_secs);
                 if silent >= idle.as_secs_f64() {
-                    self.fail_now(Failure::Silent { tsi, waited: idle })
+                    let st = &status.stats;
+                    let naks_unanswered = if st.ncf_packets == 0 { st.naks_sent } else { 0 };
+                    self.fail_now(Failure::Silent {
+                        tsi,
+                        waited: idle,
+                        naks_unanswered,
+                    })
                 } else {
                     Flow::Continue
                 }

@@ -140,6 +140,9 @@ pub enum Failure {
         tsi: Tsi,
         /// The idle timeout.
         waited: Duration,
+        /// NAKs this receiver sent while no NCF came back at all (0 when any came):
+        /// the source, or whatever path its NAKs take, never heard them.
+        naks_unanswered: u64,
     },
     /// The source signs its data, and this receiver trusts no key: the signatures would end
     /// up in the output.
@@ -237,9 +240,21 @@ impl fmt::Display for Failure {
                 "data arrived for {waited:?} but no session signed by the trusted key"
             ),
             Failure::NoSession { waited } => write!(f, "no session heard in {waited:?}"),
-            Failure::Silent { tsi, waited } => write!(
+            Failure::Silent {
+                tsi,
+                waited,
+                naks_unanswered: 0,
+            } => write!(
                 f,
                 "session {tsi} sent nothing, not even a heartbeat, for {waited:?} before it ended: the source stopped or the network failed"
+            ),
+            Failure::Silent {
+                tsi,
+                waited,
+                naks_unanswered,
+            } => write!(
+                f,
+                "session {tsi} sent nothing for {waited:?} before it ended, and none of the {naks_unanswered} NAKs this receiver sent was answered by an NCF: the source never heard them"
             ),
             Failure::SourceSigns => f.write_str(
                 "the source signs its data: its signatures would end up in the output unless this receiver trusts the source's public key",

@@ -592,8 +592,21 @@ fn the_timeouts_follow_the_session() {
     });
     assert_eq!(t.on_tick(t0, &st), Flow::Continue);
     st.sessions[0].silent_secs = 30.0;
+    // 1,000 NAKs and not one NCF: the failure says the source never heard them.
+    st.stats.naks_sent = 1_000;
     assert_eq!(t.on_tick(t0, &st), Flow::End);
-    assert!(matches!(t.failure(), Some(Failure::Silent { .. })));
+    assert!(matches!(
+        t.failure(),
+        Some(Failure::Silent {
+            naks_unanswered: 1_000,
+            ..
+        })
+    ));
+    assert!(t
+        .failure()
+        .unwrap()
+        .to_string()
+        .contains("none of the 1000 NAKs"));
 
     // Trusting a key: data heard for the idle timeout, no signed session.
     let mut c = cfg();
