@@ -179,8 +179,10 @@ fn parse_expect(s: &str) -> Result<pgmcc_net::Expect, String> {
 }
 
 /// The delivery reports as a table for the terminal: each receiver's latest report, then
-/// the expected receivers that sent none, then those heard from that sent none.
-fn report_table(transfer: &TransferSender) -> Vec<String> {
+/// the expected receivers that sent none, then those heard from that sent none. With
+/// `libpgm` peers (`--peer`) a receiver heard from without a report is not a failure:
+/// OpenPGM and ZeroMQ receivers send none.
+fn report_table(transfer: &TransferSender, libpgm: bool) -> Vec<String> {
     let mut lines = Vec::new();
     for r in transfer.reports() {
         let what = if transfer.good(r) {
@@ -205,10 +207,17 @@ fn report_table(transfer: &TransferSender) -> Vec<String> {
     // Receivers that took part (NAKed or ACKed) but did not say how it ended: gone, or
     // their reports lost.
     for a in transfer.heard_without_report() {
-        lines.push(format!(
-            "  {a:<15} {:>12}        NO REPORT (heard from during the session)",
-            "-"
-        ));
+        lines.push(if libpgm {
+            format!(
+                "  {a:<15} {:>12}        no report (heard from; OpenPGM and ZeroMQ receivers send none)",
+                "-"
+            )
+        } else {
+            format!(
+                "  {a:<15} {:>12}        NO REPORT (heard from during the session)",
+                "-"
+            )
+        });
     }
     lines
 }
@@ -377,12 +386,16 @@ async fn run_passes(
                 // the earlier ones: say who has the stream so far.
                 if pass > 1 {
                     let prefix = format!("after {} of {passes} passes, ", pass - 1);
-                    print_reports(&prefix, transfer.reports().len(), &report_table(&transfer));
+                    print_reports(
+                        &prefix,
+                        transfer.reports().len(),
+                        &report_table(&transfer, args.net.libpgm_peer()),
+                    );
                 }
                 break (report, code);
             }
             PassEnd::Unanswered(report) => {
-                let lines = report_table(&transfer);
+                let lines = report_table(&transfer, args.net.libpgm_peer());
                 print_reports("", transfer.reports().len(), &lines);
                 break (report, verdict_code(&transfer, &transfer.verdict(), args));
             }
@@ -434,7 +447,7 @@ fn transfer_done(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) 
             if args.expect.is_some() { ", and every --expect receiver confirmed" } else { "" }
         );
     }
-    let lines = report_table(transfer);
+    let lines = report_table(transfer, args.net.libpgm_peer());
     if !transfer.reports().is_empty() || args.expect.is_some() || !lines.is_empty() {
         print_reports("", transfer.reports().len(), &lines);
     }
@@ -846,7 +859,7 @@ mod tests {
             report(4, DeliveryStatus::AwaitingPass),
             report(5, DeliveryStatus::Failed),
         ];
-        let lines = report_table(&after_a_pass(2, None, &reports, &[]));
+        let lines = report_table(&after_a_pass(2, None, &reports, &[]), false);
         let what = [
             "complete, sha256 matches",
             "complete but sha256 cdcd",
@@ -868,7 +881,7 @@ mod tests {
     fn a_reason_from_the_network_reaches_the_terminal_escaped() {
         let mut r = report(1, DeliveryStatus::Failed);
         r.reason = "\u{1b}]0;owned\u{7}\u{1b}[2Jgone".into();
-        let lines = report_table(&after_a_pass(1, None, &[r], &[]));
+        let lines = report_table(&after_a_pass(1, None, &[r], &[]), false);
         assert!(!lines[0].contains('\u{1b}'), "{:?}", lines[0]);
         assert!(lines[0].contains("FAILED: \\x1b]0;owned"), "{:?}", lines[0]);
     }
@@ -882,17 +895,26 @@ mod tests {
         let heard = [ip(1), ip(2), ip(3)];
         let counted = after_a_pass(1, Some(pgmcc_net::Expect::Receivers(3)), &reports, &heard);
         assert!(!counted.met());
-        let lines = report_table(&counted);
+        let lines = report_table(&counted, false);
         assert_eq!(lines.len(), 3);
         assert_eq!(
             lines[2],
             "  10.0.0.3                   -        NO REPORT (heard from during the session)"
         );
+        // With --peer, receivers heard from send no report by design: not shouted.
+        let lines = report_table(&after_a_pass(1, None, &[], &heard), true);
+        assert_eq!(lines.len(), 3);
+        assert!(
+            lines
+                .iter()
+                .all(|l| l
+                    .ends_with("no report (heard from; OpenPGM and ZeroMQ receivers send none)"))
+        );
         // A named receiver is listed once, as expected and missing.
         let hosts = pgmcc_net::Expect::Hosts(vec![ip(3)]);
         let named = after_a_pass(1, Some(hosts), &reports, &heard);
         assert!(!named.met());
-        let lines = report_table(&named);
+        let lines = report_table(&named, false);
         assert_eq!(lines.iter().filter(|l| l.contains("10.0.0.3")).count(), 1);
         assert_eq!(lines[2], "  10.0.0.3                   -        NO REPORT");
     }

@@ -37,16 +37,16 @@ pub(super) fn explain(f: &Failure) -> String {
             format!("{f} (pass --allow-partial-start to keep it anyway)")
         }
         Failure::StartMissed(_) => format!(
-            "{f} (pass --allow-partial-start to keep it anyway; an OpenPGM source, which marks no start, needs --peer openpgm; a pgmcc source with --passes 2 or more sends the beginning again)"
+            "{f} (pass --allow-partial-start to keep it anyway; an OpenPGM source, which marks no start, needs --peer openpgm, a ZeroMQ publisher --peer zeromq; a pgmcc source with --passes 2 or more sends the beginning again)"
         ),
         Failure::TreeNeedsDir { .. } => format!("{f}: receive it with -D DIR"),
         Failure::NoOtherPass(_) => {
             format!("{f} (a pgmcc source with --passes 2 or more sends it again)")
         }
         Failure::UnsignedManifest => "the source's signed end carries no manifest (a pgmcc send older than this receiver), so the name and kind of what it sent are not signed: receive it with --out FILE".into(),
-        Failure::NoManifest(_) => {
-            format!("{f} (an OpenPGM source, which marks no start, needs --peer openpgm)")
-        }
+        Failure::NoManifest(_) => format!(
+            "{f} (an OpenPGM source, which marks no start, needs --peer openpgm, a ZeroMQ publisher --peer zeromq)"
+        ),
         Failure::Sha256 {
             got,
             want,
