@@ -53,7 +53,9 @@ pub(crate) struct RecvArgs {
     daemon: bool,
     /// Give up when the session being received has sent nothing, neither data nor the
     /// heartbeats (SPMs) a live source sends while it has nothing to say, for this long: the
-    /// source or the network has gone. A paused live stream is not idle.
+    /// source or the network has gone. A paused live stream is not idle. A source heard
+    /// only through its SPMs, with no data yet, that then falls silent this long ends the
+    /// wait too (not --join-timeout).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     idle_timeout: Duration,
     /// Give up if no session has started this long after joining (0: wait for ever).

@@ -18,6 +18,7 @@ pub(super) fn explain(f: &Failure) -> String {
         Failure::NoSession { .. } => format!(
             "{f} (--join-timeout): is the source running, on this group and port, with the same --udp-ports (and --key)? An OpenPGM source needs --peer openpgm, a ZeroMQ publisher --peer zeromq"
         ),
+        Failure::AnnouncedOnly { .. } => format!("{f} (--idle-timeout)"),
         Failure::Silent {
             tsi,
             waited,

@@ -369,7 +369,9 @@ impl TransferReceiver {
 
     /// The timeouts, checked now and then while no event comes: no session within the
     /// join timeout; the session followed silent (by the core's `status`) for the idle
-    /// timeout; in signed mode, data heard for the idle timeout but no signed session.
+    /// timeout; sessions heard only through their SPMs, no data, silent for the idle
+    /// timeout (not in a daemon); in signed mode, data heard for the idle timeout but no
+    /// signed session.
     pub fn on_tick(&mut self, now: Instant, status: &ReceiverStatus) -> Flow {
         let joined = self.begin(now);
         if self.ended {
@@ -383,6 +385,18 @@ impl TransferReceiver {
                     if now.duration_since(since) >= idle {
                         return self.fail_now(Failure::NoSignedSession { waited: idle });
                     }
+                }
+                // A source heard only through its SPMs, then silent for the idle timeout,
+                // is gone: no reason to wait out the join timeout for it.
+                let announced = status.sessions.iter().map(|s| (s.id, s.silent_secs));
+                let quiet = status.stats.odata_packets == 0
+                    && announced
+                        .clone()
+                        .all(|(_, silent)| silent >= idle.as_secs_f64());
+                if let (false, true, Some((tsi, _))) =
+                    (self.cfg.daemon, quiet, announced.clone().next())
+                {
+                    return self.fail_now(Failure::AnnouncedOnly { tsi, waited: idle });
                 }
                 match self.cfg.join_timeout {
                     Some(t) if !self.cfg.daemon && now.duration_since(joined) >= t => {

@@ -134,6 +134,14 @@ pub enum Failure {
         /// The join timeout.
         waited: Duration,
     },
+    /// A source announced its session (SPMs) but sent no data, then nothing for the idle
+    /// timeout.
+    AnnouncedOnly {
+        /// The session.
+        tsi: Tsi,
+        /// The idle timeout.
+        waited: Duration,
+    },
     /// The session sent nothing, not even a heartbeat, for the idle timeout.
     Silent {
         /// The session.
@@ -240,6 +248,10 @@ impl fmt::Display for Failure {
                 "data arrived for {waited:?} but no session signed by the trusted key"
             ),
             Failure::NoSession { waited } => write!(f, "no session heard in {waited:?}"),
+            Failure::AnnouncedOnly { tsi, waited } => write!(
+                f,
+                "session {tsi} announced itself (SPMs) but sent no data, then nothing for {waited:?}: the source stopped before sending"
+            ),
             Failure::Silent {
                 tsi,
                 waited,

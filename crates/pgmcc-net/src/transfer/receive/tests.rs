@@ -570,6 +570,29 @@ fn the_timeouts_follow_the_session() {
     assert_eq!(t.on_tick(t0 + Duration::from_secs(600), &st), Flow::End);
     assert!(matches!(t.failure(), Some(Failure::NoSession { .. })));
 
+    // A source heard only through its SPMs, then silent for the idle timeout (30 s): not
+    // waited on for the 600 s join timeout.
+    let mut t = TransferReceiver::new(cfg(), t0);
+    let mut spm_only = ReceiverStatus::default();
+    spm_only.sessions.push(crate::SessionStatus {
+        tsi: tsi(2).to_string(),
+        id: tsi(2),
+        silent_secs: 29.0,
+    });
+    assert_eq!(
+        t.on_tick(t0 + Duration::from_secs(40), &spm_only),
+        Flow::Continue
+    );
+    spm_only.sessions[0].silent_secs = 30.0;
+    assert_eq!(
+        t.on_tick(t0 + Duration::from_secs(41), &spm_only),
+        Flow::End
+    );
+    assert!(matches!(
+        t.failure(),
+        Some(Failure::AnnouncedOnly { waited, .. }) if *waited == Duration::from_secs(30)
+    ));
+
     // A daemon waits for ever; a session silent for the idle timeout fails.
     let mut c = cfg();
     c.daemon = true;
