@@ -324,6 +324,9 @@ fn sender_options(args: &SendArgs, group: Ipv4Addr) -> Result<(SenderOptions, St
     .into_iter()
     .flatten()
     .collect();
+    if let (true, Some(hint)) = (zeromq, args.rate_max.and_then(zeromq_rate_hint)) {
+        eprintln!("pgmcc send: warning: {hint}");
+    }
     if openpgm && args.cc() == Controller::None && args.rate_max.is_none() {
         let peer = if zeromq { "zeromq" } else { "openpgm" };
         bail!("--peer {peer} sends without congestion control ({} receivers never ACK, so pgmcc would crawl): give --rate-max, e.g. 20Mbit, below what the path to every receiver carries", if zeromq { "ZeroMQ's" } else { "OpenPGM" });
@@ -590,6 +593,21 @@ async fn one_pass(
         }
     }
     Ok(end)
+}
+
+/// What a ZeroMQ subscriber needs to keep up with `rate` bytes/s, when its defaults do not:
+/// libzmq sizes a SUB socket's receive window as ZMQ_RATE x ZMQ_RECOVERY_IVL (100 kbit/s x
+/// 10 s by default, about 83 packets), so at a higher rate a packet it loses leaves its window
+/// before its repair arrives and is skipped without a trace.
+fn zeromq_rate_hint(rate: u64) -> Option<String> {
+    const ZMQ_DEFAULT_RATE_KBIT: u64 = 100;
+    let kbit = rate.saturating_mul(8).div_ceil(1000);
+    (kbit > ZMQ_DEFAULT_RATE_KBIT).then(|| {
+        let window_ms = ZMQ_DEFAULT_RATE_KBIT * 10_000 / kbit;
+        format!(
+            "ZeroMQ subscribers keep ZMQ_RATE x ZMQ_RECOVERY_IVL of data for repair, 100 kbit/s x 10 s at their defaults: {window_ms} ms at --rate-max; set ZMQ_RATE to at least {kbit} on every subscriber (zmq_setsockopt), or one that loses a packet may skip it without a trace"
+        )
+    })
 }
 
 /// Where this source hears upstream packets, for messages: "UDP port 3055", "UDP ports
@@ -939,6 +957,21 @@ mod tests {
             assert_eq!(args.cc(), c);
             assert_eq!(Controller::of(&cc_config(&args, 1472).unwrap()), c, "{c}");
         }
+    }
+
+    #[test]
+    fn zeromq_subscribers_are_told_the_zmq_rate_the_session_needs() {
+        assert_eq!(
+            zeromq_rate_hint(12_500),
+            None,
+            "100 kbit/s: the default suffices"
+        );
+        let hint = zeromq_rate_hint(2_500_000).unwrap();
+        assert!(
+            hint.contains("at least 20000 on every subscriber"),
+            "{hint}"
+        );
+        assert!(hint.contains(": 50 ms at --rate-max"), "{hint}");
     }
 
     #[test]
