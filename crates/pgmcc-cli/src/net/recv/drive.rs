@@ -326,6 +326,14 @@ pub(super) async fn run(
     }
 }
 
+/// Whether `digest` can be the SHA-256 of the `total` bytes received: a failed transfer
+/// may end before its data was hashed, leaving all zeros or the SHA-256 of nothing, which
+/// printed beside a byte count would look like a hash of those bytes.
+fn digest_describes(total: u64, digest: &[u8; 32]) -> bool {
+    use sha2::Digest;
+    total == 0 || (digest != &[0; 32] && digest[..] != sha2::Sha256::digest(b"")[..])
+}
+
 /// The daemon's one line per transfer.
 fn daemon_line(t: &TransferReceiver, committed: Option<&Committed>) {
     let (tsi, name) = (tsi_text(t), name_text(t));
@@ -437,7 +445,12 @@ fn finish(
     } else {
         why
     };
-    eprintln!("pgmcc recv: error: {why}; received {total} bytes (sha256 {sha}); {kept}");
+    let hashed = if digest_describes(total, &t.sha256()) {
+        format!(" (sha256 {sha})")
+    } else {
+        String::new()
+    };
+    eprintln!("pgmcc recv: error: {why}; received {total} bytes{hashed}; {kept}");
     // 130: the shell's code for "ended by SIGINT"; 1: the transfer failed.
     Ok(ExitCode::from(if interrupted { 130 } else { 1 }))
 }
@@ -476,5 +489,19 @@ fn warnings(args: &RecvArgs, plan: &Plan, status: &pgmcc_net::ReceiverStatus) {
         for hint in signed_hints(&st.signed, st.odata_packets + st.rdata_packets, slack) {
             eprintln!("pgmcc recv: warning: {hint}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_digest_of_nothing_does_not_describe_bytes_received() {
+        use sha2::Digest;
+        let empty: [u8; 32] = sha2::Sha256::digest(b"").into();
+        let some: [u8; 32] = sha2::Sha256::digest(b"abc").into();
+        assert!(super::digest_describes(0, &empty));
+        assert!(!super::digest_describes(3_000_000, &empty));
+        assert!(!super::digest_describes(3_000_000, &[0; 32]));
+        assert!(super::digest_describes(3, &some));
     }
 }
