@@ -185,6 +185,24 @@ fn keygen_writes_a_private_key_once_and_bad_key_files_are_named() {
     }
 }
 
+/// `pgmcc send` to a group on loopback with multicast TTL 0 (nothing leaves the host), on
+/// ports of its own, then `args`, then `file`: its output.
+fn send_on_loopback(args: &[&str], file: &std::path::Path) -> std::process::Output {
+    pgmcc()
+        .args([
+            "send",
+            "--group",
+            "239.255.77.51:7500",
+            "--iface",
+            "127.0.0.1",
+        ])
+        .args(["--ttl", "0", "--udp-ports", "41551,41552", "-q"])
+        .args(args)
+        .arg(file)
+        .output()
+        .unwrap()
+}
+
 /// A source with nobody listening stops by itself and says so (loopback, multicast TTL 0:
 /// nothing leaves the host).
 #[test]
@@ -193,24 +211,7 @@ fn a_sender_nobody_answers_gives_up_and_exits_1() {
     let f = dir.path().join("data");
     std::fs::write(&f, vec![7u8; 2_000_000]).unwrap();
     let started = std::time::Instant::now();
-    let o = pgmcc()
-        .args([
-            "send",
-            "--group",
-            "239.255.77.51:7500",
-            "--iface",
-            "127.0.0.1",
-            "--ttl",
-            "0",
-            "--udp-ports",
-            "41551,41552",
-            "--feedback-timeout",
-            "2s",
-            "-q",
-        ])
-        .arg(&f)
-        .output()
-        .unwrap();
+    let o = send_on_loopback(&["--feedback-timeout", "2s"], &f);
     let took = started.elapsed();
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
@@ -218,28 +219,17 @@ fn a_sender_nobody_answers_gives_up_and_exits_1() {
     assert!(took < Duration::from_secs(10), "took {took:?}");
 
     // Without a controller there is no feedback to wait for: --max-duration bounds the run.
-    let o = pgmcc()
-        .args([
-            "send",
-            "--group",
-            "239.255.77.51:7500",
-            "--iface",
-            "127.0.0.1",
-            "--ttl",
-            "0",
-            "--udp-ports",
-            "41551,41552",
+    let o = send_on_loopback(
+        &[
             "--cc",
             "none",
             "--rate-max",
             "1Mbit",
             "--max-duration",
             "1s",
-            "-q",
-        ])
-        .arg(&f)
-        .output()
-        .unwrap();
+        ],
+        &f,
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("--max-duration"), "{err}");
@@ -248,19 +238,10 @@ fn a_sender_nobody_answers_gives_up_and_exits_1() {
     // would have been heard (silent receivers that lost packets got no repairs).
     let small = dir.path().join("small");
     std::fs::write(&small, vec![7u8; 100_000]).unwrap();
-    let o = pgmcc()
-        .args([
-            "send",
-            "--group",
-            "239.255.77.51:7500",
-            "--iface",
-            "127.0.0.1",
-        ])
-        .args(["--ttl", "0", "--udp-ports", "41551,41552", "--cc", "none"])
-        .args(["--rate-max", "20Mbit", "--linger", "200ms", "-q"])
-        .arg(&small)
-        .output()
-        .unwrap();
+    let o = send_on_loopback(
+        &["--cc", "none", "--rate-max", "20Mbit", "--linger", "200ms"],
+        &small,
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(0), "{err}");
     assert!(

@@ -195,6 +195,38 @@ fn matrix_libpgm_source_to_our_receivers() {
     }
 }
 
+/// Starts libpgm's `pgm-recv` on r1 and r2 (10.77.0.11 and .12) for `LEN` bytes on data
+/// port `port`, with `extra` arguments, writing `r1.bin` and `r2.bin` in `dir`; waits half
+/// a second for them to join.
+fn libpgm_receivers(
+    lab: &Lab,
+    dir: &Path,
+    port: usize,
+    extra: &[&str],
+) -> (Vec<std::process::Child>, [PathBuf; 2]) {
+    let outs = [dir.join("r1.bin"), dir.join("r2.bin")];
+    let rx = outs
+        .iter()
+        .enumerate()
+        .map(|(i, o)| {
+            lab.cmd(&format!("r{}", i + 1))
+                .arg(tool("pgm-recv"))
+                .args(["--network", &format!("10.77.0.{};239.192.0.1", 11 + i)])
+                .args(extra)
+                .args(["--dport", &port.to_string()])
+                .args(["--raw", "--bytes", &LEN.to_string(), "--timeout", "15"])
+                .arg("--out")
+                .arg(o)
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(500));
+    (rx, outs)
+}
+
 /// libpgm receivers at libpgm's default UDP ports (NAKs to 3055, data on 3056), our source
 /// with `--peer openpgm` (which listens on 3056, as a libpgm source does, and on 3055 too),
 /// every 25th ODATA withheld: the NAKs sent to 3055 are heard and repaired.
@@ -209,25 +241,7 @@ fn libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source() {
     let (input, want) = random_file(dir.path(), LEN);
     let port = 7540;
     let started = std::time::Instant::now();
-    let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
-    let rx: Vec<_> = outs
-        .iter()
-        .enumerate()
-        .map(|(i, o)| {
-            lab.cmd(&format!("r{}", i + 1))
-                .arg(tool("pgm-recv"))
-                .args(["--network", &format!("10.77.0.{};239.192.0.1", 11 + i)])
-                .args(["--ucast-port", "3055", "--dport", &port.to_string()])
-                .args(["--raw", "--bytes", &LEN.to_string(), "--timeout", "15"])
-                .arg("--out")
-                .arg(o)
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    std::thread::sleep(Duration::from_millis(500));
+    let (rx, outs) = libpgm_receivers(&lab, dir.path(), port, &["--ucast-port", "3055"]);
     let stats_path = dir.path().join("send.json");
     let tx = lab
         .cmd("s")
@@ -304,26 +318,7 @@ fn matrix_our_source_to_libpgm_receivers() {
             let (input, want) = random_file(dir.path(), LEN);
             let port = 7520 + 2 * e + usize::from(lossy);
             let started = std::time::Instant::now();
-            let outs = [dir.path().join("r1.bin"), dir.path().join("r2.bin")];
-            let rx: Vec<_> = outs
-                .iter()
-                .enumerate()
-                .map(|(i, o)| {
-                    lab.cmd(&format!("r{}", i + 1))
-                        .arg(tool("pgm-recv"))
-                        .args(["--network", &format!("10.77.0.{};239.192.0.1", 11 + i)])
-                        .args(*theirs)
-                        .args(["--dport", &port.to_string()])
-                        .args(["--raw", "--bytes", &LEN.to_string(), "--timeout", "15"])
-                        .arg("--out")
-                        .arg(o)
-                        .stdout(Stdio::piped())
-                        .stderr(Stdio::piped())
-                        .spawn()
-                        .unwrap()
-                })
-                .collect();
-            std::thread::sleep(Duration::from_millis(500));
+            let (rx, outs) = libpgm_receivers(&lab, dir.path(), port, theirs);
             let stats_path = dir.path().join("send.json");
             let mut tx = lab.cmd("s");
             tx.arg(pgmcc())
