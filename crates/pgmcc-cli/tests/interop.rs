@@ -302,6 +302,96 @@ fn libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source() {
     });
 }
 
+/// Drops `permille`/1000 of the UDP packets arriving on port 3056 in `node`'s namespace, at
+/// random (nftables `numgen random`): data, repairs, NCFs and SPMs alike, as a lossy path would.
+fn random_loss(lab: &Lab, node: &str, permille: u32) {
+    for args in [
+        "add table inet loss".to_owned(),
+        "add chain inet loss in { type filter hook input priority 0 ; }".to_owned(),
+        format!("add rule inet loss in udp dport 3056 numgen random mod 1000 < {permille} drop"),
+    ] {
+        let st = lab
+            .cmd(node)
+            .arg("nft")
+            .args(args.split(' '))
+            .status()
+            .unwrap();
+        assert!(st.success(), "nft {args} in {node}");
+    }
+}
+
+/// libpgm receivers at libpgm's default ports (NAKs to 3055), with `pgm-recv`'s OpenPGM
+/// example timers (50/200/400 ms) and 10,000-packet window, 5% random loss at each, our
+/// `--peer openpgm` source: three transfers, every byte at every receiver.
+#[test]
+fn libpgm_receivers_at_their_default_ports_with_random_loss_get_every_byte() {
+    const TEST: &str = "libpgm_receivers_at_their_default_ports_with_random_loss_get_every_byte";
+    const RUNS: usize = 3;
+    if !libpgm_tools(TEST) {
+        return;
+    }
+    if !Command::new("nft")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        skip(TEST, "nft (nftables) is not installed");
+        return;
+    }
+    let Some(lab) = Lab::up("l", 2) else { return };
+    for r in ["r1", "r2"] {
+        random_loss(&lab, r, 50);
+    }
+    let started = std::time::Instant::now();
+    let (mut naks, mut rdata) = (0, 0);
+    for run in 0..RUNS {
+        let dir = tempfile::tempdir().unwrap();
+        let (input, want) = random_file(dir.path(), LEN);
+        // A data port per run, so that one run's lingering session never meets the next.
+        let port = 7560 + run;
+        let (rx, outs) = libpgm_receivers(&lab, dir.path(), port, &["--ucast-port", "3055"]);
+        let stats_path = dir.path().join("send.json");
+        let tx = lab
+            .cmd("s")
+            .arg(pgmcc())
+            .args(["send", "--group", &format!("239.192.0.1:{port}"), "-q"])
+            .args(["--linger", "2s", "--stats"])
+            .arg(&stats_path)
+            .args(["--peer", "openpgm", "--rate-max", "30Mbit"])
+            .arg(&input)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        finish_ok(tx, Duration::from_secs(60), "the sender");
+        for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
+            finish_ok(
+                child,
+                Duration::from_secs(60),
+                format!("receiver {}", i + 1),
+            );
+            assert_eq!(sha_of(out), want, "run {run}: libpgm receiver {}", i + 1);
+        }
+        let s = stats(&stats_path);
+        let st = &s["status"]["stats"];
+        naks += st["naks_received"].as_u64().unwrap();
+        rdata += st["rdata_packets"].as_u64().unwrap();
+    }
+    assert!(naks > 100 && rdata > 100, "{naks} NAKs, {rdata} repairs");
+    record(&Cell {
+        id: "2-ours-to-libpgm-0-0-3".into(),
+        source: "`pgmcc send --peer openpgm --rate-max 30Mbit`".into(),
+        receivers: "2x libpgm `pgm-recv` at libpgm's default ports (NAKs to 3055)".into(),
+        encap: "UDP",
+        cc: "plain",
+        loss: "5% random at each receiver (nftables)".into(),
+        bytes: LEN,
+        verified: "byte-identical (sha256) at every receiver in 3 of 3 runs",
+        detail: format!("libpgm sent {naks} NAKs in all; we sent {rdata} RDATA"),
+        seconds: started.elapsed().as_secs_f64() / RUNS as f64,
+        test: TEST,
+    });
+}
+
 /// Issue 24's matrix, our source to libpgm's receivers: UDP and raw IP, without and with
 /// loss (every 25th ODATA withheld at our source). libpgm receivers never ACK, so no
 /// congestion control: `--peer openpgm` with a rate.
