@@ -4,7 +4,10 @@
 CARGO ?= cargo
 FUZZ_SECONDS ?= 60
 
-.PHONY: help deps demo test fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid fairness emulate interop interop-matrix clean
+PREFIX ?= /usr/local
+DESTDIR ?=
+
+.PHONY: help deps demo test install uninstall fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid fairness emulate interop interop-matrix clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
@@ -19,6 +22,25 @@ help:
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
 	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
 	@echo "make interop-matrix (root) the OpenPGM and ZeroMQ interop tests -> the matrix in docs/interop.md"
+	@echo "make install  build and install pgmcc, its man pages and bash/zsh/fish completions under DESTDIR PREFIX (default /usr/local); make uninstall removes them"
+
+# The man pages and completions are generated from the command line's own definitions
+# (`pgmcc generate`), never written by hand.
+install:
+	$(CARGO) build --release --locked -p pgmcc-cli
+	install -D -m 0755 target/release/pgmcc $(DESTDIR)$(PREFIX)/bin/pgmcc
+	rm -rf target/generated
+	target/release/pgmcc generate man target/generated/man
+	target/release/pgmcc generate completions target/generated/completions
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 target/generated/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 target/generated/completions/pgmcc.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pgmcc
+	install -D -m 0644 target/generated/completions/_pgmcc $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_pgmcc
+	install -D -m 0644 target/generated/completions/pgmcc.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/pgmcc.fish
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/pgmcc $(DESTDIR)$(PREFIX)/share/man/man1/pgmcc.1 $(DESTDIR)$(PREFIX)/share/man/man1/pgmcc-*.1
+	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pgmcc $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_pgmcc $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/pgmcc.fish
 
 deps:
 	@scripts/install-deps

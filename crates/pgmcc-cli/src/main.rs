@@ -7,9 +7,10 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 mod decode;
+mod generate;
 mod lab;
 mod net;
 mod out;
@@ -25,7 +26,7 @@ mod out;
     after_help = "Logs: warnings go to standard error; set RUST_LOG for more, e.g. \
                   RUST_LOG=debug or RUST_LOG=pgmcc=trace,pgmcc_net=debug."
 )]
-struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Command,
 }
@@ -127,6 +128,9 @@ enum Command {
     ///
     /// Exit status: 0 when written, 2 if the file exists or cannot be written.
     Keygen(net::KeygenArgs),
+    /// Write the man pages or the shell completion scripts (for `make install` and packages).
+    #[command(hide = true)]
+    Generate(generate::Args),
 }
 
 fn main() -> ExitCode {
@@ -148,6 +152,7 @@ fn main() -> ExitCode {
         Command::Send(args) => net::send(&args),
         Command::Recv(args) => net::recv(&args),
         Command::Keygen(args) => net::keygen(&args),
+        Command::Generate(args) => generate::run(&args, Cli::command()),
     };
     match result {
         Ok(code) => code,
