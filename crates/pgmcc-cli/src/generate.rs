@@ -78,6 +78,23 @@ mod tests {
 
     use super::*;
 
+    /// `pgmcc --help` lists each command on one short line; the long text is under
+    /// `pgmcc help COMMAND`.
+    #[test]
+    fn the_help_screen_has_one_short_line_per_command() {
+        let help = crate::Cli::command().render_help().to_string();
+        let commands: Vec<&str> = help
+            .lines()
+            .skip_while(|l| !l.starts_with("Commands:"))
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(commands.len() >= 9, "{help}");
+        for l in commands {
+            assert!(l.len() <= 100, "longer than 100 characters: {l}");
+        }
+    }
+
     #[test]
     fn man_pages_and_completions_cover_every_command() {
         let dir = tempfile::tempdir().unwrap();

@@ -15,14 +15,15 @@ mod lab;
 mod net;
 mod out;
 
-/// Reliable multicast with TCP-friendly congestion control (PGM, RFC 3208, with pgmcc):
+/// Reliable multicast with TCP-friendly congestion control (PGM, RFC 3208, with pgmcc).
+///
 /// `send` and `recv` move files and streams over a real network, `sim` and `reproduce` run
 /// scenarios and the papers' experiments on a simulated one, `decode` dissects PGM packets.
+/// `pgmcc help COMMAND` (or `man pgmcc-COMMAND` once installed) explains each command.
 #[derive(Debug, Parser)]
 #[command(
     name = "pgmcc",
     version,
-    long_about = None,
     after_help = "Logs: warnings go to standard error; set RUST_LOG for more, e.g. \
                   RUST_LOG=debug or RUST_LOG=pgmcc=trace,pgmcc_net=debug."
 )]
@@ -54,30 +55,38 @@ enum Command {
     /// Exit status: 0 on success, 2 if the scenario is invalid (the message names the file,
     /// line and key) or the output cannot be written.
     Sim(lab::sim::Args),
-    /// Reproduce the papers: run every scenario with a [reproduce] table over several seeds,
-    /// compute f = TCP / pgmcc throughput, and write docs/reproduction.md (published value
-    /// next to ours, mean and spread over seeds) and out/reproduce/report.html.
+    /// Rerun the papers' experiments on the simulator and write docs/reproduction.md.
+    ///
+    /// Runs every scenario with a [reproduce] table over several seeds, computes f = TCP /
+    /// pgmcc throughput, and writes docs/reproduction.md (published value next to ours, mean
+    /// and spread over seeds) and out/reproduce/report.html.
     Reproduce(lab::reproduce::Args),
-    /// Run the fairness grid: one receiver of a multicast controller (default: pgmcc) against
-    /// one TCP flow (SACK, NewReno, Reno) on dumbbells of 1-100 Mbit/s, 20-400 ms RTT, 0.5-2
-    /// BDP queues and fast or slow access links, with a TCP-against-TCP control, and write
-    /// the table of f = TCP / multicast throughput into docs/reproduction.md (`make grid`).
+    /// Run the fairness grid: pgmcc against one TCP flow on dumbbells (`make grid`).
+    ///
+    /// One receiver of a multicast controller (default: pgmcc) against one TCP flow (SACK,
+    /// NewReno, Reno) on dumbbells of 1-100 Mbit/s, 20-400 ms RTT, 0.5-2 BDP queues and fast
+    /// or slow access links, with a TCP-against-TCP control; writes the table of f = TCP /
+    /// multicast throughput into docs/reproduction.md.
     ///
     /// Flags pick a subset (e.g. --rates 10 --rtts 100). Every cell is written as a scenario
     /// file under out/grid/scenarios for `pgmcc sim`, every run as a line of out/grid/grid.csv.
     Grid(lab::grid::Args),
-    /// The generated fairness yardstick: random scenarios drawn from seeds (1-16 competing
-    /// TCP flows, 1-200 Mbit/s, 5-500 ms, 0.25-4 BDP queues, random loss, reverse and
-    /// arriving TCP, 1-1000 receivers), each run with pgmcc and with a TCP flow in its place,
-    /// the share ratio pgmcc / that TCP flow tabulated in docs/fairness.md.
+    /// The fairness yardstick: pgmcc against a TCP flow in its place on generated scenarios.
+    ///
+    /// Random scenarios drawn from seeds (1-16 competing TCP flows, 1-200 Mbit/s, 5-500 ms,
+    /// 0.25-4 BDP queues, random loss, reverse and arriving TCP, 1-1000 receivers), each run
+    /// with pgmcc and with a TCP flow in its place, the share ratio pgmcc / that TCP flow
+    /// tabulated in docs/fairness.md.
     ///
     /// `plan` writes the scenarios and a job file (one command line per run), GNU `parallel`
     /// or a batch system runs the job file, and `report` merges the results (`make fairness`
     /// does all three).
     Fairness(lab::fairness::Args),
-    /// Emulate a scenario's network between real hosts: every node becomes a network
-    /// namespace (PREFIX-NODE) whose eth0 is a TAP device, and this process carries their
-    /// IPv4 traffic through the scenario's links on the wall clock: the simulator's own
+    /// Emulate a scenario's network between real programs in network namespaces (root).
+    ///
+    /// Every node becomes a network namespace (PREFIX-NODE) whose eth0 is a TAP device, and
+    /// this process carries their IPv4 traffic through the scenario's links on the wall
+    /// clock: the simulator's own
     /// drop-tail queues, rates, delays and random loss (this kernel has no netem), unicast by
     /// shortest path and multicast along the source tree to the nodes that joined (IGMP).
     ///
@@ -113,9 +122,10 @@ enum Command {
     ///
     /// Exit status: 0 complete, 1 incomplete (the message says why), 2 on errors.
     Recv(net::RecvArgs),
-    /// Make a group key for keyed mode (`send --key FILE`, `recv --key FILE`), or with
-    /// --sign a source's signing key pair for signed mode (`send --sign FILE`, `recv --trust
-    /// FILE.pub`).
+    /// Make a group key for keyed mode, or a source's signing key pair for signed mode.
+    ///
+    /// A group key is for `send --key FILE` and `recv --key FILE`; with --sign, a signing key
+    /// pair for `send --sign FILE` and `recv --trust FILE.pub`.
     ///
     /// A group key is 32 random bytes from the operating system in a new file readable by its
     /// owner only. Whoever holds it can send and receive in the group's keyed sessions: copy
