@@ -9,6 +9,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+mod config;
 mod decode;
 mod generate;
 mod lab;
@@ -33,7 +34,7 @@ pub(crate) struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {
+pub(crate) enum Command {
     /// Decode PGM packets and print every field, one per line, or say what is wrong.
     ///
     /// Each INPUT is either a path or a hex string. A path to a pcap capture (Ethernet,
@@ -144,7 +145,15 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    // `recv --config FILE`: the file's flags, except those the command line gives itself.
+    let args = match config::expand(std::env::args_os().collect(), &Cli::command()) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("pgmcc: error: {e:#}");
+            return ExitCode::from(2);
+        }
+    };
+    let cli = Cli::parse_from(args);
     // The library crates log with `tracing`; RUST_LOG chooses what reaches standard error.
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));

@@ -23,6 +23,12 @@ use super::tree::Symlinks;
 /// Arguments of `pgmcc recv`.
 #[derive(Debug, ClapArgs)]
 pub(crate) struct RecvArgs {
+    /// Read flags from this TOML file first: its keys are the long flag names, e.g. `group =
+    /// "239.192.0.1:7500"`, `dir = "/srv/in"`, `daemon = true`, `idle-timeout = "30s"`.
+    /// Flags given on the command line win; an unknown key is an error naming the file, line
+    /// and key.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(flatten)]
     net: NetArgs,
     /// Where to write the data: a file (written to a temporary file beside it and renamed
@@ -151,6 +157,12 @@ struct Plan {
 }
 
 impl RecvArgs {
+    /// --idle-timeout as given (for tests of how flags are assembled).
+    #[cfg(test)]
+    pub(crate) fn idle_timeout(&self) -> Duration {
+        self.idle_timeout
+    }
+
     /// The options, or what is wrong with the flags.
     fn plan(&self) -> Result<Plan> {
         let group = self.net.group()?;
