@@ -22,7 +22,7 @@ help:
 	@echo "make vectors regenerate the golden vectors in crates/pgm-wire/tests/vectors"
 	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
 	@echo "make interop-matrix (root) the OpenPGM and ZeroMQ interop tests -> the matrix in docs/interop.md"
-	@echo "make install  build and install pgmcc, its man pages and bash/zsh/fish completions under DESTDIR PREFIX (default /usr/local); make uninstall removes them"
+	@echo "make install  build and install pgmcc, its man pages, bash/zsh/fish completions and the pgmcc-recv@ systemd unit under DESTDIR PREFIX (default /usr/local); make uninstall removes them"
 
 # The man pages and completions are generated from the command line's own definitions
 # (`pgmcc generate`), never written by hand.
@@ -37,10 +37,13 @@ install:
 	install -D -m 0644 target/generated/completions/pgmcc.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pgmcc
 	install -D -m 0644 target/generated/completions/_pgmcc $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_pgmcc
 	install -D -m 0644 target/generated/completions/pgmcc.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/pgmcc.fish
+	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
+	sed 's#@BINDIR@#$(PREFIX)/bin#' contrib/systemd/pgmcc-recv@.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/pgmcc-recv@.service
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/pgmcc $(DESTDIR)$(PREFIX)/share/man/man1/pgmcc.1 $(DESTDIR)$(PREFIX)/share/man/man1/pgmcc-*.1
 	rm -f $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pgmcc $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_pgmcc $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/pgmcc.fish
+	rm -f $(DESTDIR)$(PREFIX)/lib/systemd/system/pgmcc-recv@.service
 
 deps:
 	@scripts/install-deps
