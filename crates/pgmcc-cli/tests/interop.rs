@@ -126,9 +126,9 @@ fn matrix_libpgm_source_to_our_receivers() {
                 })
                 .collect();
             std::thread::sleep(Duration::from_millis(500));
-            // Without OPT_GRTT from libpgm our receivers wait OpenPGM's own 2 s for an NCF
-            // or a repair: with loss, linger over a few such rounds (pgm-send's default, 10
-            // s), as a libpgm receiver with its defaults would need too.
+            // libpgm sends no OPT_GRTT: our receivers time their NAK waits by its NCFs, and
+            // with loss the source lingers over a few NAK rounds (pgm-send's default, 10 s),
+            // as a libpgm receiver with its own 2 s timers would need.
             let tx = lab
                 .cmd("s")
                 .arg(tool("pgm-send"))
