@@ -169,7 +169,7 @@ mod tests {
                 "--idle-timeout=10s"
             ])
         );
-        // Parsed, the flag given last wins.
+        // Parsed: the command line's value, the file's left out.
         let cli = crate::Cli::try_parse_from(got).unwrap();
         let crate::Command::Recv(r) = cli.command else {
             panic!("not recv")
