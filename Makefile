@@ -7,7 +7,7 @@ FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-.PHONY: help deps demo test install uninstall fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid fairness emulate interop interop-matrix clean
+.PHONY: help deps demo test install install-files package uninstall fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid fairness emulate interop interop-matrix clean
 
 help:
 	@echo "make demo    build and run the demo (no root, no real network needed)"
@@ -23,22 +23,34 @@ help:
 	@echo "make interop build interop/pgm-send and pgm-recv (libpgm); as root: scripts/interop-libpgm-selftest"
 	@echo "make interop-matrix (root) the OpenPGM and ZeroMQ interop tests -> the matrix in docs/interop.md"
 	@echo "make install  build and install pgmcc, its man pages, bash/zsh/fish completions and the pgmcc-recv@ systemd unit under DESTDIR PREFIX (default /usr/local); make uninstall removes them"
+	@echo "make package  the Debian package of the same files (dpkg-deb) -> target/debian/pgmcc_VERSION_ARCH.deb; install with apt install ./target/debian/pgmcc_*.deb"
 
 # The man pages and completions are generated from the command line's own definitions
-# (`pgmcc generate`), never written by hand.
+# (`pgmcc generate`), never written by hand. `install-files` lays out an already built BIN
+# (make package and its test use it).
+BIN ?= target/release/pgmcc
+GEN ?= target/generated
 install:
 	$(CARGO) build --release --locked -p pgmcc-cli
-	install -D -m 0755 target/release/pgmcc $(DESTDIR)$(PREFIX)/bin/pgmcc
-	rm -rf target/generated
-	target/release/pgmcc generate man target/generated/man
-	target/release/pgmcc generate completions target/generated/completions
+	$(MAKE) --no-print-directory install-files BIN=target/release/pgmcc
+
+install-files:
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/pgmcc
+	rm -rf $(GEN)
+	$(BIN) generate man $(GEN)/man
+	$(BIN) generate completions $(GEN)/completions
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
-	install -m 0644 target/generated/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
-	install -D -m 0644 target/generated/completions/pgmcc.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pgmcc
-	install -D -m 0644 target/generated/completions/_pgmcc $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_pgmcc
-	install -D -m 0644 target/generated/completions/pgmcc.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/pgmcc.fish
+	install -m 0644 $(GEN)/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 $(GEN)/completions/pgmcc.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/pgmcc
+	install -D -m 0644 $(GEN)/completions/_pgmcc $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_pgmcc
+	install -D -m 0644 $(GEN)/completions/pgmcc.fish $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/pgmcc.fish
 	install -d $(DESTDIR)$(PREFIX)/lib/systemd/system
 	sed 's#@BINDIR@#$(PREFIX)/bin#' contrib/systemd/pgmcc-recv@.service.in > $(DESTDIR)$(PREFIX)/lib/systemd/system/pgmcc-recv@.service
+
+# A Debian package of what `make install PREFIX=/usr` installs, in target/debian.
+package:
+	$(CARGO) build --release --locked -p pgmcc-cli
+	scripts/package --bin target/release/pgmcc target/debian
 
 uninstall:
 	rm -f $(DESTDIR)$(PREFIX)/bin/pgmcc $(DESTDIR)$(PREFIX)/share/man/man1/pgmcc.1 $(DESTDIR)$(PREFIX)/share/man/man1/pgmcc-*.1

@@ -1,5 +1,6 @@
 //! What `make install` puts beside the binary: the systemd unit of the receive daemon is
-//! valid for systemd, and its command line is one `pgmcc recv` takes.
+//! valid for systemd, and its command line is one `pgmcc recv` takes; and the Debian package
+//! of the same files installs and runs.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -71,4 +72,102 @@ fn the_receive_daemons_command_line_is_one_pgmcc_recv_takes() {
         "{exec}: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Inside a new mount and network namespace (nothing outside it changes): `/usr`, `/var`
+/// and `/etc` overlaid on a tmpfs, the package installed with dpkg, then the installed
+/// `pgmcc` run from `PATH` and a file moved over the namespace's own loopback.
+const INSTALL_AND_RUN: &str = r#"
+T=$1 deb=$2
+mount -t tmpfs tmpfs "$T"
+for d in usr var etc; do
+    mkdir -p "$T/$d-up" "$T/$d-wk"
+    mount -t overlay overlay -o "lowerdir=/$d,upperdir=$T/$d-up,workdir=$T/$d-wk" "/$d"
+done
+dpkg -i "$deb" >/dev/null
+echo "path: $(command -v pgmcc)"
+echo "version: $(pgmcc --version)"
+for f in /usr/share/man/man1/pgmcc-recv.1.gz /usr/lib/systemd/system/pgmcc-recv@.service \
+         /usr/share/bash-completion/completions/pgmcc /usr/share/doc/pgmcc/copyright; do
+    test -s "$f" && echo "file: $f"
+done
+ip link set lo up
+head -c 300000 /dev/urandom > "$T/in"
+timeout 20 pgmcc recv --group 239.255.7.7:7500 --iface 127.0.0.1 --idle-timeout 5s -q --out "$T/out" &
+sleep 0.3
+timeout 20 pgmcc send --group 239.255.7.7:7500 --iface 127.0.0.1 --ttl 0 --linger 200ms -q "$T/in"
+wait $!
+cmp "$T/in" "$T/out" && echo "transfer: byte-identical"
+"#;
+
+/// Issue 55: `scripts/package` (what `make package` runs) builds a .deb of the binary under
+/// test that dpkg installs, with its man pages, completions and unit, and the installed
+/// program works.
+#[test]
+fn the_debian_package_installs_and_the_installed_pgmcc_moves_a_file() {
+    const TEST: &str = "the_debian_package_installs_and_the_installed_pgmcc_moves_a_file";
+    if !is_root() {
+        skip(TEST, "needs root (a mount namespace to install into)");
+        return;
+    }
+    for tool in ["dpkg-deb", "unshare", "objdump"] {
+        if Command::new("sh")
+            .args(["-c", &format!("command -v {tool}")])
+            .output()
+            .map_or(true, |o| !o.status.success())
+        {
+            skip(TEST, &format!("{tool} is not installed"));
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(repo().join("scripts/package"))
+        .arg("--bin")
+        .arg(env!("CARGO_BIN_EXE_pgmcc"))
+        .arg(dir.path())
+        // An unstripped test binary: xz would take a minute.
+        .env("PGMCC_PACKAGE_COMPRESS", "none")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "scripts/package: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let deb = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    let version = env!("CARGO_PKG_VERSION");
+    assert!(deb.contains(&format!("pgmcc_{version}_")), "{deb}");
+    let info = Command::new("dpkg-deb")
+        .args(["--field", &deb, "Package", "Version", "Depends"])
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(info.contains("Package: pgmcc"), "{info}");
+    assert!(info.contains(&format!("Version: {version}")), "{info}");
+    assert!(info.contains("libc6 (>= 2."), "{info}");
+
+    let root = tempfile::tempdir().unwrap();
+    let run = Command::new("unshare")
+        .args([
+            "--mount", "--net", "--fork", "bash", "-euo", "pipefail", "-c",
+        ])
+        .arg(INSTALL_AND_RUN)
+        .arg("_")
+        .arg(root.path())
+        .arg(&deb)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(said.contains("path: /usr/bin/pgmcc"), "{said}");
+    assert!(
+        said.contains(&format!("version: pgmcc {version}")),
+        "{said}"
+    );
+    assert_eq!(said.matches("file: ").count(), 4, "{said}");
+    assert!(said.contains("transfer: byte-identical"), "{said}");
 }
