@@ -126,16 +126,16 @@ fn matrix_libpgm_source_to_our_receivers() {
                 })
                 .collect();
             std::thread::sleep(Duration::from_millis(500));
-            // libpgm sends no OPT_GRTT: our receivers time their NAK waits by its NCFs, and
-            // with loss the source lingers over a few NAK rounds (pgm-send's default, 10 s),
-            // as a libpgm receiver with its own 2 s timers would need.
+            // libpgm sends no OPT_GRTT: our receivers time their NAK waits by its NCFs (a few
+            // milliseconds on this LAN), so with loss a 3 s linger covers many NAK rounds after
+            // the last ODATA (a libpgm receiver with its own 2 s timers needs pgm-send's 10 s).
             let tx = lab
                 .cmd("s")
                 .arg(tool("pgm-send"))
                 .args(["--network", "10.77.0.1;239.192.0.1", "--raw"])
                 .args(*theirs)
                 .args(["--dport", &port.to_string(), "--rate", "5000000"])
-                .args(["--linger", if lossy { "10" } else { "2" }, "--file"])
+                .args(["--linger", if lossy { "3" } else { "2" }, "--file"])
                 .arg(&input)
                 .stdout(Stdio::piped())
                 .stderr(Stdio::piped())
