@@ -1,6 +1,7 @@
 //! A whole PGM packet as a validated, plain value: [`Repr`].
 
 use crate::ack::AckRepr;
+use crate::checksum;
 use crate::data::DataRepr;
 use crate::error::{Error, Result};
 use crate::header::{Packet, HEADER_LEN, OPT_PRESENT};
@@ -274,6 +275,29 @@ impl<'a> Repr<'a> {
             options,
             payload,
         })
+    }
+
+    /// Parses an RDATA whose checksum is the one OpenPGM 5.3's source puts on the first
+    /// repair of a packet its rate limiter held back: the PGM header, RDATA header and
+    /// options summed with the payload taken as zero (the payload's partial sum was never
+    /// added; `docs/interop-libpgm.md`). `None` for anything else, including a packet
+    /// whose checksum verifies or is zero, and an RDATA without payload (whose correct
+    /// checksum is that same value).
+    ///
+    /// The payload is then covered by no PGM checksum at all: accept such a packet only
+    /// where a lower layer has checked the payload (a UDP checksum), never over raw IP.
+    pub fn parse_openpgm_held_back_rdata(datagram: &'a [u8]) -> Option<Repr<'a>> {
+        let packet = Packet::new_checked(datagram).ok()?;
+        let stored = packet.checksum();
+        if stored == 0 || packet.compute_checksum() == stored {
+            return None;
+        }
+        let repr = Repr::parse_with(datagram, ChecksumPolicy::Ignore).ok()?;
+        if !matches!(repr.body, Body::Rdata(_)) || repr.payload.is_empty() {
+            return None;
+        }
+        let unsummed = datagram.len() - repr.payload.len();
+        (checksum::compute(&datagram[..unsummed]) == stored).then_some(repr)
     }
 
     /// Bytes the packet takes on the wire.

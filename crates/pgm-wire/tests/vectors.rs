@@ -268,3 +268,54 @@ fn zero_checksum_policy() {
         Err(Error::Checksum { stored: 0, .. })
     ));
 }
+
+/// OpenPGM 5.3's source sends the first repair of a packet its rate limiter held back with
+/// the checksum of its headers and options alone (payload taken as zero): that RDATA, and
+/// only that, parses with `parse_openpgm_held_back_rdata`.
+#[test]
+fn openpgm_held_back_rdata_checksum() {
+    let payload = b"held back by the rate limiter";
+    let make = |body: Body| {
+        let mut b = Repr::downstream(
+            Tsi {
+                gsi: Gsi([1, 2, 3, 4, 5, 6]),
+                sport: 9,
+            },
+            7500,
+            body,
+        )
+        .with_options(Options {
+            pgmcc_data: Some(PgmccData {
+                tstamp: 77,
+                acker: "10.0.0.2".parse().unwrap(),
+            }),
+            ..Options::default()
+        })
+        .with_payload(payload)
+        .to_vec()
+        .unwrap();
+        let quirk = pgm_wire::checksum::compute(&b[..b.len() - payload.len()]);
+        b[6..8].copy_from_slice(&quirk.to_be_bytes());
+        b
+    };
+    let d = DataRepr { sqn: 5, trail: 1 };
+    let rdata = make(Body::Rdata(d));
+    assert!(matches!(Repr::parse(&rdata), Err(Error::Checksum { .. })));
+    let r = Repr::parse_openpgm_held_back_rdata(&rdata).unwrap();
+    assert_eq!((r.body, r.payload), (Body::Rdata(d), &payload[..]));
+    // The same checksum on ODATA, a correct RDATA, one with no checksum, and one whose
+    // checksum is wrong some other way: none of them.
+    assert!(Repr::parse_openpgm_held_back_rdata(&make(Body::Odata(d))).is_none());
+    let mut ok = rdata.clone();
+    ok[6..8].fill(0);
+    assert!(Repr::parse_openpgm_held_back_rdata(&ok).is_none());
+    let c = pgm_wire::checksum::compute(&ok);
+    ok[6..8].copy_from_slice(&c.to_be_bytes());
+    assert!(Repr::parse(&ok).is_ok());
+    assert!(Repr::parse_openpgm_held_back_rdata(&ok).is_none());
+    let mut bad = rdata.clone();
+    let last = bad.len() - 1;
+    bad[last] ^= 0x40;
+    bad[6..8].copy_from_slice(&(c ^ 0x0101).to_be_bytes());
+    assert!(Repr::parse_openpgm_held_back_rdata(&bad).is_none());
+}

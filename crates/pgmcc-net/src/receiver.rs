@@ -69,6 +69,14 @@ pub struct ReceiverOptions {
     /// as its path. Default none: NAKs and poll replies go to the source's address, whatever
     /// an SPM says, so a spoofed SPM cannot aim them at a third host.
     pub network_elements: Vec<IpAddr>,
+    /// Over UDP, take the RDATA OpenPGM 5.3's source sends with a checksum that leaves the
+    /// payload out (the first repair of a packet its rate limiter held back; the core's
+    /// `ReceiverConfig::openpgm_rdata_checksum`). The UDP checksum still covers the
+    /// payload: Linux drops a datagram whose UDP checksum fails, and OpenPGM's UDP sends
+    /// carry one (Linux's UDP sockets compute it unless told not to, and libpgm never
+    /// does). Ignored over raw IP, where nothing else would check the payload. Default
+    /// false.
+    pub openpgm_rdata_checksum: bool,
 }
 
 setters!(ReceiverOptions {
@@ -85,6 +93,7 @@ setters!(ReceiverOptions {
     trust: Option<TrustedKey>,
     start_slack: Duration,
     network_elements: Vec<IpAddr>,
+    openpgm_rdata_checksum: bool,
 });
 
 impl ReceiverOptions {
@@ -106,6 +115,7 @@ impl ReceiverOptions {
             trust: None,
             start_slack: START_SLACK,
             network_elements: Vec::new(),
+            openpgm_rdata_checksum: false,
         }
     }
 }
@@ -208,6 +218,8 @@ impl Receiver {
         config.source = opts.source.map(IpAddr::V4);
         config.session = opts.session;
         config.network_elements = opts.network_elements.clone();
+        config.openpgm_rdata_checksum =
+            opts.openpgm_rdata_checksum && matches!(setup.encapsulation, Encapsulation::Udp { .. });
         config.verifier = opts
             .trust
             .as_ref()

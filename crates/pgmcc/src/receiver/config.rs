@@ -142,6 +142,13 @@ pub struct ReceiverConfig {
     /// a signed digest list, a packet that fails is NAKed again, and a session ends only at
     /// its signed end (an OPT_FIN alone ends nothing). Default `None`.
     pub verifier: Option<Arc<dyn Verifier>>,
+    /// Take an RDATA whose checksum leaves its payload out, as OpenPGM 5.3's source sends
+    /// the first repair of a packet its rate limiter held back
+    /// (`pgm_wire::Repr::parse_openpgm_held_back_rdata`), counted in
+    /// [`ReceiverStats::openpgm_rdata_checksums`](super::ReceiverStats::openpgm_rdata_checksums).
+    /// Its payload is then checked by no PGM checksum: a driver sets this only where the
+    /// datagram's payload was checked below (UDP), never for raw IP. Default false.
+    pub openpgm_rdata_checksum: bool,
 }
 
 impl ReceiverConfig {
@@ -176,6 +183,7 @@ impl ReceiverConfig {
             total_bytes: 256 << 20,
             network_elements: Vec::new(),
             verifier: None,
+            openpgm_rdata_checksum: false,
         }
     }
 

@@ -136,6 +136,11 @@ pub struct ReceiverStats {
     pub given_up_overflow: u64,
     /// Datagrams that failed to parse or were inconsistent (bad fragment, ...).
     pub malformed: u64,
+    /// RDATA taken although its checksum left the payload out, as OpenPGM 5.3's source
+    /// sends the first repair of a held-back packet
+    /// ([`ReceiverConfig::openpgm_rdata_checksum`](super::ReceiverConfig::openpgm_rdata_checksum));
+    /// without that setting they count as malformed.
+    pub openpgm_rdata_checksums: u64,
     /// Datagrams for another group or port, or of a type a receiver ignores.
     pub ignored: u64,
     /// Downstream packets (SPM, ODATA, RDATA, NCF) of a session that came from an address

@@ -168,9 +168,22 @@ impl Receiver {
         let repr = match Repr::parse(datagram) {
             Ok(r) => r,
             Err(e) => {
-                self.stats.malformed += 1;
-                trace!(%from, error = %e, "receiver: malformed datagram dropped");
-                return;
+                let quirk = self.config.openpgm_rdata_checksum
+                    && matches!(e, pgm_wire::Error::Checksum { .. });
+                match quirk
+                    .then(|| Repr::parse_openpgm_held_back_rdata(datagram))
+                    .flatten()
+                {
+                    Some(r) => {
+                        self.stats.openpgm_rdata_checksums += 1;
+                        r
+                    }
+                    None => {
+                        self.stats.malformed += 1;
+                        trace!(%from, error = %e, "receiver: malformed datagram dropped");
+                        return;
+                    }
+                }
             }
         };
         let parity = repr.header_flags & OPT_PARITY != 0;
@@ -359,7 +372,8 @@ impl Receiver {
             return;
         }
         let old_lead = w.lead();
-        // Feedback runs on ODATA only, when the receiver takes part in congestion control.
+        // Feedback runs on ODATA (and on repairs that name this receiver acker, below), when
+        // the receiver takes part in congestion control.
         let feedback = self.config.pgmcc && !rdata;
         // The controller may set its own NAK back-off for the gaps this ODATA reveals.
         let timers = match feedback
@@ -414,6 +428,10 @@ impl Receiver {
                     report_gap = Some(first);
                 }
             }
+        }
+        if self.config.pgmcc && rdata && !held && matches!(ins, Insert::New) {
+            peer.fb
+                .on_rdata(now, &repr.options, &self.feedback, &mut self.stats.cc);
         }
         if feedback {
             peer.fb.on_odata(

@@ -178,6 +178,9 @@ impl RecvArgs {
             .map(|a| std::net::IpAddr::V4(*a))
             .collect();
         opts.key = self.net.key()?;
+        // A libpgm source's first repair of a held-back packet carries a checksum without
+        // its payload; taken over UDP only (the runtime ignores it for raw IP).
+        opts.openpgm_rdata_checksum = self.net.libpgm_peer();
         opts.start_slack = self.start_slack;
         if self.daemon && self.net.stats.is_some() {
             anyhow::bail!("--stats is not written with --daemon: it reports one transfer; the daemon logs one line per transfer to standard error");

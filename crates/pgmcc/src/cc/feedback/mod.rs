@@ -65,6 +65,10 @@ pub struct FeedbackStats {
     pub quick_nak_gaps: u64,
     /// Pseudofed reports of a non-representative cancelled by suppression.
     pub pseudofed_suppressed: u64,
+    /// ACKs of repairs (RDATA) that named this receiver acker. Only a source that puts
+    /// OPT_PGMCC_DATA on its repairs elicits them (OpenPGM's does, ours does not); also
+    /// counted in the receiver's `acks_sent`.
+    pub repair_acks: u64,
 }
 
 /// An ACK a feedback role wants sent to the source (ACKs go straight to it, not through
@@ -351,6 +355,38 @@ impl Feedback {
             }
         }
         if let Some(a) = ack {
+            self.push(FeedbackAck::plain(a, true));
+        }
+    }
+
+    /// A repair (RDATA) with options `opts` filled a gap at `now`. A source that puts
+    /// OPT_PGMCC_DATA on its repairs counts the acker's ACKs of them as returned tokens
+    /// (OpenPGM's `pgm_on_ack`: every newly acknowledged bit is a token, and its receiver
+    /// ACKs ODATA and RDATA alike); without those ACKs the tokens its repairs took never
+    /// come back and its window closes. So when the repair names this receiver acker, it
+    /// is ACKed as OpenPGM's receiver does, with the receive state as the repair left it.
+    /// Our source puts the option on ODATA only: its sessions never come here.
+    pub(crate) fn on_rdata(
+        &mut self,
+        now: Instant,
+        opts: &Options<'_>,
+        cfg: &FeedbackConfig,
+        stats: &mut FeedbackStats,
+    ) {
+        let Some(d) = opts.pgmcc_data else {
+            return;
+        };
+        if d.acker != cfg.nla
+            || !matches!(self.role, Role::Pgmcc)
+            || lowweight::silences_acks(opts)
+            || opts.pseudofed.is_some()
+        {
+            return;
+        }
+        // The echo answers this repair, as an ODATA's ACK answers the ODATA.
+        self.report.stamp(d.tstamp, now);
+        if let Some(a) = self.report.ack(now) {
+            stats.repair_acks += 1;
             self.push(FeedbackAck::plain(a, true));
         }
     }
