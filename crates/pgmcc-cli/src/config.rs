@@ -2,10 +2,11 @@
 //! names (`group = "239.192.0.1:7500"`, `idle-timeout = "30s"`, `daemon = true`), so a
 //! service keeps its settings in one file. Flags given on the command line win; a key the
 //! command does not have is an error that names the file, the line and the key, as scenario
-//! files' are.
+//! files' are. `pgmcc recv --daemon` without `--config` reads [`DEFAULT_RECV`] when it
+//! exists (or the file `PGMCC_RECV_CONFIG` names).
 
 use std::ffi::OsString;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use toml::Spanned;
@@ -13,29 +14,48 @@ use toml::Spanned;
 /// The commands that take `--config`.
 const CONFIGURABLE: [&str; 1] = ["recv"];
 
+/// The file `pgmcc recv --daemon` reads without `--config`, when it exists.
+pub(crate) const DEFAULT_RECV: &str = "/etc/pgmcc/recv.toml";
+
+/// The receive daemon's default file: `PGMCC_RECV_CONFIG`, or [`DEFAULT_RECV`].
+fn default_recv() -> PathBuf {
+    std::env::var_os("PGMCC_RECV_CONFIG").map_or_else(|| PathBuf::from(DEFAULT_RECV), PathBuf::from)
+}
+
 /// The command line with a `--config FILE` of a configurable command replaced by the file's
 /// settings, except those whose flags the command line gives itself (`cmd` is the whole
 /// command line's definition, for the flag names). Without `--config` the arguments are
 /// unchanged.
 pub(crate) fn expand(args: Vec<OsString>, cmd: &clap::Command) -> Result<Vec<OsString>> {
+    expand_with(args, cmd, &default_recv())
+}
+
+/// [`expand`], with `default` as the receive daemon's default file.
+fn expand_with(args: Vec<OsString>, cmd: &clap::Command, default: &Path) -> Result<Vec<OsString>> {
     let Some(sub) = args.get(1).and_then(|a| a.to_str()) else {
         return Ok(args);
     };
     if !CONFIGURABLE.contains(&sub) {
         return Ok(args);
     }
-    let Some(at) = args
+    let flags = || args[2..].iter().take_while(|a| *a != "--");
+    let (file, at, consumed) = match args
         .iter()
         .position(|a| a == "--config" || a.to_str().is_some_and(|a| a.starts_with("--config=")))
-    else {
-        return Ok(args);
-    };
-    let (file, consumed) = match args[at].to_str().and_then(|a| a.strip_prefix("--config=")) {
-        Some(f) => (OsString::from(f), 1),
-        None => match args.get(at + 1) {
-            Some(f) => (f.clone(), 2),
-            None => bail!("--config needs a FILE"),
+    {
+        Some(at) => match args[at].to_str().and_then(|a| a.strip_prefix("--config=")) {
+            Some(f) => (OsString::from(f), at, 1),
+            None => match args.get(at + 1) {
+                Some(f) => (f.clone(), at, 2),
+                None => bail!("--config needs a FILE"),
+            },
         },
+        // The receive daemon's default file, when there is one.
+        None if flags().any(|a| a == "--daemon") && default.is_file() => {
+            eprintln!("pgmcc {sub}: flags from {}", default.display());
+            (default.as_os_str().to_owned(), args.len(), 0)
+        }
+        None => return Ok(args),
     };
     let Some(sub_cmd) = cmd.find_subcommand(sub) else {
         return Ok(args);
@@ -235,5 +255,48 @@ mod tests {
         )
         .unwrap_err();
         assert!(format!("{e:#}").contains("/nonexistent/x.toml"), "{e:#}");
+    }
+
+    #[test]
+    fn the_receive_daemon_reads_its_default_file_and_nothing_else_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("recv.toml");
+        std::fs::write(&f, "group = \"239.192.0.9:7600\"\nidle-timeout = \"45s\"\n").unwrap();
+        let cmd = crate::Cli::command();
+        let daemon = args(&[
+            "pgmcc",
+            "recv",
+            "--daemon",
+            "--dir",
+            "/srv",
+            "--idle-timeout",
+            "5s",
+        ]);
+        let got = expand_with(daemon.clone(), &cmd, &f).unwrap();
+        assert_eq!(
+            got,
+            args(&[
+                "pgmcc",
+                "recv",
+                "--group",
+                "239.192.0.9:7600",
+                "--daemon",
+                "--dir",
+                "/srv",
+                "--idle-timeout",
+                "5s"
+            ])
+        );
+        // Not without --daemon, not when --config names another file, not when it is absent.
+        let once = args(&["pgmcc", "recv", "--out", "x"]);
+        assert_eq!(expand_with(once.clone(), &cmd, &f).unwrap(), once);
+        let missing = dir.path().join("none.toml");
+        assert_eq!(expand_with(daemon.clone(), &cmd, &missing).unwrap(), daemon);
+        let other = dir.path().join("other.toml");
+        std::fs::write(&other, "idle-timeout = \"1min\"\n").unwrap();
+        let mut given = daemon.clone();
+        given.extend(args(&["--config", other.to_str().unwrap()]));
+        let got = expand_with(given, &cmd, &f).unwrap();
+        assert!(!got.iter().any(|a| a == "--group"), "{got:?}");
     }
 }

@@ -26,7 +26,8 @@ pub(crate) struct RecvArgs {
     /// Read flags from this TOML file first: its keys are the long flag names, e.g. `group =
     /// "239.192.0.1:7500"`, `dir = "/srv/in"`, `daemon = true`, `idle-timeout = "30s"`.
     /// Flags given on the command line win; an unknown key is an error naming the file, line
-    /// and key.
+    /// and key. Without --config, `--daemon` reads /etc/pgmcc/recv.toml when it exists (the
+    /// environment variable PGMCC_RECV_CONFIG names another file).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     #[command(flatten)]
