@@ -10,7 +10,7 @@ use pgmcc::{
     Sender, SenderConfig,
 };
 
-mod common;
+use crate::common;
 use common::*;
 
 fn receiver() -> Receiver {
