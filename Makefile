@@ -7,11 +7,6 @@ FUZZ_SECONDS ?= 60
 PREFIX ?= /usr/local
 DESTDIR ?=
 
-# Link with mold when it is installed (scripts/install-deps installs it): `make test` links
-# about forty test binaries, and mold takes about 20 s off that build on 2 cores. Expanded
-# when each recipe runs, so it applies once `deps` has installed mold; your own setting wins.
-export CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_RUSTFLAGS ?= $(if $(shell command -v mold 2>/dev/null),-C link-arg=-fuse-ld=mold)
-
 .PHONY: help deps demo test install install-files package uninstall fmt-check clippy unit fuzz vectors bench bench-sim reproduce grid fairness emulate interop interop-matrix clean
 
 help:
