@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use crate::common;
+mod common;
 
 use std::net::IpAddr;
 

@@ -5,7 +5,7 @@
 //! measure instead, and says so, so that a change in behaviour shows up either way.
 //!
 //! Fig. 5's acker moves (to PR1 when it joins, to PR2 while TCP runs, back after) are pinned
-//! by `fig5.rs`; here only its `[reproduce]` row (pgmcc and TCP sharing L2) is checked.
+//! by `tests/fig5.rs`; here only its `[reproduce]` row (pgmcc and TCP sharing L2) is checked.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -323,7 +323,7 @@ fn set4_acker_switching_costs_pgmcc_paper_not_pgmcc() {
 }
 
 // pgmcc paper Fig. 5 (full 300 s: the row measures 120-240 s). While TCP shares L2 the two
-// get similar rates (~220 kbit/s each). The acker moves are pinned in fig5.rs.
+// get similar rates (~220 kbit/s each). The acker moves are pinned in tests/fig5.rs.
 #[test]
 fn fig5_pgmcc_and_tcp_share_l2() {
     let r = smoke("fig5.toml", 300, 120.0, &[]);

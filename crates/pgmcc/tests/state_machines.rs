@@ -10,7 +10,7 @@ use pgmcc::{
     Sender, SenderConfig,
 };
 
-use crate::common;
+mod common;
 use common::*;
 
 fn receiver() -> Receiver {

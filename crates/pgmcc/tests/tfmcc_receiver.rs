@@ -3,7 +3,7 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use crate::common;
+mod common;
 
 use common::*;
 use pgm_wire::*;
