@@ -112,6 +112,7 @@ emulate: deps
 	$(CARGO) build --release --locked -p pgmcc-cli
 	$(MAKE) -s -C interop
 	scripts/emulate
+	$(CARGO) test --locked -p pgmcc-cli --test emu -- --ignored
 
 # Not a test: criterion core costs and loopback throughput against OpenPGM and a plain UDP
 # blaster, measured in one run (scripts/bench; root for the network namespace).
