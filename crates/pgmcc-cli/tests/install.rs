@@ -125,7 +125,7 @@ fn the_debian_package_installs_and_the_installed_pgmcc_moves_a_file() {
         .arg("--bin")
         .arg(env!("CARGO_BIN_EXE_pgmcc"))
         .arg(dir.path())
-        // An unstripped test binary: xz would take a minute.
+        // The test binary is large: uncompressed, it packs in a second.
         .env("PGMCC_PACKAGE_COMPRESS", "none")
         .output()
         .unwrap();
