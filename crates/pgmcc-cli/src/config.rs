@@ -63,11 +63,7 @@ fn expand_with(args: Vec<OsString>, cmd: &clap::Command, default: &Path) -> Resu
     // The flags the command line gives (up to a `--`), by long name, which the file does not
     // override: `--name`, `--name=value`, and short ones (`-q`) through their long names.
     let mut given: Vec<String> = Vec::new();
-    for a in args[2..]
-        .iter()
-        .filter_map(|a| a.to_str())
-        .take_while(|a| *a != "--")
-    {
+    for a in flags().filter_map(|a| a.to_str()) {
         if let Some(long) = a.strip_prefix("--") {
             given.push(long.split('=').next().unwrap_or(long).to_owned());
         } else if let Some(shorts) = a.strip_prefix('-') {
