@@ -712,6 +712,59 @@ fn the_ackers_repairs_wait_for_room_and_take_it_from_data() {
     assert!(data <= 26, "{data}");
 }
 
+/// `Repairs::Acked`: a repair of a packet the acker lost names the acker in OPT_PGMCC_DATA
+/// and holds its room until an ACK of the acker echoes its timestamp (its own ACK, or the
+/// ACK of data sent after it), however long that takes; `Repairs::Wait` frees it after one
+/// smoothed RTT whether or not it arrived.
+#[test]
+fn an_acked_repair_holds_its_room_until_the_ackers_ack_answers_it() {
+    let lost = Repaired { first: 5, count: 1 };
+    let fb = |tstamp| PgmccFeedback {
+        tstamp,
+        loss_rate: 655,
+        rx: rx(1),
+    };
+    // At a full window with packet 5 lost at the acker, the ACKs on their way arrive at
+    // once and a repair of 5 leaves; 250 ms later (longer than the smoothed RTT, about
+    // 100 ms plus queueing, and short of the stall timeout, SRTT + at least 200 ms) an ACK
+    // comes that echoes a packet sent before the repair. Returns the repair's
+    // OPT_PGMCC_DATA, the packets in flight before the repair and after that ACK, the loop
+    // and the repair's time.
+    let held = |repairs: Repairs| {
+        let mut l = at_the_window_limit(repairs, 20000, &mut |s: u32| s == 5);
+        let t = l.now + 1;
+        for (_, ack, fb) in std::mem::take(&mut l.acks) {
+            drive::ack_fb(&mut l.cc, ms(t), fb.rx, &ack, Some(&fb));
+        }
+        let before = l.cc.in_flight();
+        let mut opts = pgm_wire::Options::default();
+        l.cc.repair_options(ms(t), 5, lost, &mut opts);
+        l.cc.on_repair_sent(ms(t), 5, lost);
+        let ack = AckRepr {
+            rx_max: l.rx_max.unwrap(),
+            bitmap: l.bits,
+        };
+        drive::ack_fb(&mut l.cc, ms(t + 250), rx(1), &ack, Some(&fb(t as u32 - 1)));
+        (opts.pgmcc_data, before, l.cc.in_flight(), l, t)
+    };
+    let (d, before, after, mut l, t) = held(Repairs::Acked);
+    let d = d.expect("the repair names the acker");
+    assert_eq!((d.acker, d.tstamp), (rx(1), t as u32));
+    assert_eq!(after, before + 1, "held without an answer");
+    // Its own ACK answers it: the acker acknowledges the repair that filled its gap (5 is
+    // older than the ACK's bitmap reaches; the echo says what the ACK answers).
+    let ack = AckRepr {
+        rx_max: l.rx_max.unwrap(),
+        bitmap: l.bits,
+    };
+    drive::ack_fb(&mut l.cc, ms(t + 260), rx(1), &ack, Some(&fb(t as u32)));
+    assert_eq!(l.cc.in_flight(), before);
+    // `Repairs::Wait`: the repair names no one and stopped counting after one RTT.
+    let (d, before, after, _, _) = held(Repairs::Wait);
+    assert!(d.is_none());
+    assert_eq!(after, before);
+}
+
 /// The draft's stall timeout (§2.7: TCP's RTO, restarted by every ACK of the acker) against
 /// the benchmark's (restarted only by an ACK whose bitmap has no hole): with every 20th
 /// packet lost for good every bitmap has a hole, so the benchmark's timer runs from the

@@ -211,6 +211,19 @@ pub trait CongestionControl: std::fmt::Debug + Send {
     fn on_repair_sent(&mut self, now: Instant, sqn: u32, repaired: Repaired) {
         let _ = (now, sqn, repaired);
     }
+    /// RDATA `sqn`, repairing `repaired`, is about to go out: a controller whose acker
+    /// should acknowledge it sets OPT_PGMCC_DATA in `opts`. Called before
+    /// [`CongestionControl::on_repair_sent`]. Default: nothing (repairs carry no
+    /// OPT_PGMCC_DATA; pgmcc's acker ACKs data only, paper §3.3).
+    fn repair_options(
+        &mut self,
+        now: Instant,
+        sqn: u32,
+        repaired: Repaired,
+        opts: &mut Options<'_>,
+    ) {
+        let _ = (now, sqn, repaired, opts);
+    }
     /// May a repair of `repaired` be sent now? Default true: repairs leave as NAKs ask
     /// (§3.8), within the source's repair budget.
     fn can_send_repair(&self, repaired: Repaired) -> bool {

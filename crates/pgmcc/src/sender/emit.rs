@@ -190,8 +190,10 @@ impl Sender {
         };
         let repaired = self.repaired(Repair::Data(sqn));
         if let Some(cc) = self.cc.as_mut() {
-            // The controller adds OPT_PGMCC_DATA and its own options to ODATA.
+            // The controller adds OPT_PGMCC_DATA and its own options to ODATA, and
+            // OPT_PGMCC_DATA to the repairs it wants its acker to acknowledge.
             if repair {
+                cc.repair_options(now, sqn, repaired, &mut opts);
                 cc.on_repair_sent(now, sqn, repaired);
             } else {
                 cc.on_data_sent(now, sqn, &mut opts);

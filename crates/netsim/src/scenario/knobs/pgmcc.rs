@@ -263,11 +263,14 @@ fn repair_accounting(
                 ("outside", Repairs::Outside),
                 ("in-window", Repairs::InWindow),
                 ("wait", Repairs::Wait),
+                ("acked", Repairs::Acked),
             ],
             "use outside (the paper's: repairs are not counted by the window), in-window \
              (ours: each repair counts as in flight for one acker RTT, as a TCP retransmission \
              does) or wait (ours: a repair of a packet the acker lost also waits for room in \
-             the window, as a TCP retransmission waits for room in cwnd)",
+             the window, as a TCP retransmission waits for room in cwnd) or acked (ours, \
+             experimental: as wait, and the repair holds its room until the acker's ACKs \
+             answer it)",
             cx,
         )?;
         if pc.repairs != Repairs::Outside && pc.accounting == Accounting::Tokens {

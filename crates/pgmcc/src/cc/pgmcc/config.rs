@@ -233,6 +233,15 @@ pub enum Repairs {
     /// needs data in flight or data sent last. Repairs only other receivers need leave as
     /// with [`Repairs::Outside`].
     Wait,
+    /// Ours, experimental: as [`Repairs::Wait`], and a waiting repair sent as RDATA names
+    /// the acker in OPT_PGMCC_DATA, which an acker that lacked the packet answers with an
+    /// ACK (as OpenPGM's receivers do). The repair then holds its room until an ACK of the
+    /// acker echoes a timestamp at least its own: its own ACK, or that of a packet sent
+    /// after it. A TCP retransmission holds cwnd until it is acknowledged in the same way;
+    /// the one-RTT hold of [`Repairs::Wait`] frees the room whether the repair arrived or
+    /// not. Parity repairs, which no receiver ACKs, are released by the ACK of the data
+    /// sent after them. The stall timeout frees them all.
+    Acked,
 }
 
 /// How the window's slow-start threshold is set.

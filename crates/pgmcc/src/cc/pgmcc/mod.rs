@@ -151,6 +151,10 @@ pub struct Pgmcc {
     /// Repairs counted in flight ([`PgmccConfig::repairs`]): when each stops
     /// counting, oldest first (bounded: [`HISTORY`]).
     repairs: VecDeque<Instant>,
+    /// Repairs counted in flight until an ACK of the acker answers them
+    /// ([`Repairs::Acked`]): their OPT_PGMCC_DATA timestamps, oldest first (bounded:
+    /// [`HISTORY`]).
+    held: VecDeque<u32>,
     /// The last packet sent was a repair counted in flight ([`Repairs::Wait`]).
     repair_last: bool,
 }
@@ -210,6 +214,7 @@ impl Pgmcc {
             discredited: VecDeque::new(),
             inflated: (0, 0),
             repairs: VecDeque::new(),
+            held: VecDeque::new(),
             repair_last: false,
             cfg,
         }
@@ -300,6 +305,26 @@ impl Pgmcc {
             .map(|p| p.tracker.unsettled(upto))
             .fold(self.tracker.unsettled(upto), u32::saturating_add)
             .saturating_add(self.repairs.len() as u32)
+            .saturating_add(self.held.len() as u32)
+    }
+
+    /// Held repairs ([`Repairs::Acked`]) sent no later than the packet an ACK of the acker
+    /// answers (`echo`, its OPT_PGMCC_FEEDBACK timestamp) leave the count in flight: the
+    /// repair's own ACK, or that of data sent after it, which would have come after the
+    /// repair's. Returns whether any left.
+    fn release_held(&mut self, echo: Option<u32>) -> bool {
+        let Some(echo) = echo else {
+            return false;
+        };
+        let before = self.held.len();
+        while self
+            .held
+            .front()
+            .is_some_and(|&t| (echo.wrapping_sub(t) as i32) >= 0)
+        {
+            self.held.pop_front();
+        }
+        self.held.len() != before
     }
 
     /// Repairs sent one smoothed acker RTT ago or earlier leave the count in flight.
@@ -347,7 +372,7 @@ impl Pgmcc {
         if let Some(&l) = lost.first() {
             self.on_lost(l, rx_max, lead);
         }
-        if self.cfg.cap_for_silent || self.cfg.repairs == Repairs::Wait {
+        if self.cfg.cap_for_silent || matches!(self.cfg.repairs, Repairs::Wait | Repairs::Acked) {
             self.acker_lost.extend(lost.iter().copied());
             while self.acker_lost.len() > ACKER_LOSSES {
                 self.acker_lost.pop_front();
@@ -360,7 +385,7 @@ impl Pgmcc {
     /// retransmissions repair its receiver's losses. Repairs only other receivers need
     /// leave as the paper's do.
     fn repairs_wait(&self, repaired: Repaired) -> bool {
-        self.cfg.repairs == Repairs::Wait
+        matches!(self.cfg.repairs, Repairs::Wait | Repairs::Acked)
             && self.cfg.accounting == Accounting::Pipe
             && self.acker_lost.iter().any(|&s| repaired.contains(s))
     }
@@ -562,7 +587,7 @@ impl CongestionControl for Pgmcc {
         // would stop the ACKs that make room (TCP's retransmissions are ACKed; ours are
         // not), and in a window of one packet data and repairs take turns.
         let in_flight = self.in_flight();
-        let data = in_flight.saturating_sub(self.repairs.len() as u32);
+        let data = in_flight.saturating_sub((self.repairs.len() + self.held.len()) as u32);
         (data > 0 || !self.repair_last) && f64::from(in_flight) + 1.0 <= self.window.window()
     }
 
@@ -570,18 +595,43 @@ impl CongestionControl for Pgmcc {
         let counted = match self.cfg.repairs {
             Repairs::Outside => false,
             Repairs::InWindow => true,
-            Repairs::Wait => self.repairs_wait(repaired),
+            Repairs::Wait | Repairs::Acked => self.repairs_wait(repaired),
         };
         if !counted || self.cfg.accounting != Accounting::Pipe {
             return;
         }
         self.expire_repairs(now);
         self.repair_last = true;
+        if self.cfg.repairs == Repairs::Acked {
+            self.held.push_back(Self::now_ms(now));
+            if self.held.len() > HISTORY {
+                self.held.pop_front();
+            }
+            return;
+        }
         // Before the acker's first RTT sample: RFC 6298's initial RTO, 1 s.
         let rtt = self.rto.srtt().unwrap_or(Duration::from_secs(1));
         self.repairs.push_back(now + rtt);
         if self.repairs.len() > HISTORY {
             self.repairs.pop_front();
+        }
+    }
+
+    fn repair_options(
+        &mut self,
+        now: Instant,
+        _sqn: u32,
+        repaired: Repaired,
+        opts: &mut Options<'_>,
+    ) {
+        if self.cfg.repairs != Repairs::Acked || !self.repairs_wait(repaired) {
+            return;
+        }
+        if let (false, Some(a)) = (self.elect, self.acker) {
+            opts.pgmcc_data = Some(PgmccData {
+                tstamp: Self::now_ms(now),
+                acker: a.addr,
+            });
         }
     }
 
@@ -645,6 +695,7 @@ impl CongestionControl for Pgmcc {
             return;
         }
         self.stats.acks += 1;
+        let answered = self.release_held(a.options.pgmcc_feedback.map(|f| f.tstamp));
         let out = self.tracker.on_ack(ack.rx_max, ack.bitmap);
         if let (Some(check), Some((fb, _))) = (self.check.as_mut(), fb.filter(|f| f.0.rx == from)) {
             if let Verdict::Discredited { shown } =
@@ -676,6 +727,11 @@ impl CongestionControl for Pgmcc {
             self.expire_former(now);
         }
         self.note_room(had_room);
+        if answered {
+            // An answered repair is acknowledged data, as a TCP retransmission's ACK.
+            self.stalls_in_a_row = 0;
+            self.timer_from = now;
+        }
         if out.newly_acked > 0 {
             self.stalls_in_a_row = 0;
             let reset = match self.cfg.timeout {
@@ -799,6 +855,7 @@ impl CongestionControl for Pgmcc {
         self.reo_deadline = None;
         self.previous.clear();
         self.repairs.clear();
+        self.held.clear();
         if self.stalls_in_a_row >= self.cfg.stalls_before_election {
             self.elect = true;
             self.acker = None;
