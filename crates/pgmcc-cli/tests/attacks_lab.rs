@@ -350,8 +350,20 @@ fn attacked_transfer(
     (code, err, s, r, evil.finish())
 }
 
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+/// The labs of this file: a test that measures rates, times or memory has the machine to
+/// itself ([`lock`]); the others, which check outcomes only (a transfer's bytes, exit
+/// statuses, counters) with generous deadlines, run two at a time ([`shared`]), each in its
+/// own namespaces.
+static LABS: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// The machine to this test alone.
+fn lock() -> std::sync::RwLockWriteGuard<'static, ()> {
+    LABS.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The machine shared with the other outcome-only tests.
+fn shared() -> std::sync::RwLockReadGuard<'static, ()> {
+    LABS.read().unwrap_or_else(|e| e.into_inner())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -363,7 +375,7 @@ fn lock() -> std::sync::MutexGuard<'static, ()> {
 /// manifest) and three ODATA past the lead.
 #[test]
 fn lab_spoofed_end_of_session_from_a_stranger_is_refused() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("a1", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 3_000_000);
@@ -397,7 +409,7 @@ fn lab_spoofed_end_of_session_from_a_stranger_is_refused() {
 /// and NCFs for every sequence number it saw missing and the next 62 ahead.
 #[test]
 fn lab_spoofed_spms_and_ncfs_from_a_stranger_neither_redirect_nor_suppress_naks() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("a2", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 3_000_000);
@@ -442,7 +454,7 @@ fn lab_spoofed_spms_and_ncfs_from_a_stranger_neither_redirect_nor_suppress_naks(
 /// (which would give up every packet still missing).
 #[test]
 fn lab_spm_window_and_sequence_jumps_from_a_stranger_do_not_end_the_transfer() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("a3", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 3_000_000);
@@ -483,7 +495,7 @@ fn lab_spm_window_and_sequence_jumps_from_a_stranger_do_not_end_the_transfer() {
 /// IP_HDRINCL): source binding cannot refuse them, the plausibility check must.
 #[test]
 fn lab_implausible_spm_jumps_from_the_sources_own_address_are_dropped() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("ad", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 3_000_000);
@@ -530,7 +542,7 @@ fn lab_implausible_spm_jumps_from_the_sources_own_address_are_dropped() {
 /// receivers, as in the issue.
 #[test]
 fn lab_a_spoofed_spm_cannot_aim_the_receivers_naks_at_another_host() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("ae", 4) else { return };
     let dir = tempfile::tempdir().unwrap();
     let victim_dir = dir.path().join("victim");
@@ -651,7 +663,7 @@ fn assert_data_edges_dropped(m: &Spoofed, mode: &str) {
 
 #[test]
 fn lab_data_window_edge_jumps_from_the_sources_own_address_are_dropped() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(m) = data_edge_transfer("af", false) else {
         return;
     };
@@ -660,7 +672,7 @@ fn lab_data_window_edge_jumps_from_the_sources_own_address_are_dropped() {
 
 #[test]
 fn lab_data_window_edge_jumps_from_the_sources_own_address_are_dropped_when_signed() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(m) = data_edge_transfer("ag", true) else {
         return;
     };
@@ -754,7 +766,7 @@ fn lab_fake_sessions_of_large_datagrams_keep_recv_memory_bounded() {
 /// One SPM of a fake session, sent once before the real source starts.
 #[test]
 fn lab_one_fake_spm_before_the_source_does_not_lock_recv_out() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("a5", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 2_000_000);
@@ -792,7 +804,7 @@ fn lab_one_fake_spm_before_the_source_does_not_lock_recv_out() {
 /// source and kept alive with an SPM each every 200 ms through the transfer.
 #[test]
 fn lab_seventy_fake_spm_only_sessions_do_not_lock_recv_out() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("a6", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 2_000_000);
@@ -832,7 +844,7 @@ fn lab_seventy_fake_spm_only_sessions_do_not_lock_recv_out() {
 /// the documented defence in plain mode: without it the first session heard is followed).
 #[test]
 fn lab_a_fake_session_started_first_is_refused_by_recv_source() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("a7", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let (input, want) = random_file(dir.path(), 2_000_000);
@@ -961,7 +973,7 @@ fn lab_a_nak_storm_buys_at_most_the_repair_budget() {
 /// the group key's id.
 #[test]
 fn lab_keyed_transfer_is_untouched_by_plain_and_sealed_forgeries() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(lab) = Lab::up("a9", 2) else { return };
     let dir = tempfile::tempdir().unwrap();
     let key = group_key(dir.path());
@@ -1052,7 +1064,7 @@ fn attacked_by_the_sources_address(name: &str, signed: bool, attack: Value) -> O
 /// spoofs the source's address.
 #[test]
 fn lab_signed_transfer_is_untouched_by_forgeries_from_the_sources_address() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(Spoofed {
         send_code,
         send_err,
@@ -1097,7 +1109,7 @@ fn lab_signed_transfer_is_untouched_by_forgeries_from_the_sources_address() {
 /// the signatures' doing.
 #[test]
 fn lab_unsigned_control_the_same_spoofing_defeats_plain_mode() {
-    let _serial = lock();
+    let _serial = shared();
     let Some(Spoofed {
         send_code,
         r,
