@@ -317,11 +317,7 @@ impl Pgmcc {
             return false;
         };
         let before = self.held.len();
-        while self
-            .held
-            .front()
-            .is_some_and(|&t| (echo.wrapping_sub(t) as i32) >= 0)
-        {
+        while self.held.front().is_some_and(|&t| sqn::le(t, echo)) {
             self.held.pop_front();
         }
         self.held.len() != before
