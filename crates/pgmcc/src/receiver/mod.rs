@@ -723,6 +723,7 @@ impl Receiver {
         let base = self.timers;
         let coalesce = self.config.coalesce_acks;
         let pgmcc = self.config.pgmcc;
+        let nla = self.config.nla;
         let (rng, transmits, stats) = (&mut self.rng, &mut self.transmits, &mut self.stats);
         let (mut due, mut parity_due) = (Vec::new(), Vec::new());
         self.sessions.for_each_mut(|peer| {
@@ -752,14 +753,18 @@ impl Receiver {
             w.on_timeout(now, &timers, rng, can_nak, &mut due, parity);
             // NAKs beyond the session's budget are not sent; their timers retry them.
             for chunk in due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
-                if peer.naks.take(now) {
+                let sent = peer.naks.take(now);
+                trace_nak(now, nla, "selective", chunk, sent);
+                if sent {
                     transmits.push(tsi, Pending::Nak(chunk.to_vec()));
                 } else {
                     stats.naks_rate_limited += 1;
                 }
             }
             for chunk in parity_due.chunks(1 + pgm_wire::options::MAX_NAK_LIST) {
-                if peer.naks.take(now) {
+                let sent = peer.naks.take(now);
+                trace_nak(now, nla, "parity", chunk, sent);
+                if sent {
                     transmits.push(tsi, Pending::ParityNak(chunk.to_vec()));
                 } else {
                     stats.naks_rate_limited += 1;
@@ -960,6 +965,20 @@ fn new_window(config: &ReceiverConfig, tsi: Tsi, base: u32, trail: u32) -> Recei
 /// Whether data packet `s` of `len` bytes keeps `peer` within the memory bounds
 /// (`session_bytes`, and `total_bytes` with the other sessions' `others`). The next packet to
 /// deliver always is: it leaves at once, and refusing it could stall the session for good.
+/// The `pgmcc::nak` debug target: each NAK a receiver's timers make due, with whether the
+/// session's NAK budget let it out (`parity` lists are `TG_SQN | (count - 1)` entries).
+fn trace_nak(now: Instant, nla: IpAddr, kind: &str, sqns: &[u32], sent: bool) {
+    tracing::debug!(
+        target: "pgmcc::nak",
+        at_ms = now.as_nanos() / 1_000_000,
+        %nla,
+        kind,
+        ?sqns,
+        sent,
+        "NAK due"
+    );
+}
+
 fn within_budget(config: &ReceiverConfig, peer: &Peer, s: u32, len: u64, others: u64) -> bool {
     let Some(w) = peer.rxw.as_ref() else {
         return true;
