@@ -1216,3 +1216,113 @@ fn a_full_disk_fails_the_transfer_and_the_source_hears_why() {
         "{serr}"
     );
 }
+
+/// `GET /metrics` from `addr`: the HTTP status line and the body.
+fn scrape(addr: &str) -> (String, String) {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    (head.lines().next().unwrap().to_string(), body.to_string())
+}
+
+/// The value of the sample `name` (with its labels) in an OpenMetrics exposition.
+fn sample(body: &str, name: &str) -> f64 {
+    body.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+        .unwrap_or_else(|| panic!("no {name} in:\n{body}"))
+        .parse()
+        .unwrap()
+}
+
+/// `--metrics`: the source's endpoint counts the transfer while it runs, the daemon's
+/// counts the transfers it finished, and both end as OpenMetrics requires (loopback,
+/// multicast TTL 0).
+#[test]
+fn metrics_endpoints_count_a_transfer_while_it_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![5u8; 1_200_000]).unwrap();
+    let into = dir.path().join("in");
+    std::fs::create_dir(&into).unwrap();
+    let lo = Loopback {
+        group: "239.255.77.67:7500",
+        ports: "41670,41671",
+    };
+    let (send_at, recv_at) = ("127.0.0.1:41672", "127.0.0.1:41673");
+    let os = std::ffi::OsStr::new;
+    /// The daemon, killed however the test ends.
+    struct Daemon(std::process::Child);
+    impl Drop for Daemon {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut recv = Daemon(lo.recv(
+        "127.0.0.1",
+        &[
+            os("--daemon"),
+            os("-D"),
+            into.as_os_str(),
+            os("--metrics"),
+            os(recv_at),
+        ],
+    ));
+    std::thread::sleep(Duration::from_millis(400));
+    let send = lo
+        .send(&data, &["--rate-max", "4Mbit", "--metrics", send_at])
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1000));
+    let (status, body) = scrape(send_at);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let sent = sample(&body, "pgmcc_send_data_bytes_total");
+    assert!(
+        sent > 100_000.0 && sent < 1_200_000.0,
+        "mid-transfer: {body}"
+    );
+    assert_eq!(sample(&body, "pgmcc_send_sessions_total"), 1.0);
+    assert!(
+        body.contains("pgmcc_send_acker_info{address=\"127.0.0.1\"} 1"),
+        "{body}"
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    let s = send.wait_with_output().unwrap();
+    assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+
+    // The daemon commits the file after the source's end (the source does not wait for it
+    // here: no --expect).
+    let complete = "pgmcc_recv_transfers_total{outcome=\"complete\"}";
+    let started = std::time::Instant::now();
+    let body = loop {
+        let (_, body) = scrape(recv_at);
+        if sample(&body, complete) >= 1.0 || started.elapsed() > Duration::from_secs(10) {
+            break body;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(sample(&body, complete), 1.0, "{body}");
+    assert_eq!(
+        sample(&body, "pgmcc_recv_delivered_bytes_total"),
+        1_200_000.0
+    );
+    assert_eq!(
+        sample(&body, "pgmcc_recv_dropped_total{reason=\"malformed\"}"),
+        0.0
+    );
+    assert!(body.ends_with("# EOF\n"), "{body}");
+    assert!(Command::new("kill")
+        .args(["-INT", &recv.0.id().to_string()])
+        .status()
+        .unwrap()
+        .success());
+    assert!(recv.0.wait().unwrap().success());
+}

@@ -52,7 +52,9 @@ pub mod zmq;
 
 pub use error::Error;
 pub use keyed::{Key, KeyError, KeyId, KeyedStats};
-pub use receiver::{Event, Receiver, ReceiverOptions, ReceiverStatus, SessionStatus};
+pub use receiver::{
+    Event, Receiver, ReceiverOptions, ReceiverStatus, ReceiverStatusWatch, SessionStatus,
+};
 pub use sender::{
     Aborter, DeliveryReport, DeliveryStatus, Sender, SenderOptions, SenderStatus, StatusWatch,
 };

@@ -155,6 +155,17 @@ pub struct ReceiverStatus {
     pub sessions: Vec<SessionStatus>,
 }
 
+/// A receiver's status, readable from any task ([`Receiver::status_watch`]).
+#[derive(Debug, Clone)]
+pub struct ReceiverStatusWatch(watch::Receiver<ReceiverStatus>);
+
+impl ReceiverStatusWatch {
+    /// The latest status (published about ten times a second).
+    pub fn get(&self) -> ReceiverStatus {
+        self.0.borrow().clone()
+    }
+}
+
 /// A PGM receiver on real sockets: joins the group and runs the protocol in a background
 /// task; [`Receiver::read`] returns messages in order.
 ///
@@ -270,6 +281,12 @@ impl Receiver {
     /// The latest status snapshot.
     pub fn status(&self) -> ReceiverStatus {
         self.status.borrow().clone()
+    }
+
+    /// A handle on this receiver's status for another task (a metrics endpoint, say); it
+    /// keeps the last snapshot once the receiver is closed.
+    pub fn status_watch(&self) -> ReceiverStatusWatch {
+        ReceiverStatusWatch(self.status.clone())
     }
 
     /// Tells the source of session `tsi` how it ended here (a delivery report: OPT_OUTCOME on

@@ -227,6 +227,8 @@ pub struct SenderStatus {
     pub acker: Option<IpAddr>,
     /// The acker's reported loss rate (0..1).
     pub report_bar: Option<f64>,
+    /// The round-trip time to the acker the controller works with, in seconds.
+    pub acker_rtt_secs: Option<f64>,
     /// Packets per round trip: the congestion window, or rate × RTT for rate-based
     /// controllers.
     pub window: Option<f64>,
@@ -683,6 +685,7 @@ impl Driver {
                 .and_then(|m| m.acker_report)
                 .map(|op| f64::from(op.loss) / 65536.0),
             window: m.as_ref().and_then(|m| m.packets_per_rtt()),
+            acker_rtt_secs: m.as_ref().and_then(|m| m.rtt_secs()),
             cc: m.map(|m| m.stats),
             send_errors: wire.send_errors(),
             injected_drops: wire.injected_drops(),

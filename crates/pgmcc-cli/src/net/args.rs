@@ -55,6 +55,12 @@ pub(crate) struct NetArgs {
     /// No progress display.
     #[arg(long, short)]
     pub(super) quiet: bool,
+    /// Serve counters for Prometheus (OpenMetrics text) at http://ADDR/metrics while
+    /// running, e.g. 127.0.0.1:9464: bytes, packets, NAKs, repairs, losses, the acker, its
+    /// RTT and the window, delivery outcomes, drops by reason. No authentication: bind a
+    /// loopback or management address.
+    #[arg(long, value_name = "ADDR")]
+    pub(super) metrics: Option<std::net::SocketAddr>,
 }
 
 /// A non-pgmcc implementation at the other end (`--peer`).

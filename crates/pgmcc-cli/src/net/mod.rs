@@ -11,6 +11,7 @@ pub(crate) mod args;
 mod feed;
 mod input;
 mod keygen;
+mod metrics;
 mod output;
 mod packer;
 mod pieces;

@@ -4,6 +4,7 @@
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
@@ -18,6 +19,7 @@ use serde::Serialize;
 use super::args::{controller_parser, key_hints, parse_duration, parse_rate, NetArgs, Peer};
 use super::feed::{send_input, Read};
 use super::input::Input;
+use super::metrics::SendMetrics;
 use super::report::{hex_string, printable, progress, write_stats, LineProgress};
 use super::send_progress::Shown;
 use super::{runtime, Signals};
@@ -258,6 +260,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
     if args.passes > 1 && matches!(input, Input::Stdin) {
         bail!("--passes needs a file or directory: standard input cannot be read twice");
     }
+    let metrics = args.net.metrics.map(|_| Arc::new(SendMetrics::default()));
     let ctx = PassCtx {
         args,
         group,
@@ -265,6 +268,7 @@ pub(crate) fn send(args: &SendArgs) -> Result<ExitCode> {
         cc_on,
         zeromq: args.net.peer == Some(Peer::ZeroMq),
         keyed: &keyed,
+        metrics: metrics.as_ref(),
     };
     let rt = runtime()?;
     rt.block_on(run_passes(&ctx, &opts, input, &manifest))
@@ -347,6 +351,10 @@ async fn run_passes(
     manifest: &pgm_wire::Manifest,
 ) -> Result<ExitCode> {
     let args = ctx.args;
+    if let (Some(addr), Some(m)) = (args.net.metrics, ctx.metrics) {
+        let at = super::metrics::serve(addr, m.clone()).await?;
+        eprintln!("pgmcc send: metrics at http://{at}/metrics");
+    }
     // Ctrl-C (or SIGTERM) aborts: receivers are told at once (OPT_RST).
     let mut stop = Signals::new()?;
     let started = std::time::Instant::now();
@@ -505,6 +513,8 @@ struct PassCtx<'a> {
     zeromq: bool,
     /// ", keyed (key ...)" and the like, for the session line.
     keyed: &'a str,
+    /// `--metrics`: what the endpoint serves.
+    metrics: Option<&'a Arc<SendMetrics>>,
 }
 
 /// How a pass ended.
@@ -535,6 +545,7 @@ async fn one_pass(
         cc_on,
         zeromq,
         keyed,
+        metrics,
     } = *ctx;
     let (pass, passes) = (transfer.pass(), transfer.passes());
     let (input, producer) = input.reader().await?;
@@ -565,6 +576,10 @@ async fn one_pass(
         warned: false,
     };
     let aborter = tx.aborter();
+    let watch = tx.status_watch();
+    if let Some(m) = metrics {
+        m.pass_started(watch.clone());
+    }
     let mut read = send_input(&mut tx, input, producer, zeromq, &mut shown, stop).await;
     let sending_secs = started.elapsed().as_secs_f64();
     let id = (tx.tsi(), tx.local_addr());
@@ -584,6 +599,9 @@ async fn one_pass(
         });
     }
     let closed = close(tx, &aborter, stop, &mut read, &mut shown).await;
+    if let Some(m) = metrics {
+        m.pass_ended(closed.as_ref().map_or(&watch.get(), |s| s));
+    }
     let end = pass_end(closed, &read, id, (&of, pass > 1), sending_secs, &shown.pb)?;
     if let PassEnd::Sent(r) = &end {
         if heard_nothing(&r.status) {

@@ -128,6 +128,9 @@ pub struct Metrics {
     pub window: Option<f64>,
     /// A rate-based controller's rate.
     pub rate: Option<Rate>,
+    /// A window-based controller's smoothed round-trip time to `acker`, in seconds, from
+    /// its ACKs (a rate-based controller's is `rate`'s).
+    pub srtt_secs: Option<f64>,
     /// Whole data packets the controller lets go now (window tokens, or a token bucket's).
     pub tokens: u32,
     /// Counters.
@@ -139,6 +142,12 @@ impl Metrics {
     /// window a TCP flow at that rate would have), so that both plot on one axis.
     pub fn packets_per_rtt(&self) -> Option<f64> {
         self.window.or(self.rate.map(|r| r.pps * r.rtt_secs))
+    }
+
+    /// The round-trip time to `acker` the controller works with, in seconds: the window's
+    /// smoothed RTT, or the one a rate is computed over.
+    pub fn rtt_secs(&self) -> Option<f64> {
+        self.srtt_secs.or(self.rate.map(|r| r.rtt_secs))
     }
 }
 

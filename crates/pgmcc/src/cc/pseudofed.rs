@@ -544,6 +544,7 @@ impl CongestionControl for Pseudofed {
                 pps: self.rate,
                 rtt_secs: self.grtt_latest(),
             }),
+            srtt_secs: None,
             tokens: self.tokens.whole(),
             stats: self.stats.clone(),
         }

@@ -536,6 +536,7 @@ impl CongestionControl for Tfmcc {
                 pps: self.rate,
                 rtt_secs: self.rtt_s(),
             }),
+            srtt_secs: None,
             tokens: self.tokens.whole(),
             stats: self.stats.clone(),
         }

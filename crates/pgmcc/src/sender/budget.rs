@@ -203,6 +203,7 @@ mod tests {
             acker_report: None,
             window: Some(10.0),
             rate: None,
+            srtt_secs: None,
             tokens: 0,
             stats: CcStats::default(),
         };
@@ -248,6 +249,7 @@ mod tests {
                 acker_report: None,
                 window: Some(window),
                 rate: None,
+                srtt_secs: None,
                 tokens: 0,
                 stats: CcStats::default(),
             };

@@ -13,6 +13,7 @@ use serde::Serialize;
 use super::said::{explain, notice, signed_hints, verified, written};
 use super::{Plan, RecvArgs};
 use crate::net::args::key_hints;
+use crate::net::metrics::RecvMetrics;
 use crate::net::output::{Committed, Output};
 use crate::net::pieces::Spool;
 use crate::net::report::{hex_string, printable, progress, set_size, write_stats, LineProgress};
@@ -260,6 +261,7 @@ pub(super) async fn run(
     plan: &Plan,
     mut rx: Receiver,
     first: Output,
+    metrics: Option<&RecvMetrics>,
 ) -> Result<ExitCode> {
     let mut stop = Signals::new()?;
     let mut next = Some(first);
@@ -295,6 +297,9 @@ pub(super) async fn run(
                     rx.report(tsi, outcome).await;
                 }
             }
+        }
+        if let Some(m) = metrics.filter(|_| !(interrupted && t.session().is_none())) {
+            m.transfer_ended(committed.is_some());
         }
         if args.daemon {
             if !(interrupted && t.session().is_none()) {

@@ -15,6 +15,7 @@ use clap::Args as ClapArgs;
 use pgmcc_net::{Receiver, ReceiverOptions};
 
 use super::args::{parse_duration, NetArgs, Peer};
+use super::metrics::RecvMetrics;
 use super::output::Output;
 use super::report::hex_string;
 use super::runtime;
@@ -254,6 +255,15 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
         let rx = Receiver::bind_with_faults(plan.opts.clone(), faults)
             .await
             .context("joining the group")?;
+        let metrics = match args.net.metrics {
+            Some(addr) => {
+                let m = std::sync::Arc::new(RecvMetrics::new(rx.status_watch()));
+                let at = super::metrics::serve(addr, m.clone()).await?;
+                eprintln!("pgmcc recv: metrics at http://{at}/metrics");
+                Some(m)
+            }
+            None => None,
+        };
         if !args.net.quiet {
             eprintln!(
                 "pgmcc recv: joined {group}:{port} as {}{}; waiting for a session",
@@ -261,7 +271,7 @@ pub(crate) fn recv(args: &RecvArgs) -> Result<ExitCode> {
                 plan.keyed
             );
         }
-        drive::run(args, &plan, rx, out).await
+        drive::run(args, &plan, rx, out, metrics.as_deref()).await
     })
 }
 

@@ -340,6 +340,7 @@ impl Common {
             acker_report: self.worst.operating(),
             window,
             rate,
+            srtt_secs: None,
             tokens,
             stats: self.stats.clone(),
         }

@@ -892,6 +892,7 @@ impl CongestionControl for Pgmcc {
             }),
             window: Some(self.window.window()),
             rate: None,
+            srtt_secs: self.rto.srtt().map(|d| d.as_secs_f64()),
             tokens: self.metrics_tokens(),
             stats: self.stats.clone(),
         }
