@@ -76,7 +76,9 @@ fn the_receive_daemons_command_line_is_one_pgmcc_recv_takes() {
 
 /// Inside a new mount and network namespace (nothing outside it changes): `/usr`, `/var`
 /// and `/etc` overlaid on a tmpfs, the package installed with dpkg, then the installed
-/// `pgmcc` run from `PATH` and a file moved over the namespace's own loopback.
+/// `pgmcc` run from `PATH` and a file moved over the namespace's own loopback, once to
+/// `pgmcc recv --out` and once to the receive daemon started as its unit starts it, whose
+/// metrics endpoint is scraped.
 const INSTALL_AND_RUN: &str = r#"
 T=$1 deb=$2
 mount -t tmpfs tmpfs "$T"
@@ -98,6 +100,27 @@ sleep 0.3
 timeout 20 pgmcc send --group 239.255.7.7:7500 --iface 127.0.0.1 --ttl 0 --linger 200ms -q "$T/in"
 wait $!
 cmp "$T/in" "$T/out" && echo "transfer: byte-identical"
+
+# The unit's ExecStart line as written (systemd would make the state directory), its config
+# in /etc/pgmcc with a metrics endpoint; one transfer, then a scrape (bash's /dev/tcp).
+mkdir -p /etc/pgmcc /var/lib/pgmcc-recv-test
+printf 'group = "239.255.7.8:7500"\niface = "127.0.0.1"\nmetrics = "127.0.0.1:9464"\n' \
+    > /etc/pgmcc/recv-test.toml
+exec_start=$(sed -n 's/^ExecStart=//p' /usr/lib/systemd/system/pgmcc-recv@.service)
+${exec_start//%i/test} -q 2>"$T/daemon.err" &
+daemon=$!
+sleep 0.5
+timeout 20 pgmcc send --group 239.255.7.8:7500 --iface 127.0.0.1 --ttl 0 --linger 200ms -q "$T/in"
+for _ in $(seq 50); do
+    scraped=$( (exec 3<>/dev/tcp/127.0.0.1/9464 && printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3 &&
+        cat <&3) 2>/dev/null || true)
+    grep -q 'pgmcc_recv_transfers_total{outcome="complete"} 1' <<<"$scraped" && break
+    sleep 0.2
+done
+grep '^pgmcc_recv_transfers_total\|^pgmcc_recv_delivered_bytes_total' <<<"$scraped" | sed 's/^/metrics: /' || true
+kill -INT $daemon
+wait $daemon || { cat "$T/daemon.err"; exit 1; }
+cmp "$T/in" /var/lib/pgmcc-recv-test/in && echo "daemon: byte-identical"
 "#;
 
 /// Issue 55: `scripts/package` (what `make package` runs) builds a .deb of the binary under
@@ -170,4 +193,13 @@ fn the_debian_package_installs_and_the_installed_pgmcc_moves_a_file() {
     );
     assert_eq!(said.matches("file: ").count(), 4, "{said}");
     assert!(said.contains("transfer: byte-identical"), "{said}");
+    assert!(said.contains("daemon: byte-identical"), "{said}");
+    assert!(
+        said.contains("metrics: pgmcc_recv_transfers_total{outcome=\"complete\"} 1\n"),
+        "{said}"
+    );
+    assert!(
+        said.contains("metrics: pgmcc_recv_delivered_bytes_total 300000\n"),
+        "{said}"
+    );
 }
