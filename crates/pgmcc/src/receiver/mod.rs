@@ -742,7 +742,7 @@ impl Receiver {
             let Some(w) = peer.rxw.as_mut() else {
                 return;
             };
-            if w.next_deadline().is_none_or(|d| d > now) {
+            if !w.due(now) {
                 return;
             }
             due.clear();

@@ -241,6 +241,16 @@ pub(crate) struct ReceiveWindow {
     recent_fills: VecDeque<(Instant, Instant)>,
     /// NAK-to-NCF round trips measured in this session.
     nak_rtt: NakRtt,
+    /// No missing slot's NAK deadline is earlier than this (`None`: no slot is missing):
+    /// lowered wherever a deadline is set, made exact by the scans of [`Self::due`] and
+    /// [`Self::on_timeout`], so that a receiver asking when its next timer runs does not scan
+    /// the window for every packet.
+    earliest: Option<Instant>,
+}
+
+/// Lowers `earliest` to `d`.
+fn lower(earliest: &mut Option<Instant>, d: Instant) {
+    *earliest = Some(earliest.map_or(d, |e| e.min(d)));
 }
 
 /// Fill records a window keeps for its patience rule.
@@ -280,6 +290,7 @@ impl ReceiveWindow {
             filled_since: None,
             recent_fills: VecDeque::new(),
             nak_rtt: NakRtt::default(),
+            earliest: None,
         }
     }
 
@@ -386,6 +397,7 @@ impl ReceiveWindow {
         if let Some(p) = self.parity.as_mut() {
             p.lead_moved = now;
         }
+        lower(&mut self.earliest, deadline);
         while sqn::lt(self.lead(), up_to) {
             self.slots.push_back(Slot::Missing(NakState {
                 phase: Phase::BackOff,
@@ -569,6 +581,7 @@ impl ReceiveWindow {
             }
             st.phase = Phase::WaitData;
             st.deadline = now + t.rdata_ivl;
+            lower(&mut self.earliest, st.deadline);
             st.confirmed = true;
             return suppressed;
         }
@@ -584,6 +597,7 @@ impl ReceiveWindow {
             if st.phase == Phase::BackOff {
                 st.phase = Phase::WaitData;
                 st.deadline = now + t.rdata_ivl;
+                lower(&mut self.earliest, st.deadline);
                 return true;
             }
         }
@@ -694,6 +708,7 @@ impl ReceiveWindow {
                 nak.append(&mut due);
             }
         }
+        self.earliest = self.scan_deadlines();
     }
 
     /// Brings every armed NAK timer to at most `limit` from `now`: a wait armed under the
@@ -706,10 +721,31 @@ impl ReceiveWindow {
                 st.deadline = st.deadline.min(cap);
             }
         }
+        self.earliest = self.scan_deadlines();
     }
 
-    /// The earliest NAK deadline.
+    /// When a NAK timer may next be due: no missing slot's deadline is earlier (a slot
+    /// filled since can leave it early; [`Self::due`] says whether one is due).
     pub(crate) fn next_deadline(&self) -> Option<Instant> {
+        debug_assert!(
+            self.scan_deadlines()
+                .is_none_or(|d| self.earliest.is_some_and(|e| e <= d)),
+            "the earliest deadline kept is later than a slot's"
+        );
+        self.earliest
+    }
+
+    /// Whether a NAK timer is due at `now` (then [`Self::on_timeout`] has work).
+    pub(crate) fn due(&mut self, now: Instant) -> bool {
+        if self.earliest.is_none_or(|e| e > now) {
+            return false;
+        }
+        self.earliest = self.scan_deadlines();
+        self.earliest.is_some_and(|e| e <= now)
+    }
+
+    /// The earliest NAK deadline, found by looking at every slot.
+    fn scan_deadlines(&self) -> Option<Instant> {
         self.slots
             .iter()
             .filter_map(|s| match s {
@@ -1033,6 +1069,28 @@ mod tests {
         let g = w.take_give_ups();
         assert_eq!((g.patience, g.trail, g.overflow), (4, 0, 0));
         assert_eq!(w.take_give_ups(), GiveUps::default());
+    }
+
+    /// The next deadline is kept, not searched for on every call: a slot filled before its
+    /// timer leaves an early bound, which the first check at that time corrects.
+    #[test]
+    fn a_filled_gap_leaves_an_early_bound_that_the_first_check_corrects() {
+        let mut rng = Rng::new(7);
+        let t = base();
+        let mut w = ReceiveWindow::new(0, 0, 64, 65535);
+        w.extend_to(1, Instant::ZERO, &t, &mut rng);
+        assert_eq!(w.insert(1, b"x", None), Insert::New);
+        let bound = w.next_deadline().expect("0 is missing");
+        assert!(!w.due(Instant::ZERO), "armed with a back-off");
+        // 0 arrives before its NAK would have left: the bound stays until checked.
+        assert_eq!(w.insert(0, b"x", None), Insert::New);
+        assert_eq!(w.next_deadline(), Some(bound));
+        assert!(!w.due(bound));
+        assert_eq!(w.next_deadline(), None);
+        // A new gap is due at its own back-off.
+        w.extend_to(3, bound, &t, &mut rng);
+        let next = w.next_deadline().expect("2 is missing");
+        assert!(next > bound && w.due(next));
     }
 
     #[test]

@@ -331,6 +331,7 @@ impl ReceiveWindow {
         if let Some(Slot::Missing(st)) = self.index(s).and_then(|i| self.slots.get_mut(i)) {
             st.phase = phase;
             st.deadline = deadline;
+            super::lower(&mut self.earliest, deadline);
         }
     }
 
@@ -385,6 +386,7 @@ impl ReceiveWindow {
             }
             st.phase = Phase::WaitData;
             st.deadline = now + rdata_ivl;
+            super::lower(&mut self.earliest, st.deadline);
         }
         suppressed
     }

@@ -437,6 +437,7 @@ impl ReceiveWindow {
             confirmed_rounds: 0,
             asked_at: None,
         });
+        super::lower(&mut self.earliest, Instant::ZERO);
         self.forget_copy(s);
         if let Some(sw) = self.signed.as_mut() {
             sw.pending.push(s);
@@ -475,6 +476,7 @@ impl ReceiveWindow {
                     if st.since == Instant::ZERO {
                         st.since = now;
                         st.deadline = deadline;
+                        super::lower(&mut self.earliest, deadline);
                     }
                 }
             }
