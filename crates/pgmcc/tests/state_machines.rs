@@ -1127,3 +1127,36 @@ fn the_manifest_reaches_receivers_after_the_session_is_announced_and_when_it_cha
         .collect();
     assert_eq!(manifests, vec![first, done]);
 }
+
+/// A finished session announces its end once more as it stops: the heartbeats carrying
+/// OPT_FIN follow the last ODATA, doubling, so after a long repair phase none falls in the
+/// quiet end of the linger; three FIN SPMs leave back to back before `end` reports it.
+#[test]
+fn a_finished_session_ends_with_a_burst_of_fin_spms() {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.end.linger = Duration::from_millis(500);
+    let mut s = Sender::new(cfg, Instant::ZERO);
+    s.send(&[7u8; 1000]).unwrap();
+    s.close();
+    let mut now = Instant::ZERO;
+    let mut fins = Vec::new();
+    while s.end().is_none() {
+        now = s
+            .poll_timeout()
+            .expect("a session not over has a deadline")
+            .max(now);
+        s.handle_timeout(now);
+        for r in drain(&mut s, now) {
+            if r.packet_type() == PacketType::Spm && r.options.fin {
+                fins.push(now);
+            }
+        }
+        assert!(now < Instant::ZERO + Duration::from_secs(10), "never ended");
+    }
+    assert_eq!(s.end(), Some(&pgmcc::SessionEnd::Finished));
+    // Heartbeats at 0.1 and 0.3 s, then the linger ends at 0.5 s with three at once.
+    let at_end: Vec<_> = fins.iter().filter(|&&t| t == now).collect();
+    assert_eq!(at_end.len(), 3, "FIN SPMs at {fins:?}, ended at {now:?}");
+    assert!(fins.len() > 3, "{fins:?}");
+    assert_eq!(s.poll_timeout(), None);
+}

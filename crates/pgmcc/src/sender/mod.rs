@@ -174,6 +174,9 @@ pub struct Sender {
     last_odata: Option<Instant>,
     syn_sent: bool,
     closing: bool,
+    /// The session finished and its closing burst of SPMs (OPT_FIN) was armed: `end`
+    /// says so once they are out.
+    fin_burst: bool,
     /// The session was aborted ([`Sender::abort`]) with this error code: only SPMs carrying
     /// OPT_RST go out.
     aborted: Option<u8>,
@@ -247,6 +250,7 @@ impl Sender {
             last_odata: None,
             syn_sent: false,
             closing: false,
+            fin_burst: false,
             aborted: None,
             cc: build_cc(&config, now),
             block: None,
@@ -660,11 +664,20 @@ impl Sender {
     }
 
     /// How the session ended, once it has: [`SessionEnd::Finished`] when every byte left,
-    /// the linger is over and the expected reports are in ([`SenderConfig::end`]), or
+    /// the linger is over, the expected reports are in ([`SenderConfig::end`]) and a
+    /// closing burst of SPMs with OPT_FIN (at least three) has left, or
     /// [`SessionEnd::Abandoned`]. From then on the source sends nothing (but an abort's
     /// OPT_RST) and takes nothing: drivers stop.
     pub fn end(&self) -> Option<&SessionEnd> {
+        if self.fin_burst_due() {
+            return None;
+        }
         self.ending.end()
+    }
+
+    /// The closing burst of FIN SPMs is armed and not all out.
+    fn fin_burst_due(&self) -> bool {
+        self.fin_burst && (self.spm_now || self.spm_burst_left > 0)
     }
 
     /// When every byte the application gave had left as ODATA, once it closed: the transfer
@@ -684,7 +697,16 @@ impl Sender {
             grtt: self.closing.then(|| self.grtt(now)).flatten(),
             reports: &self.reports,
         };
-        self.ending.update(&state);
+        // A finished session says so once more, in a burst (at least three SPMs with
+        // OPT_FIN, as an abort's OPT_RST): the heartbeats that carried OPT_FIN follow the
+        // last ODATA, doubling, so a repair phase longer than a few of them leaves the
+        // quiet end of the linger, when the queues have drained, without any; and the ones
+        // sent during the repairs meet the queue the repairs fill.
+        if matches!(self.ending.update(&state), Some(SessionEnd::Finished)) && !self.fin_burst {
+            self.fin_burst = true;
+            self.spm_now = true;
+            self.spm_burst_left = self.config.spm_burst.max(3) - 1;
+        }
     }
 
     /// Starts or ends the rounds of the group poll that are due.
@@ -697,6 +719,9 @@ impl Sender {
 
     /// When `handle_timeout` (or `poll_transmit`) next has something to do.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.fin_burst_due() {
+            return Some(Instant::ZERO);
+        }
         if self.ending.end().is_some() && self.aborted.is_none() {
             return None;
         }
@@ -760,7 +785,7 @@ impl Sender {
     /// Writes the next datagram to send into `buf` (which must hold
     /// [`SenderConfig::max_tpdu`] bytes) and says where it goes; `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
-        if self.aborted.is_some() {
+        if self.aborted.is_some() || self.fin_burst {
             let due = self.spm_now || self.spm_burst_left > 0;
             return if due { self.emit_spm(now, buf) } else { None };
         }
