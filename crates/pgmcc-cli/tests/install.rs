@@ -93,6 +93,7 @@ for f in /usr/share/man/man1/pgmcc-recv.1.gz /usr/lib/systemd/system/pgmcc-recv@
          /usr/share/bash-completion/completions/pgmcc /usr/share/doc/pgmcc/copyright; do
     test -s "$f" && echo "file: $f"
 done
+man -P cat pgmcc-recv 2>/dev/null | grep -q -- '--daemon' && echo "man: pgmcc-recv reads"
 ip link set lo up
 head -c 300000 /dev/urandom > "$T/in"
 timeout 20 pgmcc recv --group 239.255.7.7:7500 --iface 127.0.0.1 --idle-timeout 5s -q --out "$T/out" &
@@ -192,6 +193,13 @@ fn the_debian_package_installs_and_the_installed_pgmcc_moves_a_file() {
         "{said}"
     );
     assert_eq!(said.matches("file: ").count(), 4, "{said}");
+    if Command::new("sh")
+        .args(["-c", "command -v man"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(said.contains("man: pgmcc-recv reads"), "{said}");
+    }
     assert!(said.contains("transfer: byte-identical"), "{said}");
     assert!(said.contains("daemon: byte-identical"), "{said}");
     assert!(
