@@ -238,11 +238,7 @@ impl SendMetrics {
     /// The running pass ended with `status`.
     pub(crate) fn pass_ended(&self, status: &SenderStatus) {
         if let Ok(mut s) = self.state.lock() {
-            let values = send_values(status);
-            s.done.resize(values.len(), 0);
-            for (d, v) in s.done.iter_mut().zip(values) {
-                *d += v;
-            }
+            add_counts(&mut s.done, status);
             s.current = None;
             s.last = Some(status.clone());
         }
@@ -256,22 +252,22 @@ impl SendMetrics {
         let now = s.current.as_ref().map(StatusWatch::get);
         let mut values = s.done.clone();
         if let Some(st) = &now {
-            let v = send_values(st);
-            values.resize(v.len(), 0);
-            for (d, v) in values.iter_mut().zip(v) {
-                *d += v;
-            }
+            add_counts(&mut values, st);
         }
         (values, now.or_else(|| s.last.clone()))
     }
 }
 
-fn send_values(s: &SenderStatus) -> Vec<u64> {
-    SEND_COUNTERS
+/// Adds `s`'s counts, [`SEND_COUNTERS`] then [`SEND_DROPS`], to `into`.
+fn add_counts(into: &mut Vec<u64>, s: &SenderStatus) {
+    let counts = SEND_COUNTERS
         .iter()
         .map(|(_, _, f)| f(s))
-        .chain(SEND_DROPS.iter().map(|(_, f)| f(s)))
-        .collect()
+        .chain(SEND_DROPS.iter().map(|(_, f)| f(s)));
+    into.resize(SEND_COUNTERS.len() + SEND_DROPS.len(), 0);
+    for (d, v) in into.iter_mut().zip(counts) {
+        *d += v;
+    }
 }
 
 impl Collector for SendMetrics {

@@ -962,9 +962,6 @@ fn new_window(config: &ReceiverConfig, tsi: Tsi, base: u32, trail: u32) -> Recei
     w
 }
 
-/// Whether data packet `s` of `len` bytes keeps `peer` within the memory bounds
-/// (`session_bytes`, and `total_bytes` with the other sessions' `others`). The next packet to
-/// deliver always is: it leaves at once, and refusing it could stall the session for good.
 /// The `pgmcc::nak` debug target: each NAK a receiver's timers make due, with whether the
 /// session's NAK budget let it out (`parity` lists are `TG_SQN | (count - 1)` entries).
 fn trace_nak(now: Instant, nla: IpAddr, kind: &str, sqns: &[u32], sent: bool) {
@@ -979,6 +976,9 @@ fn trace_nak(now: Instant, nla: IpAddr, kind: &str, sqns: &[u32], sent: bool) {
     );
 }
 
+/// Whether data packet `s` of `len` bytes keeps `peer` within the memory bounds
+/// (`session_bytes`, and `total_bytes` with the other sessions' `others`). The next packet to
+/// deliver always is: it leaves at once, and refusing it could stall the session for good.
 fn within_budget(config: &ReceiverConfig, peer: &Peer, s: u32, len: u64, others: u64) -> bool {
     let Some(w) = peer.rxw.as_ref() else {
         return true;

@@ -335,7 +335,7 @@ impl Sender {
     /// True when nothing is queued: no new data, no repairs, no NCFs.
     pub fn is_idle(&self) -> bool {
         if self.aborted.is_some() {
-            return !self.spm_now && self.spm_burst_left == 0;
+            return !self.spm_due_now();
         }
         self.queued_packets() == 0 && self.repairs.is_empty() && self.ncfs.is_empty()
     }
@@ -364,8 +364,7 @@ impl Sender {
     pub fn abort(&mut self, error_code: u8) {
         if self.aborted.is_none() {
             self.aborted = Some(error_code & 0x3f);
-            self.spm_now = true;
-            self.spm_burst_left = self.config.spm_burst.max(3) - 1;
+            self.arm_final_burst();
             self.repairs.clear();
             self.repair_set.clear();
             self.ncfs.clear();
@@ -677,7 +676,19 @@ impl Sender {
 
     /// The closing burst of FIN SPMs is armed and not all out.
     fn fin_burst_due(&self) -> bool {
-        self.fin_burst && (self.spm_now || self.spm_burst_left > 0)
+        self.fin_burst && self.spm_due_now()
+    }
+
+    /// An SPM of a burst (or one asked for at once) is still to go.
+    fn spm_due_now(&self) -> bool {
+        self.spm_now || self.spm_burst_left > 0
+    }
+
+    /// Arms a burst of at least three SPMs, the first at once: how an abort (OPT_RST) and
+    /// a finished session (OPT_FIN) say so.
+    fn arm_final_burst(&mut self) {
+        self.spm_now = true;
+        self.spm_burst_left = self.config.spm_burst.max(3) - 1;
     }
 
     /// When every byte the application gave had left as ODATA, once it closed: the transfer
@@ -704,8 +715,7 @@ impl Sender {
         // sent during the repairs meet the queue the repairs fill.
         if matches!(self.ending.update(&state), Some(SessionEnd::Finished)) && !self.fin_burst {
             self.fin_burst = true;
-            self.spm_now = true;
-            self.spm_burst_left = self.config.spm_burst.max(3) - 1;
+            self.arm_final_burst();
         }
     }
 
@@ -725,7 +735,7 @@ impl Sender {
         if self.ending.end().is_some() && self.aborted.is_none() {
             return None;
         }
-        if self.spm_now || self.spm_burst_left > 0 {
+        if self.spm_due_now() {
             return Some(Instant::ZERO);
         }
         let mut t = self.next_ambient;
@@ -786,8 +796,11 @@ impl Sender {
     /// [`SenderConfig::max_tpdu`] bytes) and says where it goes; `None` when nothing is due.
     pub fn poll_transmit(&mut self, now: Instant, buf: &mut [u8]) -> Option<Transmit> {
         if self.aborted.is_some() || self.fin_burst {
-            let due = self.spm_now || self.spm_burst_left > 0;
-            return if due { self.emit_spm(now, buf) } else { None };
+            return if self.spm_due_now() {
+                self.emit_spm(now, buf)
+            } else {
+                None
+            };
         }
         if self.ending.end().is_some() {
             return None;
@@ -808,8 +821,7 @@ impl Sender {
                 }
             }
         }
-        let spm_due = self.spm_now
-            || self.spm_burst_left > 0
+        let spm_due = self.spm_due_now()
             || self.grtt_spm_at.is_some_and(|at| now >= at)
             || now >= self.next_ambient
             || self.heartbeat_at().is_some_and(|h| now >= h);

@@ -298,11 +298,13 @@ pub(super) async fn run(
                 }
             }
         }
-        if let Some(m) = metrics.filter(|_| !(interrupted && t.session().is_none())) {
+        // A signal while waiting for a session ends no transfer.
+        let ended = !(interrupted && t.session().is_none());
+        if let Some(m) = metrics.filter(|_| ended) {
             m.transfer_ended(committed.is_some());
         }
         if args.daemon {
-            if !(interrupted && t.session().is_none()) {
+            if ended {
                 transfers += 1;
                 daemon_line(&t, committed.as_ref());
             }
