@@ -109,9 +109,14 @@ pub(crate) enum Command {
     ///
     /// Example: pgmcc send --group 239.192.0.1:7500 --iface eth0 big.iso
     ///
-    /// Exit status: 0 when everything was sent, 1 when the source gave up (no receiver
-    /// answered for --feedback-timeout, or --max-duration passed), 2 on errors (bad flags,
-    /// no such file, no route to the group, a bad key file).
+    /// Exit status: 0 when the whole stream was sent and delivery reports confirm it (from
+    /// the --expect receivers, or else from every receiver heard from); 1 when the source
+    /// gave up (no receiver answered for --feedback-timeout, or --max-duration passed), the
+    /// --expect receivers did not confirm it, or a receiver reports a failed or partial
+    /// transfer; 2 on errors (bad flags, no such file, no route to the group, a bad key
+    /// file); 3 when the whole stream was sent and no receiver reports a failure, but
+    /// nothing confirms it: no receiver was heard from, or some that took part sent no
+    /// report (OpenPGM and ZeroMQ receivers never do: with --peer, 3 is the normal end).
     Send(net::SendArgs),
     /// Receive one session from a group into a file or standard output, verified.
     ///

@@ -235,7 +235,8 @@ fn a_sender_nobody_answers_gives_up_and_exits_1() {
     assert!(err.contains("--max-duration"), "{err}");
 
     // A transfer that completes without a word from the group says so, and where NAKs
-    // would have been heard (silent receivers that lost packets got no repairs).
+    // would have been heard (silent receivers that lost packets got no repairs), and nothing
+    // confirms it: exit status 3.
     let small = dir.path().join("small");
     std::fs::write(&small, vec![7u8; 100_000]).unwrap();
     let o = send_on_loopback(
@@ -243,9 +244,13 @@ fn a_sender_nobody_answers_gives_up_and_exits_1() {
         &small,
     );
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert_eq!(o.status.code(), Some(3), "{err}");
     assert!(
         err.contains("heard nothing from the group") && err.contains("on UDP port 41551"),
+        "{err}"
+    );
+    assert!(
+        err.contains("the whole stream was sent, but no receiver was heard from"),
         "{err}"
     );
 }
@@ -390,6 +395,18 @@ impl Loopback {
     fn send_ok(self, data: &std::path::Path, extra: &[&str]) {
         let s = self.send(data, extra).output().unwrap();
         assert!(s.status.success(), "{}", String::from_utf8_lossy(&s.stderr));
+    }
+
+    /// Sends `data` (see [`Loopback::send`]) and asserts the sender exited 1 because a
+    /// receiver reported a failed or partial transfer.
+    fn send_failing(self, data: &std::path::Path, extra: &[&str]) {
+        let s = self.send(data, extra).output().unwrap();
+        let err = String::from_utf8_lossy(&s.stderr);
+        assert_eq!(s.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains("error: some receivers report a failed or partial transfer"),
+            "{err}"
+        );
     }
 
     /// `pgmcc send` from 127.0.0.1 of `data` with `extra` flags (a rate limit among them).
@@ -656,7 +673,8 @@ fn receivers_verify_the_announced_sha256_and_keep_the_mtime() {
     let a = recv("127.0.0.35", &good, &[]);
     let b = recv("127.0.0.36", &bad, &["--expect-sha256", &"ab".repeat(32)]);
     std::thread::sleep(Duration::from_millis(400));
-    lo.send_ok(&data, &["--rate-max", "40Mbit"]);
+    // One receiver expected another sha256: its failure is the sender's.
+    lo.send_failing(&data, &["--rate-max", "40Mbit"]);
     let err = received_ok(a);
     assert!(
         err.contains("sha256 matches the source's manifest"),
@@ -755,7 +773,12 @@ fn a_late_joiner_completes_from_the_next_pass() {
     assert!(!err.contains("complete"), "{err}");
     let s = send.wait_with_output().unwrap();
     let err = String::from_utf8_lossy(&s.stderr);
-    assert!(s.status.success(), "{err}");
+    // The piped receiver kept part of the stream: not every receiver got all of it.
+    assert_eq!(s.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("error: some receivers report a failed or partial transfer"),
+        "{err}"
+    );
     assert!(
         err.contains("pass 1 of 3 done; 1 receiver holds part of it and waits: pass 2 follows"),
         "{err}"
@@ -955,7 +978,8 @@ fn a_directory_tree_arrives_whole_with_recv_dir() {
     let a = lo.recv("127.0.0.37", &["-D".as_ref(), out.as_os_str()]);
     let b = lo.recv("127.0.0.38", &["--out".as_ref(), wrong.as_os_str()]);
     std::thread::sleep(Duration::from_millis(400));
-    lo.send_ok(&site, &["--rate-max", "60Mbit"]);
+    // The receiver given --out for a tree fails, and so the transfer.
+    lo.send_failing(&site, &["--rate-max", "60Mbit"]);
     let err = received_ok(a);
     assert!(
         err.contains("sha256 matches the source's manifest"),

@@ -262,13 +262,19 @@ fn libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let said = finish_ok(tx, Duration::from_secs(60), "the sender");
+    let said = finish_with(tx, Duration::from_secs(60), SEND_UNCONFIRMED, "the sender");
     let said = String::from_utf8_lossy(&said.stderr);
     assert!(
         said.contains("NAKs heard on UDP ports 3056 and 3055"),
         "the session line says where NAKs are heard: {said}"
     );
     assert!(!said.contains("heard nothing"), "{said}");
+    // The receivers NAKed but confirm nothing: the exit status says so, and why.
+    assert!(
+        said.contains("took part but none sent a delivery report")
+            && said.contains("with --peer this is how a transfer ends"),
+        "{said}"
+    );
     for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
         finish_ok(
             child,
@@ -362,7 +368,7 @@ fn libpgm_receivers_at_their_default_ports_with_random_loss_get_every_byte() {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        finish_ok(tx, Duration::from_secs(60), "the sender");
+        finish_with(tx, Duration::from_secs(60), SEND_UNCONFIRMED, "the sender");
         for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
             finish_ok(
                 child,
@@ -422,7 +428,7 @@ fn matrix_our_source_to_libpgm_receivers() {
                 tx.args(["--drop-every", "25"]);
             }
             let tx = tx.arg(&input).stderr(Stdio::piped()).spawn().unwrap();
-            finish_ok(tx, Duration::from_secs(60), "the sender");
+            finish_with(tx, Duration::from_secs(60), SEND_UNCONFIRMED, "the sender");
             for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
                 finish_ok(
                     child,
@@ -625,7 +631,12 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let o = finish_ok(tx, Duration::from_secs(60), "pgmcc send --peer zeromq");
+    let o = finish_with(
+        tx,
+        Duration::from_secs(60),
+        SEND_UNCONFIRMED,
+        "pgmcc send --peer zeromq",
+    );
     eprintln!("{}", String::from_utf8_lossy(&o.stderr));
     let o = finish(rx, Duration::from_secs(30));
     let said = String::from_utf8_lossy(&o.stdout);
@@ -720,7 +731,9 @@ fn matrix_pgmcc_with_a_mixed_group_our_acker_and_a_libpgm_receiver() {
                 tx.args(["--drop-every", "40"]);
             }
             let tx = tx.arg(&input).stderr(Stdio::piped()).spawn().unwrap();
-            finish_ok(tx, Duration::from_secs(60), "the sender");
+            // With loss the libpgm receiver NAKs, so it took part, and it never reports.
+            let code = if lossy { SEND_UNCONFIRMED } else { 0 };
+            finish_with(tx, Duration::from_secs(60), code, "the sender");
             finish_ok(lib, Duration::from_secs(60), "the libpgm receiver");
             finish_ok(rx, Duration::from_secs(60), "our receiver");
             assert_eq!(

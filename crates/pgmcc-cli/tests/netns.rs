@@ -140,7 +140,13 @@ fn a_receiver_killed_and_restarted_mid_transfer_reports_its_missing_start() {
     let _ = victim.wait();
     assert!(!outs[2].exists(), "a killed receiver leaves no output file");
     let again = lab.recv("r3", &outs[2]);
-    finish_ok(tx, Duration::from_secs(120), "the sender");
+    // The restarted receiver's failure report makes the sender's exit status 1.
+    let sent = finish_with(tx, Duration::from_secs(120), 1, "the sender");
+    let said = String::from_utf8_lossy(&sent.stderr);
+    assert!(
+        said.contains("error: some receivers report a failed or partial transfer"),
+        "{said}"
+    );
     for (i, (child, out)) in rx.into_iter().zip(&outs).enumerate() {
         finish_ok(
             child,

@@ -1160,3 +1160,67 @@ fn a_finished_session_ends_with_a_burst_of_fin_spms() {
     assert!(fins.len() > 3, "{fins:?}");
     assert_eq!(s.poll_timeout(), None);
 }
+
+/// With a report wait, a source that heard a receiver (its NAK) without a report from it
+/// stays after the linger, says the end again in a burst of FIN SPMs, and ends as soon as
+/// the report comes; without one it would have ended at the linger.
+#[test]
+fn a_receiver_heard_without_a_report_holds_the_end_for_the_report_wait() {
+    let mut cfg = SenderConfig::new(TSI, SRC, GROUP);
+    cfg.end.linger = Duration::from_millis(500);
+    cfg.end.report_wait = Duration::from_secs(5);
+    let mut s = Sender::new(cfg, Instant::ZERO);
+    let mut r = receiver();
+    s.send(b"hello").unwrap();
+    s.close();
+    for p in drain(&mut s, ms(0)) {
+        r.handle(ms(1), SRC, &p.to_vec().unwrap());
+    }
+    let tsi = match events(&mut r).first() {
+        Some(ReceiverEvent::SessionStarted { tsi, .. }) => *tsi,
+        e => panic!("{e:?}"),
+    };
+    // Heard: a NAK for a packet never sent (it repairs nothing, so the linger runs on).
+    s.handle(ms(10), RX, &nak(&[99]));
+    let mut now = ms(10);
+    let mut fins = Vec::new();
+    while now < ms(2000) {
+        now = s.poll_timeout().expect("not over").max(now);
+        s.handle_timeout(now);
+        for p in drain(&mut s, now) {
+            if p.packet_type() == PacketType::Spm && p.options.fin {
+                fins.push(now);
+            }
+        }
+        assert!(s.end().is_none(), "ended at {now:?} without the report");
+    }
+    // The linger ended at 0.5 s: the wait began with three FIN SPMs at once.
+    let at_wait = fins.iter().filter(|&&t| t == ms(500)).count();
+    assert_eq!(at_wait, 3, "FIN SPMs at {fins:?}");
+    let complete = pgm_wire::Outcome {
+        status: pgm_wire::OUTCOME_COMPLETE,
+        bytes: 5,
+        sha256: [1; 32],
+        reason: String::new(),
+        reporter: None,
+    };
+    assert!(r.report(tsi, complete));
+    for (_, bytes) in sent_by(&mut r, now) {
+        s.handle(now, RX, &bytes);
+    }
+    assert_eq!(s.stats().reports_received, 1);
+    // The report ends the wait at once: the closing burst, then the end.
+    let reported = now;
+    let mut closing = 0;
+    while s.end().is_none() {
+        now = s.poll_timeout().expect("not over").max(now);
+        s.handle_timeout(now);
+        closing += drain(&mut s, now)
+            .iter()
+            .filter(|p| p.packet_type() == PacketType::Spm && p.options.fin)
+            .count();
+        assert_eq!(now, reported, "the report did not end the wait");
+    }
+    assert_eq!(s.end(), Some(&pgmcc::SessionEnd::Finished));
+    assert_eq!(closing, 3);
+}

@@ -118,6 +118,13 @@ pub(crate) struct SendArgs {
     /// How long after the data went out to wait for the --expect reports (in each pass).
     #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = parse_duration)]
     expect_timeout: Duration,
+    /// After the linger, how long to wait on for the delivery report of each receiver heard
+    /// from (one that ACKed or NAKed) that has not sent one: a receiver reports once its
+    /// output is verified and on disk, which for a large file can outlast the linger. A
+    /// transfer some such receiver never confirms exits 3. [default: 10s; 0 with --peer
+    /// openpgm or zeromq, whose receivers never report]
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    report_wait: Option<Duration>,
     /// Send the input up to N times, each pass a session of its own announcing that another
     /// follows: a receiver that joined late, or lost data the source could no longer repair,
     /// keeps what it got and completes it from the next pass, as uftp's restart does. The
@@ -309,6 +316,11 @@ fn sender_options(args: &SendArgs, group: Ipv4Addr) -> Result<(SenderOptions, St
     opts.end.max_duration = args.max_duration;
     opts.end.expect = args.expect.clone();
     opts.end.expect_timeout = args.expect_timeout;
+    opts.end.report_wait = args.report_wait.unwrap_or(if openpgm {
+        Duration::ZERO
+    } else {
+        DEFAULT_REPORT_WAIT
+    });
     opts.sign = args
         .sign
         .as_deref()
@@ -449,7 +461,7 @@ async fn run_passes(
 }
 
 /// The transfer is over, with `verdict`: why no pass follows if some were left, the
-/// reports, and the exit code (1 when the `--expect` receivers did not confirm it).
+/// reports, and the exit code ([`verdict_code`]).
 fn transfer_done(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) -> ExitCode {
     let (pass, passes) = (transfer.pass(), transfer.passes());
     if pass < passes {
@@ -465,7 +477,15 @@ fn transfer_done(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) 
     verdict_code(transfer, verdict, args)
 }
 
-/// The exit code of a transfer with this verdict, said to the user when it is not success.
+/// `--report-wait` without `--peer`.
+const DEFAULT_REPORT_WAIT: Duration = Duration::from_secs(10);
+
+/// The exit code of a transfer that sent the whole stream with no receiver reporting a
+/// failure, but that nothing confirms for every receiver heard from.
+const UNCONFIRMED: u8 = 3;
+
+/// The exit code of a transfer with this verdict, said to the user when it is not success:
+/// 0 only when delivery reports confirm it (see [`Verdict`]).
 fn verdict_code(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) -> ExitCode {
     let (pass, passes) = (transfer.pass(), transfer.passes());
     match verdict {
@@ -482,10 +502,19 @@ fn verdict_code(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) -
             ExitCode::from(1)
         }
         Verdict::SomeFailed => {
-            eprintln!(
-                "pgmcc send: warning: {verdict} (pass --expect to exit non-zero when that happens)"
-            );
-            ExitCode::SUCCESS
+            eprintln!("pgmcc send: error: {verdict}");
+            ExitCode::from(1)
+        }
+        Verdict::Unconfirmed { .. } => {
+            let why = if args.net.libpgm_peer() {
+                " (OpenPGM and ZeroMQ receivers send no delivery report: with --peer this is how a transfer ends)"
+            } else if matches!(verdict, Verdict::Unconfirmed { silent, .. } if *silent > 0) {
+                " (a receiver reports once its output is verified and on disk: a longer --report-wait waits for slow ones)"
+            } else {
+                ""
+            };
+            eprintln!("pgmcc send: warning: the whole stream was sent, but {verdict}{why}");
+            ExitCode::from(UNCONFIRMED)
         }
         _ => ExitCode::SUCCESS,
     }
@@ -606,7 +635,7 @@ async fn one_pass(
     if let PassEnd::Sent(r) = &end {
         if heard_nothing(&r.status) {
             eprintln!(
-                "pgmcc send: {of}note: heard nothing from the group (no NAK, ACK, poll reply or delivery report): receivers that lost packets got no repairs if their NAKs do not reach this host on {upstream}; --expect makes an unconfirmed transfer fail"
+                "pgmcc send: {of}note: heard nothing from the group (no NAK, ACK, poll reply or delivery report): receivers that lost packets got no repairs if their NAKs do not reach this host on {upstream}"
             );
         }
     }
@@ -681,7 +710,16 @@ async fn close(
                     shown.progress(&st, read.total);
                 } else {
                     shown.pb.set_position(st.stats.odata_bytes.min(read.total));
-                    shown.pb.set_message("all data sent; serving repairs until receivers are quiet (--linger)");
+                    let unreported = st
+                        .heard
+                        .iter()
+                        .filter(|a| !st.reports.iter().any(|r| r.receiver == **a))
+                        .count();
+                    shown.pb.set_message(if unreported == 0 {
+                        "all data sent; serving repairs until receivers are quiet (--linger)".to_string()
+                    } else {
+                        format!("all data sent; serving repairs (--linger); {unreported} receivers heard from have not reported yet (--report-wait)")
+                    });
                 }
             }
         }

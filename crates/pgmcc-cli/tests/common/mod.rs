@@ -208,6 +208,32 @@ pub(crate) fn finish_ok(child: Child, limit: Duration, what: impl std::fmt::Disp
     out
 }
 
+/// [`finish`], then requires exit status `code`; a failure shows `what` and both output
+/// streams.
+#[allow(dead_code)] // not every test binary expects another status
+pub(crate) fn finish_with(
+    child: Child,
+    limit: Duration,
+    code: i32,
+    what: impl std::fmt::Display,
+) -> Output {
+    let out = finish(child, limit);
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{what} ended with {}, not {code}: {} {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// `pgmcc send`'s exit status when it sent the whole stream but no delivery report confirms
+/// it for every receiver heard from (OpenPGM and ZeroMQ receivers send none).
+#[allow(dead_code)] // not every test binary sends to such receivers
+pub(crate) const SEND_UNCONFIRMED: i32 = 3;
+
 pub(crate) fn random_file(dir: &Path, len: usize) -> (PathBuf, String) {
     // Deterministic but incompressible enough: a hash chain.
     let mut data = Vec::with_capacity(len + 32);

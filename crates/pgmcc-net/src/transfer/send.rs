@@ -106,11 +106,20 @@ pub enum Verdict {
         /// What was expected.
         wanted: Expect,
     },
-    /// Nothing was expected, and every report (there may be none) is of the whole stream
-    /// with its SHA-256.
+    /// Nothing was expected, and every receiver heard from reported the whole stream with
+    /// its SHA-256 (at least one did).
     NoneFailed,
     /// Nothing was expected, and some receiver reports a failed or partial transfer.
     SomeFailed,
+    /// Nothing was expected and no receiver reports a failure, but nothing confirms that
+    /// every receiver got the stream: no report came at all, or receivers that took part
+    /// (ACKed or NAKed) sent none. OpenPGM and ZeroMQ receivers never report.
+    Unconfirmed {
+        /// Receivers that confirmed the stream.
+        confirmed: usize,
+        /// Receivers heard from that sent no report.
+        silent: usize,
+    },
 }
 
 impl fmt::Display for Verdict {
@@ -132,9 +141,39 @@ impl fmt::Display for Verdict {
                 "{} named receivers were to confirm a complete transfer with this sha256; they did not",
                 h.len()
             ),
-            Verdict::NoneFailed => f.write_str("no receiver reports a failed or partial transfer"),
+            Verdict::NoneFailed => f.write_str(
+                "every receiver heard from confirmed a complete transfer with this sha256",
+            ),
             Verdict::SomeFailed => f.write_str("some receivers report a failed or partial transfer"),
+            Verdict::Unconfirmed {
+                confirmed: 0,
+                silent: 0,
+            } => f.write_str(
+                "no receiver was heard from: nothing confirms that anyone got the stream",
+            ),
+            Verdict::Unconfirmed {
+                confirmed: 0,
+                silent,
+            } => write!(
+                f,
+                "{silent} receiver{} took part but none sent a delivery report: nothing confirms the stream arrived",
+                plural(*silent)
+            ),
+            Verdict::Unconfirmed { confirmed, silent } => write!(
+                f,
+                "{confirmed} receiver{} confirmed the stream, but {silent} that took part sent no delivery report",
+                plural(*confirmed)
+            ),
         }
+    }
+}
+
+/// "s" unless `n` is 1.
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
     }
 }
 
@@ -352,13 +391,24 @@ impl TransferSender {
             .collect()
     }
 
-    /// The verdict on the reports so far.
+    /// The verdict on the reports so far. Without `expect`, a transfer no report confirms
+    /// for every receiver heard from is [`Verdict::Unconfirmed`], never success.
     pub fn verdict(&self) -> Verdict {
         match (&self.expect, self.met()) {
             (Some(_), true) => Verdict::Confirmed,
             (Some(e), false) => Verdict::NotConfirmed { wanted: e.clone() },
-            (None, true) => Verdict::NoneFailed,
             (None, false) => Verdict::SomeFailed,
+            (None, true) => {
+                let silent = self.heard_without_report().len();
+                if self.reports.is_empty() || silent > 0 {
+                    Verdict::Unconfirmed {
+                        confirmed: self.reports.len(),
+                        silent,
+                    }
+                } else {
+                    Verdict::NoneFailed
+                }
+            }
         }
     }
 
@@ -615,10 +665,60 @@ mod tests {
         ));
         assert_eq!(t.unreported_expected(), [ip(3), ip(4)]);
         assert!(t.heard_without_report().is_empty());
-        // Nothing expected: heard without a report, yet none failed.
+        // Nothing expected: none failed, but one that took part confirmed nothing.
         let mut t = TransferSender::new(1, None);
-        assert_eq!(pass(&mut t, &end), PassDecision::Done(Verdict::NoneFailed));
+        let v = Verdict::Unconfirmed {
+            confirmed: 2,
+            silent: 1,
+        };
+        assert_eq!(pass(&mut t, &end), PassDecision::Done(v.clone()));
         assert_eq!(t.heard_without_report(), [ip(3)]);
+        assert_eq!(
+            v.to_string(),
+            "2 receivers confirmed the stream, but 1 that took part sent no delivery report"
+        );
+    }
+
+    #[test]
+    fn without_any_report_nothing_is_confirmed() {
+        // Nobody heard from (no receiver, or ones that never speak).
+        let mut t = TransferSender::new(1, None);
+        let v = pass(&mut t, &status(&[], &[]));
+        let PassDecision::Done(v) = v else {
+            panic!("{v:?}")
+        };
+        assert_eq!(
+            v,
+            Verdict::Unconfirmed {
+                confirmed: 0,
+                silent: 0
+            }
+        );
+        assert_eq!(
+            v.to_string(),
+            "no receiver was heard from: nothing confirms that anyone got the stream"
+        );
+        // Receivers that NAKed but never report (OpenPGM's, ZeroMQ's).
+        let mut t = TransferSender::new(1, None);
+        let v = pass(&mut t, &status(&[], &[7, 8]));
+        assert_eq!(
+            v,
+            PassDecision::Done(Verdict::Unconfirmed {
+                confirmed: 0,
+                silent: 2
+            })
+        );
+        let PassDecision::Done(v) = v else {
+            unreachable!()
+        };
+        assert_eq!(
+            v.to_string(),
+            "2 receivers took part but none sent a delivery report: nothing confirms the stream arrived"
+        );
+        // Every receiver heard from confirmed: success.
+        let mut t = TransferSender::new(1, None);
+        let end = status(&[report(1, Complete), report(2, Complete)], &[]);
+        assert_eq!(pass(&mut t, &end), PassDecision::Done(Verdict::NoneFailed));
     }
 
     #[test]
@@ -694,7 +794,10 @@ mod tests {
         pass(&mut t, &status(&[report(1, AwaitingPass)], &[2]));
         assert_eq!(
             pass(&mut t, &status(&[report(1, Complete)], &[2])),
-            PassDecision::Done(Verdict::NoneFailed)
+            PassDecision::Done(Verdict::Unconfirmed {
+                confirmed: 1,
+                silent: 1
+            })
         );
         assert_eq!(t.reports(), [report(1, Complete)]);
         assert_eq!(t.heard(), [ip(1), ip(2)]);

@@ -41,6 +41,13 @@ pub struct EndPolicy {
     pub expect: Option<Expect>,
     /// How long after the data went out to wait for the expected reports. Default 30 s.
     pub expect_timeout: Duration,
+    /// Once the linger is over, how long to wait on for the delivery reports of receivers
+    /// heard from (ACK or NAK) that have not sent one: a receiver reports once its output
+    /// is verified and committed, which can outlast the linger. The wait starts with a
+    /// burst of SPMs (with OPT_FIN), for receivers still waiting to learn the end. Default
+    /// zero (receivers that never report, as OpenPGM's, or a simulation's, would only hold
+    /// the source); `pgmcc send` sets it.
+    pub report_wait: Duration,
 }
 
 impl Default for EndPolicy {
@@ -52,6 +59,7 @@ impl Default for EndPolicy {
             max_duration: None,
             expect: None,
             expect_timeout: Duration::from_secs(30),
+            report_wait: Duration::ZERO,
         }
     }
 }
@@ -138,6 +146,9 @@ pub(super) struct Now<'a> {
     pub grtt: Option<Duration>,
     /// Delivery reports so far, by address.
     pub reports: &'a BTreeMap<IpAddr, pgm_wire::Outcome>,
+    /// Some receiver heard from has sent no delivery report (asked only once the data is
+    /// out and [`EndPolicy::report_wait`] is not zero).
+    pub unreported: bool,
 }
 
 /// The source's ending state.
@@ -157,6 +168,9 @@ pub(super) struct Ending {
     waiting: bool,
     /// The group RTT at the last update (it sets the linger).
     grtt: Option<Duration>,
+    /// When the linger ended while receivers heard from had not reported: the wait for
+    /// their reports ([`EndPolicy::report_wait`]) runs from here.
+    lingered_at: Option<Instant>,
     end: Option<SessionEnd>,
 }
 
@@ -172,6 +186,7 @@ impl Ending {
             heard_any: false,
             waiting: false,
             grtt: None,
+            lingered_at: None,
             end: None,
         }
     }
@@ -189,6 +204,18 @@ impl Ending {
 
     pub(super) fn end(&self) -> Option<&SessionEnd> {
         self.end.as_ref()
+    }
+
+    /// The linger is over and the source waits for delivery reports of receivers heard from
+    /// ([`EndPolicy::report_wait`]).
+    pub(super) fn awaiting_reports(&self) -> bool {
+        self.lingered_at.is_some() && self.end.is_none()
+    }
+
+    /// Whether [`Ending::update`] needs [`Now::unreported`]: the data is out and a report
+    /// wait could follow the linger.
+    pub(super) fn asks_unreported(&self) -> bool {
+        self.drained_at.is_some() && !self.policy.report_wait.is_zero()
     }
 
     /// When every byte the application gave had left, once it closed.
@@ -243,8 +270,17 @@ impl Ending {
                 && after < self.policy.expect_timeout
         });
         // Whatever happens, the linger ends `max_linger` after the data went out.
-        ((quiet || after >= self.policy.max_linger) && !self.waiting)
-            .then_some(SessionEnd::Finished)
+        let lingered = (quiet || after >= self.policy.max_linger) && !self.waiting;
+        if !lingered && self.lingered_at.is_none() {
+            return None;
+        }
+        if s.unreported && !self.policy.report_wait.is_zero() {
+            let since = *self.lingered_at.get_or_insert(s.now);
+            if s.now.saturating_duration_since(since) < self.policy.report_wait {
+                return None;
+            }
+        }
+        Some(SessionEnd::Finished)
     }
 
     /// When [`Ending::update`] may next decide something no input causes (reports and
@@ -262,14 +298,17 @@ impl Ending {
                     earliest(self.last_feedback + limit);
                 }
             }
-            Some(drained) => {
-                let quiet = self.last_repair.max(drained) + self.linger();
-                let mut end = quiet.min(drained + self.policy.max_linger);
-                if self.waiting {
-                    end = end.max(drained + self.policy.expect_timeout);
+            Some(drained) => match self.lingered_at {
+                Some(since) => earliest(since + self.policy.report_wait),
+                None => {
+                    let quiet = self.last_repair.max(drained) + self.linger();
+                    let mut end = quiet.min(drained + self.policy.max_linger);
+                    if self.waiting {
+                        end = end.max(drained + self.policy.expect_timeout);
+                    }
+                    earliest(end);
                 }
-                earliest(end);
-            }
+            },
         }
         at
     }
@@ -287,6 +326,7 @@ mod tests {
             cc: true,
             grtt: None,
             reports,
+            unreported: false,
         }
     }
 
@@ -376,6 +416,50 @@ mod tests {
             e.update(&now_at(t0 + Duration::from_secs(30), &none)),
             Some(&SessionEnd::Finished)
         );
+    }
+
+    #[test]
+    fn receivers_heard_without_a_report_hold_the_end_for_the_report_wait() {
+        let policy = EndPolicy {
+            report_wait: Duration::from_secs(10),
+            ..EndPolicy::default()
+        };
+        let t0 = Instant::ZERO;
+        let none = BTreeMap::new();
+        let unreported = |t: u64| Now {
+            unreported: true,
+            ..now_at(t0 + Duration::from_secs(t), &none)
+        };
+        // The linger ends at 3 s; the wait for the missing report runs to 13 s.
+        let mut e = Ending::new(policy.clone(), t0);
+        assert!(e.update(&unreported(0)).is_none() && e.asks_unreported());
+        assert!(!e.awaiting_reports());
+        assert_eq!(e.update(&unreported(3)), None);
+        assert!(e.awaiting_reports());
+        assert_eq!(e.deadline(true), Some(t0 + Duration::from_secs(13)));
+        assert_eq!(e.update(&unreported(12)), None);
+        assert_eq!(e.update(&unreported(13)), Some(&SessionEnd::Finished));
+        assert!(!e.awaiting_reports());
+        // The report arrives during the wait: over at once.
+        let mut e = Ending::new(policy.clone(), t0);
+        e.update(&unreported(0));
+        assert_eq!(e.update(&unreported(3)), None);
+        assert_eq!(
+            e.update(&now_at(t0 + Duration::from_secs(4), &none)),
+            Some(&SessionEnd::Finished)
+        );
+        // Every receiver heard from reported by the end of the linger: no wait.
+        let mut e = Ending::new(policy, t0);
+        e.update(&now_at(t0, &none));
+        assert_eq!(
+            e.update(&now_at(t0 + Duration::from_secs(3), &none)),
+            Some(&SessionEnd::Finished)
+        );
+        // Without a report wait (the default) nothing changes.
+        let mut e = Ending::new(EndPolicy::default(), t0);
+        assert!(!e.asks_unreported());
+        e.update(&unreported(0));
+        assert_eq!(e.update(&unreported(3)), Some(&SessionEnd::Finished));
     }
 
     #[test]
