@@ -366,6 +366,11 @@ fn recv_gives_up_when_no_session_starts_within_the_join_timeout() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{err}");
     assert!(err.contains("--join-timeout"), "{err}");
+    // The hint names both peers' flags.
+    assert!(
+        err.contains("An OpenPGM source needs --peer openpgm, a ZeroMQ publisher --peer zeromq"),
+        "{err}"
+    );
 }
 
 /// A session on loopback (multicast TTL 0: nothing leaves the host): a group and its

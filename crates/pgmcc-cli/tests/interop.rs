@@ -311,10 +311,15 @@ fn libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source() {
 /// Drops `permille`/1000 of the UDP packets arriving on port 3056 in `node`'s namespace, at
 /// random (nftables `numgen random`): data, repairs, NCFs and SPMs alike, as a lossy path would.
 fn random_loss(lab: &Lab, node: &str, permille: u32) {
+    random_loss_on(lab, node, 3056, permille);
+}
+
+/// [`random_loss`] on UDP port `port`.
+fn random_loss_on(lab: &Lab, node: &str, port: u16, permille: u32) {
     for args in [
         "add table inet loss".to_owned(),
         "add chain inet loss in { type filter hook input priority 0 ; }".to_owned(),
-        format!("add rule inet loss in udp dport 3056 numgen random mod 1000 < {permille} drop"),
+        format!("add rule inet loss in udp dport {port} numgen random mod 1000 < {permille} drop"),
     ] {
         let st = lab
             .cmd(node)
@@ -662,6 +667,175 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
         ),
         seconds: started.elapsed().as_secs_f64(),
         test: "our_sender_to_a_zeromq_epgm_subscriber",
+    });
+}
+
+/// Issue 56 item 6: ZeroMQ at its defaults (`ZMQ_RATE` 100 kbit/s, the recovery interval of
+/// 10 s) with 5% random loss at the receiving end, both ways, three runs each: a ZeroMQ PUB
+/// to `pgmcc recv --peer zeromq`, and `pgmcc send --peer zeromq` at the rate a default
+/// subscriber's window keeps repairable (`--rate-max 100kbit`, what its warning asks for) to
+/// a ZeroMQ SUB. The runs of each way go on at once, each in a lab of its own.
+#[test]
+fn zeromq_at_its_defaults_with_random_loss_both_ways() {
+    const TEST: &str = "zeromq_at_its_defaults_with_random_loss_both_ways";
+    const RUNS: usize = 3;
+    if !libpgm_tools(TEST) {
+        return;
+    }
+    if !tool("zmq-pub").exists() || !tool("zmq-sub").exists() {
+        skip(
+            TEST,
+            "libzmq3-dev is not installed; scripts/install-deps installs it",
+        );
+        return;
+    }
+    if !Command::new("nft")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        skip(TEST, "nft (nftables) is not installed");
+        return;
+    }
+    // ZeroMQ's PUB to ours: 4,000 messages (about 50 KB, 4 s at 100 kbit/s).
+    const COUNT: usize = 4000;
+    let started = std::time::Instant::now();
+    let runs: Vec<_> = (0..RUNS)
+        .map(|run| {
+            std::thread::spawn(move || {
+                let lab = Lab::up(&format!("zp{run}"), 1).expect("a lab");
+                random_loss_on(&lab, "r1", 5555, 50);
+                let dir = tempfile::tempdir().unwrap();
+                let out = dir.path().join("messages.txt");
+                let stats_path = dir.path().join("recv.json");
+                let rx = lab
+                    .cmd("r1")
+                    .arg(pgmcc())
+                    .args(["recv", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
+                    .args(["-q", "--idle-timeout", "20s", "--stats"])
+                    .arg(&stats_path)
+                    .arg("--out")
+                    .arg(&out)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(500));
+                // ZMQ_RATE 100 kbit/s, ZeroMQ's default; it closes 8 s after queueing the
+                // messages: they take about 4 s at that rate, then the repairs.
+                let tx = lab
+                    .cmd("s")
+                    .arg(tool("zmq-pub"))
+                    .args(["epgm://10.77.0.1;239.192.0.1:5555", &COUNT.to_string()])
+                    .args(["100", "8"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                finish_ok(tx, Duration::from_secs(90), "the ZeroMQ publisher");
+                finish_ok(rx, Duration::from_secs(60), "our receiver");
+                let text = std::fs::read_to_string(&out).unwrap();
+                let want: String = (0..COUNT).map(|i| format!("message {i}\n")).collect();
+                assert_eq!(text, want, "run {run}: not every message, in order");
+                let r = stats(&stats_path);
+                r["status"]["stats"]["naks_sent"].as_u64().unwrap()
+            })
+        })
+        .collect();
+    let naks: u64 = runs.into_iter().map(|r| r.join().unwrap()).sum();
+    assert!(naks >= 3, "the loss made no NAK: {naks}");
+    record(&Cell {
+        id: "4-zeromq-to-ours-0-0-2".into(),
+        source: "ZeroMQ PUB at its defaults (`ZMQ_RATE` 100 kbit/s, `interop/zmq-pub`)".into(),
+        receivers: "`pgmcc recv --peer zeromq`".into(),
+        encap: "UDP",
+        cc: "plain",
+        loss: "5% random at the receiver (nftables)".into(),
+        bytes: (0..COUNT).map(|i| format!("message {i}\n").len()).sum(),
+        verified: "every message, in order, in 3 of 3 runs",
+        detail: format!("our receivers sent {naks} NAKs in all, repaired by ZeroMQ's libpgm"),
+        seconds: started.elapsed().as_secs_f64(),
+        test: TEST,
+    });
+
+    // Ours to ZeroMQ's SUB at its default ZMQ_RATE: 100 KB at 100 kbit/s.
+    const BYTES: usize = 100_000;
+    let started = std::time::Instant::now();
+    let runs: Vec<_> = (0..RUNS)
+        .map(|run| {
+            std::thread::spawn(move || {
+                let lab = Lab::up(&format!("zs{run}"), 1).expect("a lab");
+                random_loss_on(&lab, "r1", 5555, 50);
+                let dir = tempfile::tempdir().unwrap();
+                let (input, want) = random_file(dir.path(), BYTES);
+                let out = dir.path().join("zmq.bin");
+                let stats_path = dir.path().join("send.json");
+                let rx = lab
+                    .cmd("r1")
+                    .arg(tool("zmq-sub"))
+                    .arg("epgm://10.77.0.11;239.192.0.1:5555")
+                    .arg(&out)
+                    // ZMQ_RATE left at ZeroMQ's default, 100 kbit/s.
+                    .args([&BYTES.to_string(), "20"])
+                    .stdout(Stdio::piped())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(Duration::from_millis(500));
+                let tx = lab
+                    .cmd("s")
+                    .arg(pgmcc())
+                    .args(["send", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
+                    .args(["--rate-max", "100kbit", "-q", "--linger", "3s", "--stats"])
+                    .arg(&stats_path)
+                    .arg(&input)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .unwrap();
+                let sent = finish_with(
+                    tx,
+                    Duration::from_secs(90),
+                    SEND_UNCONFIRMED,
+                    "pgmcc send --peer zeromq",
+                );
+                let said = String::from_utf8_lossy(&sent.stderr);
+                assert!(
+                    !said.contains("ZMQ_RATE"),
+                    "a warning at 100 kbit/s: {said}"
+                );
+                let o = finish(rx, Duration::from_secs(60));
+                let got = String::from_utf8_lossy(&o.stdout);
+                assert!(
+                    o.status.success(),
+                    "run {run}: the subscriber stopped short: {got}"
+                );
+                assert_eq!(sha_of(&out), want, "run {run}");
+                let st = &stats(&stats_path)["status"]["stats"];
+                (
+                    st["naks_received"].as_u64().unwrap(),
+                    st["rdata_packets"].as_u64().unwrap(),
+                )
+            })
+        })
+        .collect();
+    let (naks, rdata) = runs
+        .into_iter()
+        .map(|r| r.join().unwrap())
+        .fold((0, 0), |(n, r), (a, b)| (n + a, r + b));
+    assert!(naks >= 3 && rdata >= 3, "{naks} NAKs, {rdata} repairs");
+    record(&Cell {
+        id: "5-ours-to-zeromq-0-0-2".into(),
+        source: "`pgmcc send --peer zeromq --rate-max 100kbit`".into(),
+        receivers: "ZeroMQ SUB at its defaults (`ZMQ_RATE` 100 kbit/s, `interop/zmq-sub`)".into(),
+        encap: "UDP",
+        cc: "plain",
+        loss: "5% random at the subscriber (nftables)".into(),
+        bytes: BYTES,
+        verified: "byte-identical (sha256) in 3 of 3 runs",
+        detail: format!("{naks} NAKs from ZeroMQ's libpgm in all, {rdata} repairs"),
+        seconds: started.elapsed().as_secs_f64(),
+        test: TEST,
     });
 }
 

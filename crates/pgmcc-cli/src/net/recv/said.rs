@@ -171,3 +171,26 @@ pub(super) fn signed_hints(
     }
     hints
 }
+
+#[cfg(test)]
+mod tests {
+    use pgmcc_net::transfer::receive::{Failure, StartMissed};
+
+    use super::explain;
+
+    /// A stream without a start mark may come from either peer: the hint names both flags.
+    #[test]
+    fn a_missed_start_names_the_flags_of_both_peers() {
+        let f = Failure::StartMissed(StartMissed {
+            first_sqn: 690,
+            syn_sqn: None,
+            at_end: false,
+        });
+        let said = explain(&f);
+        assert!(said.contains("--allow-partial-start"), "{said}");
+        assert!(
+            said.contains("needs --peer openpgm, a ZeroMQ publisher --peer zeromq"),
+            "{said}"
+        );
+    }
+}
