@@ -308,6 +308,18 @@ fn libpgm_receivers_at_their_default_ports_reach_our_peer_openpgm_source() {
     });
 }
 
+/// Whether nftables is installed (the random loss needs it); reports `test` skipped if not.
+fn nft_installed(test: &str) -> bool {
+    let there = Command::new("nft")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !there {
+        skip(test, "nft (nftables) is not installed");
+    }
+    there
+}
+
 /// Drops `permille`/1000 of the UDP packets arriving on port 3056 in `node`'s namespace, at
 /// random (nftables `numgen random`): data, repairs, NCFs and SPMs alike, as a lossy path would.
 fn random_loss(lab: &Lab, node: &str, permille: u32) {
@@ -338,15 +350,7 @@ fn random_loss_on(lab: &Lab, node: &str, port: u16, permille: u32) {
 fn libpgm_receivers_at_their_default_ports_with_random_loss_get_every_byte() {
     const TEST: &str = "libpgm_receivers_at_their_default_ports_with_random_loss_get_every_byte";
     const RUNS: usize = 3;
-    if !libpgm_tools(TEST) {
-        return;
-    }
-    if !Command::new("nft")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        skip(TEST, "nft (nftables) is not installed");
+    if !libpgm_tools(TEST) || !nft_installed(TEST) {
         return;
     }
     let Some(lab) = Lab::up("l", 2) else { return };
@@ -501,57 +505,130 @@ fn our_decoder_parses_every_packet_libpgm_sends() {
     assert!(out.status.success(), "self-test failed");
 }
 
-#[test]
-fn zeromq_epgm_publisher_to_our_receiver() {
-    if !libpgm_tools("zeromq_epgm_publisher_to_our_receiver") {
-        return;
+/// Whether the interop tools, ZeroMQ's among them, are built; reports `test` skipped if not.
+fn zeromq_tools(test: &str) -> bool {
+    if !libpgm_tools(test) {
+        return false;
     }
-    if !tool("zmq-pub").exists() {
+    if !tool("zmq-pub").exists() || !tool("zmq-sub").exists() {
         skip(
-            "zeromq_epgm_publisher_to_our_receiver",
+            test,
             "libzmq3-dev is not installed; scripts/install-deps installs it",
         );
-        return;
+        return false;
     }
-    let Some(lab) = Lab::up("z", 1) else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("messages.txt");
-    let started = std::time::Instant::now();
+    true
+}
+
+/// A ZeroMQ PUB in `s` (`interop/zmq-pub`: COUNT messages "message N" at ZMQ_RATE `rate`
+/// kbit/s, closing `linger` seconds after queueing them) to `pgmcc recv --peer zeromq` in
+/// `r1` with `extra` flags, writing `out` and `stats`: the receiver's output once both ended
+/// (the publisher exited 0).
+fn zeromq_pub_to_our_recv(
+    lab: &Lab,
+    out: &Path,
+    stats: &Path,
+    count: usize,
+    rate: &str,
+    linger: &str,
+    extra: &[&str],
+) -> std::process::Output {
     // ZeroMQ's epgm uses the endpoint's port as PGM port and as UDP port both ways.
     let rx = lab
         .cmd("r1")
         .arg(pgmcc())
-        .args([
-            "recv",
-            "--group",
-            "239.192.0.1:5555",
-            // The endpoint's port both ways, ZeroMQ's framing: --peer zeromq.
-            "--peer",
-            "zeromq",
-        ])
-        .args(["--drop-every", "50", "-q", "--idle-timeout", "20s", "--out"])
-        .arg(&out)
+        .args(["recv", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
+        .args(["-q", "--idle-timeout", "20s", "--stats"])
+        .arg(stats)
+        .args(extra)
+        .arg("--out")
+        .arg(out)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
-    const COUNT: usize = 5000;
     let tx = lab
         .cmd("s")
         .arg(tool("zmq-pub"))
         .args([
             "epgm://10.77.0.1;239.192.0.1:5555",
-            &COUNT.to_string(),
-            "5000",
-            "3",
+            &count.to_string(),
+            rate,
+            linger,
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    finish_ok(tx, Duration::from_secs(60), "the sender");
-    let o = finish(rx, Duration::from_secs(60));
+    finish_ok(tx, Duration::from_secs(90), "the ZeroMQ publisher");
+    finish(rx, Duration::from_secs(60))
+}
+
+/// `pgmcc send --peer zeromq` in `s` of `input` (`bytes` long) with `extra` flags (a rate
+/// among them), `--stats` to `stats`, to a ZeroMQ SUB in `r1` (`interop/zmq-sub`, at ZMQ_RATE
+/// `sub_rate` kbit/s or its default) writing `out`: the subscriber's output and the sender's
+/// (which exits 3: a subscriber sends no delivery report).
+fn our_send_to_zeromq_sub(
+    lab: &Lab,
+    (input, out, stats): (&Path, &Path, &Path),
+    bytes: usize,
+    sub_rate: Option<&str>,
+    extra: &[&str],
+) -> (std::process::Output, std::process::Output) {
+    let mut rx = lab.cmd("r1");
+    rx.arg(tool("zmq-sub"))
+        .arg("epgm://10.77.0.11;239.192.0.1:5555")
+        .arg(out)
+        .args([&bytes.to_string(), "20"])
+        .args(sub_rate);
+    let rx = rx
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let tx = lab
+        .cmd("s")
+        .arg(pgmcc())
+        .args(["send", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
+        .args(["-q", "--linger", "3s", "--stats"])
+        .arg(stats)
+        .args(extra)
+        .arg(input)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let sent = finish_with(
+        tx,
+        Duration::from_secs(90),
+        SEND_UNCONFIRMED,
+        "pgmcc send --peer zeromq",
+    );
+    (finish(rx, Duration::from_secs(60)), sent)
+}
+
+#[test]
+fn zeromq_epgm_publisher_to_our_receiver() {
+    if !zeromq_tools("zeromq_epgm_publisher_to_our_receiver") {
+        return;
+    }
+    let Some(lab) = Lab::up("z", 1) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("messages.txt");
+    let stats_path = dir.path().join("recv.json");
+    let started = std::time::Instant::now();
+    const COUNT: usize = 5000;
+    let o = zeromq_pub_to_our_recv(
+        &lab,
+        &out,
+        &stats_path,
+        COUNT,
+        "5000",
+        "3",
+        &["--drop-every", "50"],
+    );
     let err = String::from_utf8_lossy(&o.stderr);
     eprintln!("{err}");
     assert!(o.status.success(), "{err}");
@@ -578,14 +655,7 @@ fn zeromq_epgm_publisher_to_our_receiver() {
 
 #[test]
 fn our_sender_to_a_zeromq_epgm_subscriber() {
-    if !libpgm_tools("our_sender_to_a_zeromq_epgm_subscriber") {
-        return;
-    }
-    if !tool("zmq-sub").exists() {
-        skip(
-            "our_sender_to_a_zeromq_epgm_subscriber",
-            "libzmq3-dev is not installed; scripts/install-deps installs it",
-        );
+    if !zeromq_tools("our_sender_to_a_zeromq_epgm_subscriber") {
         return;
     }
     let Some(lab) = Lab::up("q", 1) else { return };
@@ -595,55 +665,18 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
     let out = dir.path().join("zmq.bin");
     let started = std::time::Instant::now();
     let stats_path = dir.path().join("send.json");
-    let rx = lab
-        .cmd("r1")
-        .arg(tool("zmq-sub"))
-        .arg("epgm://10.77.0.11;239.192.0.1:5555")
-        .arg(&out)
-        // ZMQ_RATE 20 Mbit/s: libzmq sizes a SUB's receive window from it (ZMQ_RATE x
-        // ZMQ_RECOVERY_IVL); at its default of 100 kbit/s the window is ~83 packets and
-        // repairs at 20 Mbit/s arrive after it moved on (seen: 3 packets lost for good).
-        .args([&BYTES.to_string(), "10", "20000"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(500));
-    // Every 40th data packet dropped at the source: the subscriber's libpgm NAKs, we repair.
-    let tx = lab
-        .cmd("s")
-        .arg(pgmcc())
-        .args([
-            "send",
-            "--group",
-            "239.192.0.1:5555",
-            "--peer",
-            "zeromq",
-            "--stats",
-        ])
-        .arg(&stats_path)
-        .args([
-            "--rate-max",
-            "20Mbit",
-            "--drop-every",
-            "40",
-            "-q",
-            "--linger",
-            "3s",
-        ])
-        .arg(&input)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let o = finish_with(
-        tx,
-        Duration::from_secs(60),
-        SEND_UNCONFIRMED,
-        "pgmcc send --peer zeromq",
+    // ZMQ_RATE 20 Mbit/s: libzmq sizes a SUB's receive window from it (ZMQ_RATE x
+    // ZMQ_RECOVERY_IVL); at its default of 100 kbit/s the window is ~83 packets and repairs
+    // at 20 Mbit/s arrive after it moved on (seen: 3 packets lost for good). Every 40th data
+    // packet dropped at the source: the subscriber's libpgm NAKs, we repair.
+    let (o, sent) = our_send_to_zeromq_sub(
+        &lab,
+        (&input, &out, &stats_path),
+        BYTES,
+        Some("20000"),
+        &["--rate-max", "20Mbit", "--drop-every", "40"],
     );
-    eprintln!("{}", String::from_utf8_lossy(&o.stderr));
-    let o = finish(rx, Duration::from_secs(30));
+    eprintln!("{}", String::from_utf8_lossy(&sent.stderr));
     let said = String::from_utf8_lossy(&o.stdout);
     eprintln!("{said}{}", String::from_utf8_lossy(&o.stderr));
     assert!(o.status.success(), "the subscriber stopped short: {said}");
@@ -679,22 +712,7 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
 fn zeromq_at_its_defaults_with_random_loss_both_ways() {
     const TEST: &str = "zeromq_at_its_defaults_with_random_loss_both_ways";
     const RUNS: usize = 3;
-    if !libpgm_tools(TEST) {
-        return;
-    }
-    if !tool("zmq-pub").exists() || !tool("zmq-sub").exists() {
-        skip(
-            TEST,
-            "libzmq3-dev is not installed; scripts/install-deps installs it",
-        );
-        return;
-    }
-    if !Command::new("nft")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        skip(TEST, "nft (nftables) is not installed");
+    if !zeromq_tools(TEST) || !nft_installed(TEST) {
         return;
     }
     // ZeroMQ's PUB to ours: 4,000 messages (about 50 KB, 4 s at 100 kbit/s).
@@ -708,32 +726,14 @@ fn zeromq_at_its_defaults_with_random_loss_both_ways() {
                 let dir = tempfile::tempdir().unwrap();
                 let out = dir.path().join("messages.txt");
                 let stats_path = dir.path().join("recv.json");
-                let rx = lab
-                    .cmd("r1")
-                    .arg(pgmcc())
-                    .args(["recv", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
-                    .args(["-q", "--idle-timeout", "20s", "--stats"])
-                    .arg(&stats_path)
-                    .arg("--out")
-                    .arg(&out)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                std::thread::sleep(Duration::from_millis(500));
                 // ZMQ_RATE 100 kbit/s, ZeroMQ's default; it closes 8 s after queueing the
                 // messages: they take about 4 s at that rate, then the repairs.
-                let tx = lab
-                    .cmd("s")
-                    .arg(tool("zmq-pub"))
-                    .args(["epgm://10.77.0.1;239.192.0.1:5555", &COUNT.to_string()])
-                    .args(["100", "8"])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                finish_ok(tx, Duration::from_secs(90), "the ZeroMQ publisher");
-                finish_ok(rx, Duration::from_secs(60), "our receiver");
+                let o = zeromq_pub_to_our_recv(&lab, &out, &stats_path, COUNT, "100", "8", &[]);
+                assert!(
+                    o.status.success(),
+                    "run {run}: {}",
+                    String::from_utf8_lossy(&o.stderr)
+                );
                 let text = std::fs::read_to_string(&out).unwrap();
                 let want: String = (0..COUNT).map(|i| format!("message {i}\n")).collect();
                 assert_eq!(text, want, "run {run}: not every message, in order");
@@ -770,41 +770,19 @@ fn zeromq_at_its_defaults_with_random_loss_both_ways() {
                 let (input, want) = random_file(dir.path(), BYTES);
                 let out = dir.path().join("zmq.bin");
                 let stats_path = dir.path().join("send.json");
-                let rx = lab
-                    .cmd("r1")
-                    .arg(tool("zmq-sub"))
-                    .arg("epgm://10.77.0.11;239.192.0.1:5555")
-                    .arg(&out)
-                    // ZMQ_RATE left at ZeroMQ's default, 100 kbit/s.
-                    .args([&BYTES.to_string(), "20"])
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                std::thread::sleep(Duration::from_millis(500));
-                let tx = lab
-                    .cmd("s")
-                    .arg(pgmcc())
-                    .args(["send", "--group", "239.192.0.1:5555", "--peer", "zeromq"])
-                    .args(["--rate-max", "100kbit", "-q", "--linger", "3s", "--stats"])
-                    .arg(&stats_path)
-                    .arg(&input)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::piped())
-                    .spawn()
-                    .unwrap();
-                let sent = finish_with(
-                    tx,
-                    Duration::from_secs(90),
-                    SEND_UNCONFIRMED,
-                    "pgmcc send --peer zeromq",
+                // ZMQ_RATE left at ZeroMQ's default, 100 kbit/s.
+                let (o, sent) = our_send_to_zeromq_sub(
+                    &lab,
+                    (&input, &out, &stats_path),
+                    BYTES,
+                    None,
+                    &["--rate-max", "100kbit"],
                 );
                 let said = String::from_utf8_lossy(&sent.stderr);
                 assert!(
                     !said.contains("ZMQ_RATE"),
                     "a warning at 100 kbit/s: {said}"
                 );
-                let o = finish(rx, Duration::from_secs(60));
                 let got = String::from_utf8_lossy(&o.stdout);
                 assert!(
                     o.status.success(),
