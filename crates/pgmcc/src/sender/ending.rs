@@ -146,9 +146,9 @@ pub(super) struct Now<'a> {
     pub grtt: Option<Duration>,
     /// Delivery reports so far, by address.
     pub reports: &'a BTreeMap<IpAddr, pgm_wire::Outcome>,
-    /// Some receiver heard from has sent no delivery report (asked only once the data is
-    /// out and [`EndPolicy::report_wait`] is not zero).
-    pub unreported: bool,
+    /// Whether some receiver heard from has sent no delivery report: asked only once the
+    /// linger is over and [`EndPolicy::report_wait`] is not zero (it scans the receivers).
+    pub unreported: &'a dyn Fn() -> bool,
 }
 
 /// The source's ending state.
@@ -212,12 +212,6 @@ impl Ending {
         self.lingered_at.is_some() && self.end.is_none()
     }
 
-    /// Whether [`Ending::update`] needs [`Now::unreported`]: the data is out and a report
-    /// wait could follow the linger.
-    pub(super) fn asks_unreported(&self) -> bool {
-        self.drained_at.is_some() && !self.policy.report_wait.is_zero()
-    }
-
     /// When every byte the application gave had left, once it closed.
     pub(super) fn drained_at(&self) -> Option<Instant> {
         self.drained_at
@@ -274,7 +268,7 @@ impl Ending {
         if !lingered && self.lingered_at.is_none() {
             return None;
         }
-        if s.unreported && !self.policy.report_wait.is_zero() {
+        if !self.policy.report_wait.is_zero() && (s.unreported)() {
             let since = *self.lingered_at.get_or_insert(s.now);
             if s.now.saturating_duration_since(since) < self.policy.report_wait {
                 return None;
@@ -326,7 +320,7 @@ mod tests {
             cc: true,
             grtt: None,
             reports,
-            unreported: false,
+            unreported: &|| false,
         }
     }
 
@@ -427,12 +421,12 @@ mod tests {
         let t0 = Instant::ZERO;
         let none = BTreeMap::new();
         let unreported = |t: u64| Now {
-            unreported: true,
+            unreported: &|| true,
             ..now_at(t0 + Duration::from_secs(t), &none)
         };
         // The linger ends at 3 s; the wait for the missing report runs to 13 s.
         let mut e = Ending::new(policy.clone(), t0);
-        assert!(e.update(&unreported(0)).is_none() && e.asks_unreported());
+        assert!(e.update(&unreported(0)).is_none());
         assert!(!e.awaiting_reports());
         assert_eq!(e.update(&unreported(3)), None);
         assert!(e.awaiting_reports());
@@ -457,7 +451,6 @@ mod tests {
         );
         // Without a report wait (the default) nothing changes.
         let mut e = Ending::new(EndPolicy::default(), t0);
-        assert!(!e.asks_unreported());
         e.update(&unreported(0));
         assert_eq!(e.update(&unreported(3)), Some(&SessionEnd::Finished));
     }

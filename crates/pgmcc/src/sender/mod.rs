@@ -707,8 +707,7 @@ impl Sender {
             // Only a linger (after close) depends on it: not measured on every datagram.
             grtt: self.closing.then(|| self.grtt(now)).flatten(),
             reports: &self.reports,
-            unreported: self.ending.asks_unreported()
-                && self.group.heard().any(|a| !self.reports.contains_key(&a)),
+            unreported: &|| self.group.heard().any(|a| !self.reports.contains_key(&a)),
         };
         // A finished session says so once more, in a burst (at least three SPMs with
         // OPT_FIN, as an abort's OPT_RST): the heartbeats that carried OPT_FIN follow the
@@ -721,7 +720,7 @@ impl Sender {
             self.arm_final_burst();
         } else if self.ending.awaiting_reports() && !waited {
             // The wait for reports begins with the same burst: a receiver that has not
-            // learnt the end (its FIN heartbeats lost or shadowed) can finish and report.
+            // learnt the end (its FIN heartbeats lost) can finish and report.
             self.arm_final_burst();
         }
     }
