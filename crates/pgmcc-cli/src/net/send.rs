@@ -505,10 +505,10 @@ fn verdict_code(transfer: &TransferSender, verdict: &Verdict, args: &SendArgs) -
             eprintln!("pgmcc send: error: {verdict}");
             ExitCode::from(1)
         }
-        Verdict::Unconfirmed { .. } => {
+        Verdict::Unconfirmed { silent, .. } => {
             let why = if args.net.libpgm_peer() {
                 " (OpenPGM and ZeroMQ receivers send no delivery report: with --peer this is how a transfer ends)"
-            } else if matches!(verdict, Verdict::Unconfirmed { silent, .. } if *silent > 0) {
+            } else if *silent > 0 {
                 " (a receiver reports once its output is verified and on disk: a longer --report-wait waits for slow ones)"
             } else {
                 ""
@@ -710,16 +710,7 @@ async fn close(
                     shown.progress(&st, read.total);
                 } else {
                     shown.pb.set_position(st.stats.odata_bytes.min(read.total));
-                    let unreported = st
-                        .heard
-                        .iter()
-                        .filter(|a| !st.reports.iter().any(|r| r.receiver == **a))
-                        .count();
-                    shown.pb.set_message(if unreported == 0 {
-                        "all data sent; serving repairs until receivers are quiet (--linger)".to_string()
-                    } else {
-                        format!("all data sent; serving repairs (--linger); {unreported} receivers heard from have not reported yet (--report-wait)")
-                    });
+                    shown.pb.set_message("all data sent; serving repairs until receivers are quiet (--linger)");
                 }
             }
         }
