@@ -633,11 +633,7 @@ fn zeromq_epgm_publisher_to_our_receiver() {
     eprintln!("{err}");
     assert!(o.status.success(), "{err}");
     let text = std::fs::read_to_string(&out).unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines.len(), COUNT);
-    for (i, l) in lines.iter().enumerate() {
-        assert_eq!(*l, format!("message {i}"));
-    }
+    assert_eq!(text, messages(COUNT), "not every message, in order");
     record(&Cell {
         id: "4-zeromq-to-ours-0-0-1".into(),
         source: "ZeroMQ PUB `epgm://10.77.0.1;239.192.0.1:5555` (`interop/zmq-pub`)".into(),
@@ -703,6 +699,33 @@ fn our_sender_to_a_zeromq_epgm_subscriber() {
     });
 }
 
+/// The messages `interop/zmq-pub` sends, one per line as our receiver writes them.
+fn messages(count: usize) -> String {
+    (0..count).map(|i| format!("message {i}\n")).collect()
+}
+
+/// Runs `f` `runs` times at once, each in a lab of its own with one receiver (prefix
+/// `name` and the run's number) whose namespace drops 5% of what arrives on ZeroMQ's port
+/// 5555, with a fresh directory: what each run returned, in order.
+fn lossy_labs_at_once<T: Send + 'static>(
+    name: &str,
+    runs: usize,
+    f: fn(&Lab, &Path, usize) -> T,
+) -> Vec<T> {
+    let threads: Vec<_> = (0..runs)
+        .map(|run| {
+            let prefix = format!("{name}{run}");
+            std::thread::spawn(move || {
+                let lab = Lab::up(&prefix, 1).expect("a lab");
+                random_loss_on(&lab, "r1", 5555, 50);
+                let dir = tempfile::tempdir().unwrap();
+                f(&lab, dir.path(), run)
+            })
+        })
+        .collect();
+    threads.into_iter().map(|t| t.join().unwrap()).collect()
+}
+
 /// Issue 56 item 6: ZeroMQ at its defaults (`ZMQ_RATE` 100 kbit/s, the recovery interval of
 /// 10 s) with 5% random loss at the receiving end, both ways, three runs each: a ZeroMQ PUB
 /// to `pgmcc recv --peer zeromq`, and `pgmcc send --peer zeromq` at the rate a default
@@ -718,31 +741,28 @@ fn zeromq_at_its_defaults_with_random_loss_both_ways() {
     // ZeroMQ's PUB to ours: 4,000 messages (about 50 KB, 4 s at 100 kbit/s).
     const COUNT: usize = 4000;
     let started = std::time::Instant::now();
-    let runs: Vec<_> = (0..RUNS)
-        .map(|run| {
-            std::thread::spawn(move || {
-                let lab = Lab::up(&format!("zp{run}"), 1).expect("a lab");
-                random_loss_on(&lab, "r1", 5555, 50);
-                let dir = tempfile::tempdir().unwrap();
-                let out = dir.path().join("messages.txt");
-                let stats_path = dir.path().join("recv.json");
-                // ZMQ_RATE 100 kbit/s, ZeroMQ's default; it closes 8 s after queueing the
-                // messages: they take about 4 s at that rate, then the repairs.
-                let o = zeromq_pub_to_our_recv(&lab, &out, &stats_path, COUNT, "100", "8", &[]);
-                assert!(
-                    o.status.success(),
-                    "run {run}: {}",
-                    String::from_utf8_lossy(&o.stderr)
-                );
-                let text = std::fs::read_to_string(&out).unwrap();
-                let want: String = (0..COUNT).map(|i| format!("message {i}\n")).collect();
-                assert_eq!(text, want, "run {run}: not every message, in order");
-                let r = stats(&stats_path);
-                r["status"]["stats"]["naks_sent"].as_u64().unwrap()
-            })
-        })
-        .collect();
-    let naks: u64 = runs.into_iter().map(|r| r.join().unwrap()).sum();
+    let naks: u64 = lossy_labs_at_once("zp", RUNS, |lab, dir, run| {
+        let out = dir.join("messages.txt");
+        let stats_path = dir.join("recv.json");
+        // ZMQ_RATE 100 kbit/s, ZeroMQ's default; it closes 8 s after queueing the
+        // messages: they take about 4 s at that rate, then the repairs.
+        let o = zeromq_pub_to_our_recv(lab, &out, &stats_path, COUNT, "100", "8", &[]);
+        assert!(
+            o.status.success(),
+            "run {run}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let text = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(
+            text,
+            messages(COUNT),
+            "run {run}: not every message, in order"
+        );
+        let r = stats(&stats_path);
+        r["status"]["stats"]["naks_sent"].as_u64().unwrap()
+    })
+    .into_iter()
+    .sum();
     assert!(naks >= 3, "the loss made no NAK: {naks}");
     record(&Cell {
         id: "4-zeromq-to-ours-0-0-2".into(),
@@ -751,7 +771,7 @@ fn zeromq_at_its_defaults_with_random_loss_both_ways() {
         encap: "UDP",
         cc: "plain",
         loss: "5% random at the receiver (nftables)".into(),
-        bytes: (0..COUNT).map(|i| format!("message {i}\n").len()).sum(),
+        bytes: messages(COUNT).len(),
         verified: "every message, in order, in 3 of 3 runs",
         detail: format!("our receivers sent {naks} NAKs in all, repaired by ZeroMQ's libpgm"),
         seconds: started.elapsed().as_secs_f64(),
@@ -761,46 +781,37 @@ fn zeromq_at_its_defaults_with_random_loss_both_ways() {
     // Ours to ZeroMQ's SUB at its default ZMQ_RATE: 100 KB at 100 kbit/s.
     const BYTES: usize = 100_000;
     let started = std::time::Instant::now();
-    let runs: Vec<_> = (0..RUNS)
-        .map(|run| {
-            std::thread::spawn(move || {
-                let lab = Lab::up(&format!("zs{run}"), 1).expect("a lab");
-                random_loss_on(&lab, "r1", 5555, 50);
-                let dir = tempfile::tempdir().unwrap();
-                let (input, want) = random_file(dir.path(), BYTES);
-                let out = dir.path().join("zmq.bin");
-                let stats_path = dir.path().join("send.json");
-                // ZMQ_RATE left at ZeroMQ's default, 100 kbit/s.
-                let (o, sent) = our_send_to_zeromq_sub(
-                    &lab,
-                    (&input, &out, &stats_path),
-                    BYTES,
-                    None,
-                    &["--rate-max", "100kbit"],
-                );
-                let said = String::from_utf8_lossy(&sent.stderr);
-                assert!(
-                    !said.contains("ZMQ_RATE"),
-                    "a warning at 100 kbit/s: {said}"
-                );
-                let got = String::from_utf8_lossy(&o.stdout);
-                assert!(
-                    o.status.success(),
-                    "run {run}: the subscriber stopped short: {got}"
-                );
-                assert_eq!(sha_of(&out), want, "run {run}");
-                let st = &stats(&stats_path)["status"]["stats"];
-                (
-                    st["naks_received"].as_u64().unwrap(),
-                    st["rdata_packets"].as_u64().unwrap(),
-                )
-            })
-        })
-        .collect();
-    let (naks, rdata) = runs
-        .into_iter()
-        .map(|r| r.join().unwrap())
-        .fold((0, 0), |(n, r), (a, b)| (n + a, r + b));
+    let (naks, rdata) = lossy_labs_at_once("zs", RUNS, |lab, dir, run| {
+        let (input, want) = random_file(dir, BYTES);
+        let out = dir.join("zmq.bin");
+        let stats_path = dir.join("send.json");
+        // ZMQ_RATE left at ZeroMQ's default, 100 kbit/s.
+        let (o, sent) = our_send_to_zeromq_sub(
+            lab,
+            (&input, &out, &stats_path),
+            BYTES,
+            None,
+            &["--rate-max", "100kbit"],
+        );
+        let said = String::from_utf8_lossy(&sent.stderr);
+        assert!(
+            !said.contains("ZMQ_RATE"),
+            "a warning at 100 kbit/s: {said}"
+        );
+        let got = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "run {run}: the subscriber stopped short: {got}"
+        );
+        assert_eq!(sha_of(&out), want, "run {run}");
+        let st = &stats(&stats_path)["status"]["stats"];
+        (
+            st["naks_received"].as_u64().unwrap(),
+            st["rdata_packets"].as_u64().unwrap(),
+        )
+    })
+    .into_iter()
+    .fold((0, 0), |(n, r), (a, b)| (n + a, r + b));
     assert!(naks >= 3 && rdata >= 3, "{naks} NAKs, {rdata} repairs");
     record(&Cell {
         id: "5-ours-to-zeromq-0-0-2".into(),
